@@ -1,0 +1,35 @@
+// The CPU kernel interface. Every op in the op table has
+//   void   cpu_forward_<OP>(const ComputeParams&, Tensor* dst);
+//   size_t cpu_work_size_<OP>(const Tensor* dst, int n_threads);   // shared scratch bytes
+// defined in csrc/cpu/<family>.cpp. Kernels never validate user input: the constructor did.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "cpu/threadpool.h"
+#include "pyggml/tensor.h"
+
+namespace pyggml::cpu {
+
+struct ComputeParams {
+    int ith = 0, nth = 1;
+    void* wdata = nullptr;  // shared by all threads of the node
+    size_t wsize = 0;
+    ThreadPool* pool = nullptr;
+    void barrier() const { if (pool && nth > 1) pool->barrier(); }
+};
+
+// Contiguous split of [0, n) among threads: [r0, r1) for thread ith.
+inline void split_range(int64_t n, int ith, int nth, int64_t& r0, int64_t& r1) {
+    const int64_t dr = (n + nth - 1) / nth;
+    r0 = std::min<int64_t>(n, dr * ith);
+    r1 = std::min<int64_t>(n, r0 + dr);
+}
+
+#define PYGGML_X(name, family, py)                                   \
+    void cpu_forward_##name(const ComputeParams& p, Tensor* dst);    \
+    size_t cpu_work_size_##name(const Tensor* dst, int n_threads);
+PYGGML_OP_TABLE(PYGGML_X)
+#undef PYGGML_X
+
+}  // namespace pyggml::cpu

@@ -1,0 +1,7 @@
+// Op constructors of the 'norm' family (shape inference and validation only).
+#pragma once
+#include "pyggml/context.h"
+
+namespace pyggml {
+
+}  // namespace pyggml

@@ -1,0 +1,39 @@
+// Shared helpers for the pybind11 op bindings.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "pyggml/graph.h"
+#include "pyggml/ops.h"
+
+namespace py = pybind11;
+
+namespace pyggml::python {
+
+// Binds an op constructor `gg.name(ctx, ...)`. The returned tensor is owned by the context
+// (reference policy) and keeps the context alive (keep_alive<0, 1>).
+template <class F, class... Extra>
+void def_op(py::module_& m, const char* name, F&& f, const Extra&... extra) {
+    m.def(name, std::forward<F>(f), py::return_value_policy::reference, py::keep_alive<0, 1>(),
+          extra...);
+}
+
+// Binds a function that modifies an existing node (e.g. flash_attn_ext_add_sinks).
+template <class F, class... Extra>
+void def_modifier(py::module_& m, const char* name, F&& f, const Extra&... extra) {
+    m.def(name, std::forward<F>(f), extra...);
+}
+
+#define PYGGML_FAMILY(fam) void bind_##fam(py::module_& m);
+PYGGML_FAMILY(layout) PYGGML_FAMILY(copy) PYGGML_FAMILY(binary) PYGGML_FAMILY(unary)
+PYGGML_FAMILY(reduce) PYGGML_FAMILY(sort) PYGGML_FAMILY(norm) PYGGML_FAMILY(mul_mat)
+PYGGML_FAMILY(misc) PYGGML_FAMILY(fill) PYGGML_FAMILY(rows) PYGGML_FAMILY(softmax)
+PYGGML_FAMILY(rope) PYGGML_FAMILY(flash_attn) PYGGML_FAMILY(ssm) PYGGML_FAMILY(glu)
+PYGGML_FAMILY(dsv4_hc) PYGGML_FAMILY(lightning_indexer)
+#undef PYGGML_FAMILY
+
+void bind_core(py::module_& m);   // Type, Tensor, Context, Graph, errors
+void bind_types(py::module_& m);  // conversion and quantization helpers
+
+}  // namespace pyggml::python

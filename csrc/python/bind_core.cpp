@@ -1,0 +1,186 @@
+// Bindings of Type, Tensor, Context, Graph and the error mapping.
+#include <thread>
+
+#include "bind_common.h"
+#include "pyggml/error.h"
+
+namespace pyggml::python {
+
+namespace {
+
+py::dtype storage_dtype(Type t) {
+    switch (t) {
+        case Type::F32: return py::dtype("float32");
+        case Type::F16: return py::dtype("float16");
+        case Type::BF16: return py::dtype("uint16");
+        case Type::I32: return py::dtype("int32");
+        case Type::I64: return py::dtype("int64");
+        default: return py::dtype("uint8");
+    }
+}
+
+void* resolve_data(Tensor* t) {
+    if (!t->data && t->view_src && t->view_src->data) t->data = (char*)t->view_src->data + t->view_offs;
+    return t->data;
+}
+
+// Zero-copy numpy view: shape reversed from ne, strides from nb; block types expose bytes.
+py::array tensor_numpy(py::object self) {
+    Tensor* t = self.cast<Tensor*>();
+    if (!resolve_data(t) && t->nbytes() > 0)
+        throw py::value_error("tensor '" + t->name + "' (" + describe(t) +
+                              ") has no storage yet: it lives in a no_alloc context; call "
+                              "Graph.alloc() or Graph.compute() first");
+    std::vector<py::ssize_t> shape, strides;
+    if (is_quantized(t->type)) {
+        if (t->nb[0] != type_size(t->type))
+            throw py::value_error("numpy(): block-typed tensor rows must be packed: " + describe(t));
+        shape = {t->ne[3], t->ne[2], t->ne[1], (py::ssize_t)t->row_bytes()};
+        strides = {(py::ssize_t)t->nb[3], (py::ssize_t)t->nb[2], (py::ssize_t)t->nb[1], 1};
+    } else {
+        shape = {t->ne[3], t->ne[2], t->ne[1], t->ne[0]};
+        strides = {(py::ssize_t)t->nb[3], (py::ssize_t)t->nb[2], (py::ssize_t)t->nb[1],
+                   (py::ssize_t)t->nb[0]};
+    }
+    // Drop leading size-1 dims down to n_dims so a [n] tensor reads as shape (n,).
+    int keep = t->n_dims();
+    shape.erase(shape.begin(), shape.begin() + (4 - keep));
+    strides.erase(strides.begin(), strides.begin() + (4 - keep));
+    static char dummy[64];
+    void* ptr = t->data ? t->data : dummy;
+    return py::array(storage_dtype(t->type), shape, strides, ptr, self);
+}
+
+std::vector<int64_t> ne_list(const Tensor* t) { return {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}; }
+std::vector<size_t> nb_list(const Tensor* t) { return {t->nb[0], t->nb[1], t->nb[2], t->nb[3]}; }
+
+}  // namespace
+
+void bind_core(py::module_& m) {
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const ShapeError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const TypeMismatchError& e) {
+            PyErr_SetString(PyExc_TypeError, e.what());
+        } catch (const OutOfMemoryError& e) {
+            PyErr_SetString(PyExc_MemoryError, e.what());
+        } catch (const UnsupportedError& e) {
+            PyErr_SetString(PyExc_NotImplementedError, e.what());
+        } catch (const Error& e) {
+            PyErr_SetString(PyExc_RuntimeError, e.what());
+        }
+    });
+
+    py::enum_<Type>(m, "Type", "Tensor element types, numbered as in ggml/GGUF")
+        .value("F32", Type::F32).value("F16", Type::F16).value("Q4_0", Type::Q4_0)
+        .value("Q8_0", Type::Q8_0).value("I32", Type::I32).value("I64", Type::I64)
+        .value("BF16", Type::BF16).value("NVFP4", Type::NVFP4);
+
+    py::enum_<UnaryOp>(m, "UnaryOp")
+        .value("ABS", UnaryOp::ABS).value("SGN", UnaryOp::SGN).value("NEG", UnaryOp::NEG)
+        .value("STEP", UnaryOp::STEP).value("TANH", UnaryOp::TANH).value("ELU", UnaryOp::ELU)
+        .value("RELU", UnaryOp::RELU).value("SIGMOID", UnaryOp::SIGMOID)
+        .value("GELU", UnaryOp::GELU).value("GELU_QUICK", UnaryOp::GELU_QUICK)
+        .value("SILU", UnaryOp::SILU).value("HARDSWISH", UnaryOp::HARDSWISH)
+        .value("HARDSIGMOID", UnaryOp::HARDSIGMOID).value("EXP", UnaryOp::EXP)
+        .value("EXPM1", UnaryOp::EXPM1).value("SOFTPLUS", UnaryOp::SOFTPLUS)
+        .value("GELU_ERF", UnaryOp::GELU_ERF).value("FLOOR", UnaryOp::FLOOR)
+        .value("CEIL", UnaryOp::CEIL).value("ROUND", UnaryOp::ROUND).value("TRUNC", UnaryOp::TRUNC);
+
+    py::enum_<GluOp>(m, "GluOp")
+        .value("REGLU", GluOp::REGLU).value("GEGLU", GluOp::GEGLU).value("SWIGLU", GluOp::SWIGLU)
+        .value("SWIGLU_OAI", GluOp::SWIGLU_OAI).value("GEGLU_ERF", GluOp::GEGLU_ERF)
+        .value("GEGLU_QUICK", GluOp::GEGLU_QUICK).value("SWIGLU_CLAMP", GluOp::SWIGLU_CLAMP);
+
+    m.def("op_table", [] {
+        py::list out;
+        for (int i = 0; i < (int)Op::COUNT; ++i)
+            out.append(py::make_tuple(op_name((Op)i), op_family((Op)i), op_constructors((Op)i)));
+        return out;
+    }, "The op table: (name, family, constructors) for every op.");
+    m.def("set_debug", &set_debug, py::arg("on"),
+          "Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise.");
+    m.def("debug_enabled", &debug_enabled);
+
+    py::class_<Tensor, std::unique_ptr<Tensor, py::nodelete>>(m, "Tensor",
+        "A tensor in ggml layout. Owned by its Context; ne/nb are in ggml order (ne0 innermost).")
+        .def_property_readonly("ne", &ne_list, "element counts, ggml order (4 entries)")
+        .def_property_readonly("nb", &nb_list, "byte strides, ggml order (4 entries)")
+        .def_property_readonly("type", [](const Tensor& t) { return t.type; })
+        .def_property("name", [](const Tensor& t) { return t.name; },
+                      [](Tensor& t, const std::string& n) { t.name = n.substr(0, 63); })
+        .def_property_readonly("op", [](const Tensor& t) { return std::string(op_name(t.op)); })
+        .def_property_readonly("op_params", [](const Tensor& t) {
+            return std::vector<int32_t>(t.op_params, t.op_params + kMaxOpParams); })
+        .def_property_readonly("src", [](const Tensor& t) {
+            std::vector<Tensor*> s;
+            for (Tensor* x : t.src) s.push_back(x);
+            while (!s.empty() && !s.back()) s.pop_back();
+            return s; }, py::return_value_policy::reference)
+        .def_property_readonly("view_src", [](const Tensor& t) { return t.view_src; },
+                               py::return_value_policy::reference)
+        .def_property_readonly("view_offs", [](const Tensor& t) { return t.view_offs; })
+        .def_property_readonly("flags", [](const Tensor& t) { return t.flags; })
+        .def_property_readonly("nbytes", &Tensor::nbytes)
+        .def_property_readonly("nelements", &Tensor::nelements)
+        .def_property_readonly("nrows", &Tensor::nrows)
+        .def_property_readonly("n_dims", &Tensor::n_dims)
+        .def_property_readonly("has_data", [](Tensor& t) { return resolve_data(&t) != nullptr; })
+        .def_property_readonly("data_ptr", [](Tensor& t) { return (uintptr_t)resolve_data(&t); })
+        .def("is_contiguous", &Tensor::is_contiguous)
+        .def("is_contiguous_rows", &Tensor::is_contiguous_rows)
+        .def("is_permuted", &Tensor::is_permuted)
+        .def("set_output", [](Tensor& t) { t.flags |= kFlagOutput; if (t.view_src) t.view_src->flags |= kFlagOutput; },
+             "Keep this tensor's storage alive through the memory planner.")
+        .def("set_input", [](Tensor& t) { t.flags |= kFlagInput; })
+        .def("numpy", &tensor_numpy,
+             "Zero-copy numpy view: shape is ne reversed (trailing size-1 dims of ne dropped), "
+             "strides from nb. F16 -> float16, BF16 -> uint16 bits, block types -> uint8 bytes.")
+        .def("__repr__", [](const Tensor& t) {
+            return "<pyggml.Tensor '" + t.name + "' " + op_name(t.op) + " " + describe(&t) + ">";
+        });
+
+    py::class_<Context>(m, "Context",
+        "Creates tensors. With no_alloc=False every tensor gets storage in an arena of "
+        "mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc().")
+        .def(py::init<size_t, bool>(), py::arg("mem_size") = size_t(64) << 20,
+             py::arg("no_alloc") = false)
+        .def("new_tensor", [](Context& c, Type type, const std::vector<int64_t>& ne) {
+            return c.new_tensor(type, (int)ne.size(), ne.data());
+        }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, py::keep_alive<0, 1>(),
+           "New packed tensor; ne in ggml order, 1 to 4 dims.")
+        .def_property_readonly("mem_size", &Context::mem_size)
+        .def_property_readonly("mem_used", &Context::mem_used)
+        .def_property_readonly("no_alloc", &Context::no_alloc)
+        .def_property_readonly("n_tensors", [](const Context& c) { return c.tensors().size(); });
+
+    py::class_<Graph>(m, "Graph", "A computation graph over tensors of one context.")
+        .def(py::init<Context*, size_t>(), py::arg("ctx"), py::arg("capacity") = 8192,
+             py::keep_alive<1, 2>())
+        .def("build_forward_expand", &Graph::build_forward_expand, py::arg("tensor"),
+             "Add the tensor and everything it depends on (post-order, deduplicated).")
+        .def("alloc", &Graph::alloc, "Assign storage to tensors that have none (memory planner).")
+        .def("compute", [](Graph& g, int n_threads) {
+            if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
+            py::gil_scoped_release release;
+            g.compute(n_threads);
+        }, py::arg("n_threads") = 0, "Compute every node in order (the GIL is released).")
+        .def_property_readonly("nodes", &Graph::nodes, py::return_value_policy::reference_internal)
+        .def_property_readonly("leafs", &Graph::leafs, py::return_value_policy::reference_internal)
+        .def_property_readonly("n_nodes", [](const Graph& g) { return g.nodes().size(); })
+        .def("plan_stats", [](const Graph& g) {
+            const PlanStats& s = g.plan_stats();
+            py::dict d;
+            d["peak_bytes"] = s.peak_bytes;
+            d["sum_intermediate_bytes"] = s.sum_intermediate_bytes;
+            d["leaf_bytes"] = s.leaf_bytes;
+            d["n_planned"] = s.n_planned;
+            return d;
+        })
+        .def("set_profiling", &Graph::set_profiling)
+        .def_property_readonly("node_times", &Graph::node_times);
+}
+
+}  // namespace pyggml::python

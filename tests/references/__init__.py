@@ -1,0 +1,1 @@
+"""Per-family numpy reference ops (see tests/reference.py)."""

@@ -1,0 +1,49 @@
+"""References of the binary and unary element-wise ops."""
+import numpy as np
+
+
+def tile_to(b, shape):
+    """Tile b (numpy order) into `shape` the way ggml broadcasts src1 into src0."""
+    reps = tuple(s // d for s, d in zip(shape, b.shape))
+    return np.tile(b, reps)
+
+
+def binary(op, a, b):
+    b = tile_to(b, a.shape)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {"add": a64 + b64, "sub": a64 - b64, "mul": a64 * b64, "div": a64 / b64}[op]
+
+
+def gelu_tanh(x):
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * x * (1.0 + 0.044715 * x * x)))
+
+
+def sigmoid(x):
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def silu(x):
+    return np.asarray(x, dtype=np.float64) * sigmoid(x)
+
+
+def softplus(x):
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return np.where(x > 20.0, x, np.log1p(np.exp(np.minimum(x, 20.0))))
+
+
+def unary(op, x):
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        table = {
+            "abs": lambda: np.abs(x), "neg": lambda: -x, "relu": lambda: np.where(x > 0, x, 0.0),
+            "tanh": lambda: np.tanh(x), "sigmoid": lambda: sigmoid(x), "silu": lambda: silu(x),
+            "gelu": lambda: gelu_tanh(x), "gelu_quick": lambda: x * sigmoid(1.702 * x),
+            "exp": lambda: np.exp(x), "softplus": lambda: softplus(x), "sqr": lambda: x * x,
+            "sqrt": lambda: np.sqrt(x),
+        }
+        return table[op]()

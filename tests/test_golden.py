@@ -1,0 +1,51 @@
+"""Every case recorded from real ggml 0.25.3 must pass (format: ../shared/golden/README.md)."""
+import numpy as np
+import pytest
+
+import golden
+import pyggml as gg
+from util import assert_close
+
+# Ops that belong to the seed-ops issue; until their constructors are bound these cases
+# skip (by name). Every other op must pass.
+LATER_ISSUE_OPS = {
+    "fill", "fill_inplace", "cast", "flash_attn_ext", "dsv4_hc_comb", "dsv4_hc_pre",
+    "dsv4_hc_pre_gated", "dsv4_hc_post", "lightning_indexer", "ssm_conv", "ssm_scan",
+    "swiglu_clamp", "swiglu_oai",
+}
+
+CASES = golden.case_files()
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_golden_case(path):
+    case = np.load(path)
+    op = str(case["op"])
+    missing = [f for f in golden.functions_used(case) if not hasattr(gg, f)]
+    if missing:
+        if op in LATER_ISSUE_OPS:
+            pytest.skip(f"{op}: seed-ops issue, not bound yet ({missing})")
+        pytest.fail(f"{op}: constructors missing from pyggml: {missing}")
+    result, _ctx = golden.run_case(case)
+    got = golden.result_values(result)
+    expected = case["expected"]
+    assert list(result.ne) == [int(v) for v in case["expected_ne"]]
+    assert gg.type_name(result.type) == str(case["expected_type"])
+    if op == "argsort":
+        src = case[f"in_{str(case['input_names'][0])}"].astype(np.float64)
+        for row_got, row_exp, row_src in zip(got.reshape(-1, got.shape[-1]), expected.reshape(-1, expected.shape[-1]),
+                                             src.reshape(-1, src.shape[-1])):
+            assert sorted(row_got.tolist()) == list(range(len(row_got)))
+            np.testing.assert_array_equal(row_src[row_got], row_src[row_exp])
+    elif op == "top_k":
+        src = case[f"in_{str(case['input_names'][0])}"].astype(np.float64)
+        for row_got, row_exp, row_src in zip(got.reshape(-1, got.shape[-1]), expected.reshape(-1, expected.shape[-1]),
+                                             src.reshape(-1, src.shape[-1])):
+            assert len(set(row_got.tolist())) == len(row_got)
+            np.testing.assert_array_equal(np.sort(row_src[row_got]), np.sort(row_src[row_exp]))
+    else:
+        assert_close(got, expected.astype(np.float64), float(case["max_nmse"]), what=path.stem)
+
+
+def test_golden_cases_present():
+    assert len(CASES) >= 130, f"golden cases not found under {golden.GOLDEN_DIR}"

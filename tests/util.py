@@ -1,0 +1,71 @@
+"""Shared test helpers: graph running, NMSE checks as the peer suite defines them."""
+import numpy as np
+
+import pyggml as gg
+
+
+def nmse(expected, got) -> float:
+    e = np.asarray(expected, dtype=np.float64)
+    g = np.asarray(got, dtype=np.float64)
+    den = float(np.sum(e * e))
+    num = float(np.sum((e - g) ** 2))
+    if den == 0.0:
+        return 0.0 if num == 0.0 else float("inf")
+    return num / den
+
+
+def assert_close(got, expected, max_nmse: float = 1e-7, what: str = ""):
+    """Peer-suite comparison: no unexpected NaN, identical inf positions/signs, NMSE bound
+    over the finite entries."""
+    got = np.asarray(got, dtype=np.float64)
+    expected = np.asarray(expected, dtype=np.float64)
+    assert got.shape == expected.shape, f"{what}: shape {got.shape} != expected {expected.shape}"
+    nan_g, nan_e = np.isnan(got), np.isnan(expected)
+    assert not np.any(nan_g & ~nan_e), f"{what}: NaN where none expected ({int(np.sum(nan_g & ~nan_e))} entries)"
+    assert np.array_equal(nan_g, nan_e), f"{what}: NaN positions differ"
+    inf_g, inf_e = np.isinf(got), np.isinf(expected)
+    assert np.array_equal(inf_g, inf_e), f"{what}: inf positions differ"
+    assert np.array_equal(np.sign(got[inf_g]), np.sign(expected[inf_e])), f"{what}: inf signs differ"
+    fin = ~(inf_e | nan_e)
+    err = nmse(expected[fin], got[fin])
+    assert err <= max_nmse, f"{what}: NMSE {err:.3e} > {max_nmse:.1e}"
+    return err
+
+
+def compute(ctx, *outputs, n_threads: int = 2):
+    """Build a graph from the outputs, compute it, return the graph."""
+    g = gg.Graph(ctx)
+    for t in outputs:
+        g.build_forward_expand(t)
+    g.compute(n_threads=n_threads)
+    return g
+
+
+def values(t) -> np.ndarray:
+    """float32 (or int) copy of a tensor's values with numpy shape (ne3, ne2, ne1, ne0)."""
+    if t.type in (gg.I32, gg.I64):
+        v = np.array(t.numpy())
+    else:
+        v = t.to_f32()
+    return v.reshape(tuple(reversed(t.ne)))
+
+
+def new(ctx, type_, ne, data=None, rng=None, lo=-1.0, hi=1.0):
+    """New tensor of `type_` with ggml shape `ne`; filled from `data` (numpy shape ne
+    reversed) or uniform [lo, hi). Returns (tensor, float64 values as stored)."""
+    t = ctx.new_tensor(type_, list(ne))
+    shape = tuple(reversed(list(ne) + [1] * (4 - len(ne))))
+    if data is None:
+        rng = rng or np.random.default_rng(0)
+        data = rng.uniform(lo, hi, size=shape).astype(np.float32)
+    data = np.asarray(data).reshape(shape)
+    if gg.is_quantized(type_):
+        t.set(gg.quantize(type_, data.astype(np.float32).ravel()))
+    elif type_ == gg.F16:
+        t.set(data.astype(np.float16))
+    elif type_ in (gg.I32, gg.I64):
+        t.set(data.astype(np.int32 if type_ == gg.I32 else np.int64))
+    else:
+        t.set(data.astype(np.float32))
+    stored = values(t).astype(np.float64) if type_ not in (gg.I32, gg.I64) else values(t)
+    return t, stored
