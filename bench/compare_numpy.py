@@ -1,0 +1,32 @@
+"""Compare pyggml kernels with numpy in one run. Usage: python bench/compare_numpy.py [-t N] [FILTER]
+
+Case groups live in bench/numpy_cases/*.py; each module defines
+``cases(n_threads) -> iterable of (case, pyggml_value, numpy_value, unit)`` where values are
+throughputs (higher is better). Prints case, pyggml, numpy, ratio.
+"""
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("filter", nargs="?", default="")
+    args = ap.parse_args()
+    print(f"{'case':<48s} {'pyggml':>12s} {'numpy':>12s} {'unit':<9s} {'ratio':>7s}")
+    for path in sorted((Path(__file__).parent / "numpy_cases").glob("*.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for case, ours, ref, unit in mod.cases(args.threads):
+            if args.filter and args.filter not in case:
+                continue
+            ratio = ours / ref if ref else float("nan")
+            print(f"{case:<48s} {ours:12.3f} {ref:12.3f} {unit:<9s} {ratio:7.3f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
