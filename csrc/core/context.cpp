@@ -34,7 +34,7 @@ Context::~Context() {
 }
 
 Tensor* Context::make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* view_src,
-                             size_t view_offs) {
+                             size_t view_offs, bool allocate) {
     if (!type_traits(type).is_valid) {
         std::ostringstream os;
         os << "new_tensor: unsupported type id " << (int)type;
@@ -88,7 +88,7 @@ Tensor* Context::make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* v
     void* data = nullptr;
     if (view_src) {
         if (view_src->data) data = (char*)view_src->data + view_offs;
-    } else if (!no_alloc_ && data_size > 0) {
+    } else if (allocate && !no_alloc_ && data_size > 0) {
         size_t need = align_up(data_size, kMemAlign);
         if (used_ + need > mem_size_) {
             std::ostringstream os;
@@ -124,6 +124,12 @@ Tensor* Context::new_tensor(Type type, int n_dims, const int64_t* ne) {
 
 Tensor* Context::new_tensor(Type type, std::initializer_list<int64_t> ne) {
     return make_tensor(type, (int)ne.size(), ne.begin(), nullptr, 0);
+}
+
+Tensor* Context::new_tensor_external(Type type, int n_dims, const int64_t* ne, void* data) {
+    Tensor* t = make_tensor(type, n_dims, ne, nullptr, 0, false);
+    t->data = data;
+    return t;
 }
 
 Tensor* Context::dup_tensor(const Tensor* a) { return make_tensor(a->type, kMaxDims, a->ne, nullptr, 0); }

@@ -142,7 +142,7 @@ void bind_core(py::module_& m) {
             return "<pyggml.Tensor '" + t.name + "' " + op_name(t.op) + " " + describe(&t) + ">";
         });
 
-    py::class_<Context>(m, "Context",
+    py::class_<Context>(m, "Context", py::dynamic_attr(),
         "Creates tensors. With no_alloc=False every tensor gets storage in an arena of "
         "mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc().")
         .def(py::init<size_t, bool>(), py::arg("mem_size") = size_t(64) << 20,
@@ -151,6 +151,29 @@ void bind_core(py::module_& m) {
             return c.new_tensor(type, (int)ne.size(), ne.data());
         }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, py::keep_alive<0, 1>(),
            "New packed tensor; ne in ggml order, 1 to 4 dims.")
+        .def("tensor_from_buffer", [](py::object self, py::buffer buf, Type type, const std::vector<int64_t>& ne) {
+            Context& c = self.cast<Context&>();
+            py::buffer_info info = buf.request();
+            if (info.ndim != 1 || info.strides[0] != info.itemsize)
+                throw py::value_error("tensor_from_buffer: the buffer must be 1-D and contiguous (e.g. a uint8 memmap slice)");
+            const size_t have = (size_t)info.size * (size_t)info.itemsize;
+            if (ne.empty() || ne.size() > 4) throw py::value_error("tensor_from_buffer: ne must have 1..4 dims");
+            int64_t n = blck_size(type) ? ne[0] : 0;
+            if (ne[0] % blck_size(type) != 0)
+                throw py::value_error("tensor_from_buffer: ne[0] must be a multiple of the block size");
+            size_t need = row_size(type, n);
+            for (size_t i = 1; i < ne.size(); ++i) need *= (size_t)ne[i];
+            if (need > have)
+                throw py::value_error("tensor_from_buffer: " + std::string(type_name(type)) + " tensor needs " +
+                                      std::to_string(need) + " bytes, the buffer has " + std::to_string(have));
+            Tensor* t = c.new_tensor_external(type, (int)ne.size(), ne.data(), info.ptr);
+            if (!py::hasattr(self, "_buffers")) self.attr("_buffers") = py::list();
+            self.attr("_buffers").attr("append")(buf);  // keep the memory alive with the context
+            return t;
+        }, py::arg("buffer"), py::arg("type"), py::arg("ne"), py::return_value_policy::reference,
+           py::keep_alive<0, 1>(),
+           "A tensor over an existing buffer without copying (e.g. a numpy memmap of a GGUF file). "
+           "The context keeps the buffer alive.")
         .def_property_readonly("mem_size", &Context::mem_size)
         .def_property_readonly("mem_used", &Context::mem_used)
         .def_property_readonly("no_alloc", &Context::no_alloc)

@@ -18,6 +18,9 @@ public:
     // New packed tensor; 1..4 dims given in ggml order.
     Tensor* new_tensor(Type type, int n_dims, const int64_t* ne);
     Tensor* new_tensor(Type type, std::initializer_list<int64_t> ne);
+    // A packed tensor over caller-owned memory (no copy, e.g. a memory-mapped GGUF file).
+    // The caller keeps `data` alive for the context's lifetime.
+    Tensor* new_tensor_external(Type type, int n_dims, const int64_t* ne, void* data);
     // A tensor of a's type and shape with packed strides (what most ops return).
     Tensor* dup_tensor(const Tensor* a);
     // A tensor sharing storage with `src` at byte offset `offs` (packed strides of `ne`).
@@ -34,7 +37,8 @@ public:
     const std::deque<std::unique_ptr<Tensor>>& tensors() const { return tensors_; }
 
 private:
-    Tensor* make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* view_src, size_t view_offs);
+    Tensor* make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* view_src, size_t view_offs,
+                        bool allocate = true);
     size_t mem_size_;
     bool no_alloc_;
     size_t used_ = 0;
