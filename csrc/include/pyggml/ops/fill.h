@@ -1,7 +1,11 @@
-// Op constructors of the 'fill' family (shape inference and validation only).
+// FILL: every element := c (spec 3.1).
 #pragma once
 #include "pyggml/context.h"
 
 namespace pyggml {
+
+// a: F32 or F16, contiguous (only its shape and type matter). c may be +-inf or NaN.
+Tensor* fill(Context* ctx, Tensor* a, float c);
+Tensor* fill_inplace(Context* ctx, Tensor* a, float c);
 
 }  // namespace pyggml
