@@ -38,11 +38,11 @@ def _arg(a, env):
     return a
 
 
-def run_case(case, n_threads=2):
-    """Builds and computes the case's graph; returns (result tensor, context)."""
+def run_case(case, n_threads=2, backend="cpu"):
+    """Builds and computes the case's graph on `backend`; returns (result tensor, context)."""
     names = [str(n) for n in case["input_names"]]
     total = sum(case[f"in_{n}"].nbytes for n in names)
-    ctx = gg.Context(mem_size=4 * total + (64 << 20))
+    ctx = gg.Context(mem_size=4 * total + (64 << 20), backend=backend)
     env = {"ctx": ctx}
     for n in names:
         t = ctx.new_tensor(TYPES[str(case[f"in_{n}_type"])], [int(v) for v in case[f"in_{n}_ne"]])

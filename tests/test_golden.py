@@ -4,6 +4,7 @@ import pytest
 
 import golden
 import pyggml as gg
+from backend_skips import skip_reason
 from util import assert_close
 
 # Ops that belong to the seed-ops issue; until their constructors are bound these cases
@@ -17,16 +18,25 @@ LATER_ISSUE_OPS = {
 CASES = golden.case_files()
 
 
+BACKENDS = ["cpu", "cuda:0"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_golden_case(path):
+def test_golden_case(path, backend):
+    if backend not in gg.backends():
+        pytest.skip(f"{backend}: not present in this build/machine (backends: {gg.backends()})")
     case = np.load(path)
     op = str(case["op"])
+    reason = skip_reason(backend, op)
+    if reason:
+        pytest.skip(f"{backend}: {reason}")
     missing = [f for f in golden.functions_used(case) if not hasattr(gg, f)]
     if missing:
         if op in LATER_ISSUE_OPS:
             pytest.skip(f"{op}: seed-ops issue, not bound yet ({missing})")
         pytest.fail(f"{op}: constructors missing from pyggml: {missing}")
-    result, _ctx = golden.run_case(case)
+    result, _ctx = golden.run_case(case, backend=backend)
     got = golden.result_values(result)
     expected = case["expected"]
     assert list(result.ne) == [int(v) for v in case["expected_ne"]]

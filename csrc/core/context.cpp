@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "pyggml/backend.h"
 #include "pyggml/error.h"
 
 namespace pyggml {
@@ -17,9 +18,10 @@ void* aligned_malloc(size_t bytes) {
 }
 }  // namespace
 
-Context::Context(size_t mem_size, bool no_alloc) : mem_size_(mem_size), no_alloc_(no_alloc) {
+Context::Context(size_t mem_size, bool no_alloc, int device)
+    : mem_size_(mem_size), no_alloc_(no_alloc), device_(device) {
     if (!no_alloc && mem_size > 0) {
-        arena_ = (uint8_t*)aligned_malloc(mem_size);
+        arena_ = device >= 0 ? (uint8_t*)device_malloc(device, mem_size) : (uint8_t*)aligned_malloc(mem_size);
         if (!arena_) {
             std::ostringstream os;
             os << "Context: cannot allocate an arena of " << mem_size << " bytes";
@@ -29,6 +31,11 @@ Context::Context(size_t mem_size, bool no_alloc) : mem_size_(mem_size), no_alloc
 }
 
 Context::~Context() {
+    if (device_ >= 0) {
+        device_free(device_, arena_);
+        for (void* b : buffers_) device_free(device_, b);
+        return;
+    }
     std::free(arena_);
     for (void* b : buffers_) std::free(b);
 }
@@ -146,7 +153,7 @@ Tensor* Context::view_tensor(Tensor* a) {
 }
 
 void* Context::alloc_buffer(size_t bytes) {
-    void* p = aligned_malloc(bytes);
+    void* p = device_ >= 0 ? device_malloc(device_, bytes) : aligned_malloc(bytes);
     if (!p) {
         std::ostringstream os;
         os << "cannot allocate a compute buffer of " << bytes << " bytes";

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "cpu/backend.h"
+#include "pyggml/backend.h"
 #include "pyggml/error.h"
 
 namespace pyggml {
@@ -172,12 +173,24 @@ void Graph::compute(int n_threads) {
         for (Tensor* t : *list) {
             if (!t->data && t->view_src && t->view_src->data)
                 t->data = (char*)t->view_src->data + t->view_offs;
+            const int dev = t->ctx ? t->ctx->device() : -1;
+            if (dev != ctx_->device()) {
+                std::ostringstream os;
+                os << "Graph.compute: tensor '" << t->name << "' lives on "
+                   << (dev < 0 ? std::string("cpu") : "cuda:" + std::to_string(dev)) << " but the graph computes on "
+                   << (ctx_->device() < 0 ? std::string("cpu") : "cuda:" + std::to_string(ctx_->device()));
+                throw ShapeError(os.str());
+            }
             if (!t->data && t->nbytes() > 0) {
                 std::ostringstream os;
                 os << "Graph.compute: tensor '" << t->name << "' (" << describe(t) << ") has no storage";
                 throw ShapeError(os.str());
             }
         }
+    if (ctx_->device() >= 0) {
+        device_compute_graph(ctx_->device(), nodes_);
+        return;
+    }
     cpu::compute_graph(nodes_, n_threads, work_, profiling_ ? &node_times_ : nullptr);
 }
 

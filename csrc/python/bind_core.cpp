@@ -2,6 +2,8 @@
 #include <thread>
 
 #include "bind_common.h"
+#include "dlpack_export.h"
+#include "pyggml/backend.h"
 #include "pyggml/error.h"
 
 namespace pyggml::python {
@@ -24,7 +26,10 @@ void* resolve_data(Tensor* t) {
     return t->data;
 }
 
+int device_of(const Tensor* t) { return t->ctx ? t->ctx->device() : -1; }
+
 // Zero-copy numpy view: shape reversed from ne, strides from nb; block types expose bytes.
+// For a tensor in device memory the result is a read-only host copy.
 py::array tensor_numpy(py::object self) {
     Tensor* t = self.cast<Tensor*>();
     if (!resolve_data(t) && t->nbytes() > 0)
@@ -48,7 +53,85 @@ py::array tensor_numpy(py::object self) {
     strides.erase(strides.begin(), strides.begin() + (4 - keep));
     static char dummy[64];
     void* ptr = t->data ? t->data : dummy;
+    if (device_of(t) >= 0 && t->data) {
+        const size_t n = t->nbytes();
+        char* host = new char[n ? n : 1];
+        copy_to_host(device_of(t), host, t->data, n);
+        py::capsule owner(host, [](void* p) { delete[] (char*)p; });
+        py::array copy(storage_dtype(t->type), shape, strides, host, owner);
+        py::detail::array_proxy(copy.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+        return copy;
+    }
     return py::array(storage_dtype(t->type), shape, strides, ptr, self);
+}
+
+// Upload packed bytes into a contiguous tensor (host or device).
+void tensor_upload(Tensor* t, py::buffer buf) {
+    py::buffer_info info = buf.request();
+    const size_t have = (size_t)info.size * (size_t)info.itemsize;
+    if (!resolve_data(t)) throw py::value_error("upload: tensor '" + t->name + "' has no storage yet");
+    if (!t->is_contiguous()) throw py::value_error("upload: tensor must be contiguous: " + describe(t));
+    if (have != t->nbytes())
+        throw py::value_error("upload: tensor '" + t->name + "' holds " + std::to_string(t->nbytes()) +
+                              " bytes, got " + std::to_string(have));
+    if (device_of(t) >= 0) copy_to_device(device_of(t), t->data, info.ptr, have);
+    else std::memcpy(t->data, info.ptr, have);
+}
+
+dlpack::DataType dl_dtype(Type t) {
+    switch (t) {
+        case Type::F32: return {dlpack::kDLFloat, 32, 1};
+        case Type::F16: return {dlpack::kDLFloat, 16, 1};
+        case Type::BF16: return {dlpack::kDLBfloat, 16, 1};
+        case Type::I32: return {dlpack::kDLInt, 32, 1};
+        case Type::I64: return {dlpack::kDLInt, 64, 1};
+        default: break;
+    }
+    throw py::type_error(std::string("__dlpack__: block type ") + type_name(t) + " has no DLPack dtype");
+}
+
+struct DLHolder {
+    dlpack::ManagedTensor managed;
+    int64_t shape[4], strides[4];
+    PyObject* owner;  // the Python tensor, which keeps its context alive
+};
+
+py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
+    Tensor* t = self.cast<Tensor*>();
+    if (!resolve_data(t)) throw py::value_error("__dlpack__: tensor '" + t->name + "' has no storage yet");
+    auto* h = new DLHolder();
+    const int nd = t->n_dims();
+    const size_t es = type_size(t->type);
+    h->managed.dl_tensor.dtype = dl_dtype(t->type);
+    for (int i = 0; i < nd; ++i) {  // DLPack order is numpy order: ne reversed
+        h->shape[i] = t->ne[nd - 1 - i];
+        if (t->nb[nd - 1 - i] % es) { delete h; throw py::value_error("__dlpack__: strides are not element multiples"); }
+        h->strides[i] = (int64_t)(t->nb[nd - 1 - i] / es);
+    }
+    h->managed.dl_tensor.data = t->data;
+    h->managed.dl_tensor.device = device_of(t) >= 0 ? dlpack::Device{dlpack::kDLCUDA, device_of(t)}
+                                                   : dlpack::Device{dlpack::kDLCPU, 0};
+    h->managed.dl_tensor.ndim = nd;
+    h->managed.dl_tensor.shape = h->shape;
+    h->managed.dl_tensor.strides = h->strides;
+    h->managed.dl_tensor.byte_offset = 0;
+    h->owner = self.ptr();
+    Py_INCREF(h->owner);
+    h->managed.manager_ctx = h;
+    h->managed.deleter = [](dlpack::ManagedTensor* m) {
+        DLHolder* holder = (DLHolder*)m->manager_ctx;
+        PyGILState_STATE st = PyGILState_Ensure();
+        Py_DECREF(holder->owner);
+        PyGILState_Release(st);
+        delete holder;
+    };
+    // A consumer renames the capsule to "used_dltensor"; if it never does, free it here.
+    return py::capsule(&h->managed, "dltensor", [](PyObject* cap) {
+        if (PyCapsule_IsValid(cap, "dltensor")) {
+            auto* m = (dlpack::ManagedTensor*)PyCapsule_GetPointer(cap, "dltensor");
+            if (m && m->deleter) m->deleter(m);
+        }
+    });
 }
 
 std::vector<int64_t> ne_list(const Tensor* t) { return {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}; }
@@ -100,6 +183,15 @@ void bind_core(py::module_& m) {
             out.append(py::make_tuple(op_name((Op)i), op_family((Op)i), op_constructors((Op)i)));
         return out;
     }, "The op table: (name, family, constructors) for every op.");
+    m.def("cuda_built", &cuda_built, "Whether this build includes the CUDA backend.");
+    m.def("cuda_device_count", &cuda_device_count);
+    m.def("cuda_device_info", [](int dev) {
+        DeviceInfo i = cuda_device_info(dev);
+        py::dict d;
+        d["name"] = i.name; d["total_bytes"] = i.total_bytes; d["free_bytes"] = i.free_bytes;
+        d["compute_capability"] = py::make_tuple(i.cc_major, i.cc_minor); d["sm_count"] = i.sm_count;
+        return d;
+    });
     m.def("set_debug", &set_debug, py::arg("on"),
           "Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise.");
     m.def("debug_enabled", &debug_enabled);
@@ -135,6 +227,16 @@ void bind_core(py::module_& m) {
         .def("set_output", [](Tensor& t) { t.flags |= kFlagOutput; if (t.view_src) t.view_src->flags |= kFlagOutput; },
              "Keep this tensor's storage alive through the memory planner.")
         .def("set_input", [](Tensor& t) { t.flags |= kFlagInput; })
+        .def("_upload", &tensor_upload, py::arg("buffer"))
+        .def_property_readonly("device", [](const Tensor& t) { return device_of(&t); },
+                               "-1 for host memory, else the CUDA device index")
+        .def("__dlpack__", &tensor_dlpack, py::arg("stream") = py::none(),
+             "DLPack capsule (zero copy) for torch.from_dlpack / numpy.from_dlpack.")
+        .def("__dlpack_device__", [](const Tensor& t) {
+            return device_of(&t) >= 0 ? py::make_tuple((int)dlpack::kDLCUDA, device_of(&t))
+                                      : py::make_tuple((int)dlpack::kDLCPU, 0);
+        })
+        .def("to_dlpack", [](py::object self) { return tensor_dlpack(self, py::none()); })
         .def("numpy", &tensor_numpy,
              "Zero-copy numpy view: shape is ne reversed (trailing size-1 dims of ne dropped), "
              "strides from nb. F16 -> float16, BF16 -> uint16 bits, block types -> uint8 bytes.")
@@ -145,8 +247,9 @@ void bind_core(py::module_& m) {
     py::class_<Context>(m, "Context", py::dynamic_attr(),
         "Creates tensors. With no_alloc=False every tensor gets storage in an arena of "
         "mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc().")
-        .def(py::init<size_t, bool>(), py::arg("mem_size") = size_t(64) << 20,
-             py::arg("no_alloc") = false)
+        .def(py::init<size_t, bool, int>(), py::arg("mem_size") = size_t(64) << 20,
+             py::arg("no_alloc") = false, py::arg("device") = -1)
+        .def_property_readonly("device", &Context::device)
         .def("new_tensor", [](Context& c, Type type, const std::vector<int64_t>& ne) {
             return c.new_tensor(type, (int)ne.size(), ne.data());
         }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, py::keep_alive<0, 1>(),

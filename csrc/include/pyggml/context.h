@@ -10,7 +10,8 @@ namespace pyggml {
 
 class Context {
 public:
-    Context(size_t mem_size, bool no_alloc = false);
+    // device < 0: tensors live in host memory (CPU backend); device >= 0: CUDA device memory.
+    Context(size_t mem_size, bool no_alloc = false, int device = -1);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
@@ -34,6 +35,7 @@ public:
     size_t mem_size() const { return mem_size_; }
     size_t mem_used() const { return used_; }
     bool no_alloc() const { return no_alloc_; }
+    int device() const { return device_; }
     const std::deque<std::unique_ptr<Tensor>>& tensors() const { return tensors_; }
 
 private:
@@ -41,6 +43,7 @@ private:
                         bool allocate = true);
     size_t mem_size_;
     bool no_alloc_;
+    int device_ = -1;
     size_t used_ = 0;
     uint8_t* arena_ = nullptr;
     std::deque<std::unique_ptr<Tensor>> tensors_;
