@@ -80,14 +80,14 @@ Graph::Graph(Context* ctx, size_t capacity) : ctx_(ctx), capacity_(capacity) {}
 
 void Graph::visit(Tensor* t) {
     if (!t || visited_.count(t)) return;
+    // Mark before recursing: CAST lists its own result as src[1] (as in ggml).
+    visited_.insert(t);
     for (Tensor* s : t->src) visit(s);
-    if (visited_.count(t)) return;  // reached through a source cycle guard
     if (nodes_.size() + leafs_.size() >= capacity_) {
         std::ostringstream os;
         os << "Graph: capacity of " << capacity_ << " tensors exceeded";
         throw ShapeError(os.str());
     }
-    visited_.insert(t);
     if (t->op == Op::NONE && !(t->flags & kFlagParam)) {
         if (t->name.empty()) t->name = "leaf_" + std::to_string(leafs_.size());
         leafs_.push_back(t);
@@ -190,6 +190,15 @@ void Graph::compute(int n_threads) {
     if (ctx_->device() >= 0) {
         device_compute_graph(ctx_->device(), nodes_);
         return;
+    }
+    for (Tensor* n : nodes_) {
+        const Tensor* root = n->view_src ? n->view_src : n;
+        if (!op_is_layout_only(n->op) && (root->flags & kFlagReadOnly)) {
+            std::ostringstream os;
+            os << "[" << op_name(n->op) << "] node '" << n->name << "' would write into the read-only tensor '"
+               << root->name << "' (e.g. memory-mapped weights); copy it first";
+            throw ShapeError(os.str());
+        }
     }
     cpu::compute_graph(nodes_, n_threads, work_, profiling_ ? &node_times_ : nullptr);
 }

@@ -1,12 +1,530 @@
-// CPU kernels of the 'flash_attn' family.
+// CPU kernel of FLASH_ATTN_EXT (spec 3.3, 3.4, 7): tiled online softmax, F32 accumulation.
+//
+// Work is split into units: (sequence s, group of query heads sharing one K and one V head,
+// block of consecutive query tokens, KV chunk). A unit holds up to kMaxQ query vectors
+// (tokens x heads of the group); every K/V tile of up to kTile rows is widened to F32 once
+// and used by all of them (so under GQA K/V are read once per group). Per tile:
+//   S = Q·Kᵀ (SIMD over the head dim), logits = scale/softcap/ALiBi-mask, online (M, Z)
+//   update, O += P·V.
+// Column lists: each tile only holds the columns that are finite for at least one query
+// vector of the unit (the mask is scanned with SIMD compares against f16 -inf); tiles
+// without any are skipped, so K/V rows excluded by the mask are never read.
+// Sparse hint (op_params slot 4, n_kv_max > 0, with a mask): the finite columns of a whole
+// KV range are gathered first and processed in full tiles, grouping consecutive tokens only
+// while their union stays small, so work follows n_kv_max rather than KV. The result is the
+// dense result (the same entries, the same mask values); a row breaking the promise is still
+// computed exactly, or raises ValueError in debug mode.
+// Few units (decode): the KV range is split into chunks computed independently and merged
+// with the log-sum-exp rule after a barrier.
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "cpu/flash_attn_kernels.h"
 #include "cpu/kernels.h"
 #include "pyggml/error.h"
+#include "pyggml/graph.h"
+#include "pyggml/ops/flash_attn.h"
 
 namespace pyggml::cpu {
 
-void cpu_forward_FLASH_ATTN_EXT(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[flash_attn_ext] not implemented on the CPU backend yet: ") + describe(dst));
+namespace {
+
+constexpr int kTile = 64;   // K/V rows per tile
+constexpr int kMaxQ = 64;   // query vectors per unit
+constexpr int kSparseTokens = 8;  // tokens per unit with the sparse hint
+constexpr int kDirectMaxQ = 8;    // up to this many query vectors read F16 K/V rows in place
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Bump allocator over a thread's scratch.
+struct Bump {
+    uintptr_t p;
+    template <class T> T* take(int64_t n) {
+        T* r = (T*)p;
+        p += (uintptr_t)round_up((int64_t)(n * sizeof(T)), 64);
+        return r;
+    }
+};
+
+struct Scratch {
+    float *kt, *vt, *P, *O, *M, *Z, *slope, *mval;
+    uint16_t* mraw;
+    const float** qp;
+    const uint16_t** mrow;   // mask row of each query vector (null: no mask)
+    const uint16_t** drows;  // distinct mask rows of a token group
+    const float** kp;        // K/V rows as F32 (in place or widened into kt/vt)
+    const float** vp;
+    const uint16_t** kh;     // K/V rows read in place as F16
+    const uint16_t** vh;
+    int32_t* list[3];
+};
+
+struct Plan;
+void layout_scratch(Bump& b, const Plan& plan, Scratch& sc);
+
+// Everything the work size and the kernel must agree on.
+struct Plan {
+    int64_t D, Dv, N, H, S, KV;
+    int64_t rk, rv;       // query heads per K head, per V head
+    int64_t r;            // heads per group (share both K and V head)
+    int64_t hpu, n_hb;    // heads per unit, head blocks per group
+    int64_t tpu, n_tb;    // tokens per unit, token blocks
+    int64_t n_units0;     // units without the KV split
+    int64_t nsplit, chunk;
+    int64_t ldk, ldv;
+    bool sparse;
+    size_t per_thread, shared, partials;
+
+    explicit Plan(const Tensor* dst, int nth) {
+        const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+        D = q->ne[0]; Dv = v->ne[0]; N = q->ne[1]; H = q->ne[2]; S = q->ne[3]; KV = k->ne[1];
+        rk = H / k->ne[2];
+        rv = H / v->ne[2];
+        r = std::gcd(rk, rv);
+        sparse = mask && dst->param_i32(kFaNKvMax) > 0 && KV > 0;
+        hpu = std::min<int64_t>(r, kMaxQ);
+        n_hb = (r + hpu - 1) / hpu;
+        tpu = std::max<int64_t>(1, kMaxQ / hpu);
+        if (sparse) tpu = std::min<int64_t>(tpu, kSparseTokens);
+        tpu = std::min<int64_t>(tpu, std::max<int64_t>(N, 1));
+        n_tb = (N + tpu - 1) / tpu;
+        n_units0 = S * (H / r) * n_tb * n_hb;
+        nsplit = 1;
+        if (n_units0 > 0 && n_units0 < 4 * nth && KV >= 512) {
+            nsplit = std::min<int64_t>((4 * nth + n_units0 - 1) / n_units0, KV / 256);
+            nsplit = std::max<int64_t>(nsplit, 1);
+        }
+        chunk = round_up((KV + nsplit - 1) / std::max<int64_t>(nsplit, 1), kTile);
+        if (chunk == 0) chunk = kTile;
+        nsplit = std::max<int64_t>(1, (KV + chunk - 1) / chunk);
+        ldk = round_up(D, 16);
+        ldv = round_up(Dv, 16);
+        const int64_t nq = hpu * tpu;
+        Bump b{0};
+        Scratch sc;
+        layout_scratch(b, *this, sc);
+        per_thread = (size_t)b.p;
+        partials = nsplit > 1 ? sizeof(float) * n_units0 * nsplit * nq * (ldv + 2) : 0;
+        shared = 64 * (size_t)(nth + 1);
+    }
+    int64_t n_units() const { return n_units0 * nsplit; }
+    int64_t nq_max() const { return hpu * tpu; }
+};
+
+// Per-thread scratch; run on a null base it measures the size.
+void layout_scratch(Bump& b, const Plan& plan, Scratch& sc) {
+    const int64_t nq = plan.nq_max();
+    sc.kt = b.take<float>(kTile * plan.ldk);
+    sc.vt = b.take<float>(kTile * plan.ldv);
+    sc.P = b.take<float>(nq * kTile);
+    sc.O = b.take<float>(nq * plan.ldv);
+    sc.M = b.take<float>(nq);
+    sc.Z = b.take<float>(nq);
+    sc.slope = b.take<float>(nq);
+    sc.mval = b.take<float>(kTile);
+    sc.mraw = b.take<uint16_t>(kTile);
+    sc.qp = b.take<const float*>(nq);
+    sc.mrow = b.take<const uint16_t*>(nq);
+    sc.drows = b.take<const uint16_t*>(nq);
+    sc.kp = b.take<const float*>(kTile);
+    sc.vp = b.take<const float*>(kTile);
+    sc.kh = b.take<const uint16_t*>(kTile);
+    sc.vh = b.take<const uint16_t*>(kTile);
+    const int64_t nlist = plan.sparse ? plan.chunk + kTile : kTile;
+    for (int i = 0; i < 3; ++i) sc.list[i] = i < (plan.sparse ? 3 : 2) ? b.take<int32_t>(nlist) : nullptr;
 }
-size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor*, int) { return 0; }
+
+// Shared header: slot 0 the unit counter, slots 1..nth one debug report per thread.
+struct DebugReport {
+    int64_t bad;  // 0 or 1
+    int64_t t, hm, sm, count;
+};
+
+class FlashAttn {
+public:
+    FlashAttn(const ComputeParams& p, Tensor* dst)
+        : p_(p), dst_(dst), plan_(dst, p.nth), kern_(fa::select_kernels()) {
+        q_ = dst->src[0]; k_ = dst->src[1]; v_ = dst->src[2]; mask_ = dst->src[3]; sinks_ = dst->src[4];
+        scale_ = dst->param_f32(kFaScale);
+        max_bias_ = dst->param_f32(kFaMaxBias);
+        cap_ = dst->param_f32(kFaLogitSoftcap);
+        n_kv_max_ = dst->param_i32(kFaNKvMax);
+        if (cap_ != 0.0f) scale_ /= cap_;
+        const int64_t H = plan_.H;
+        n_head_log2_ = H > 0 ? (int64_t)1 << (int64_t)std::floor(std::log2((double)H)) : 1;
+        m0_ = std::pow(2.0f, -max_bias_ / (float)n_head_log2_);
+        m1_ = std::pow(2.0f, -(max_bias_ / 2.0f) / (float)n_head_log2_);
+        char* base = (char*)p.wdata;
+        counter_ = (std::atomic<int64_t>*)base;
+        reports_ = (DebugReport*)(base + 64);
+        partials_ = (float*)(base + plan_.shared);
+        Bump b{(uintptr_t)base + plan_.shared + round_up((int64_t)plan_.partials, 64) + plan_.per_thread * p.ith};
+        layout_scratch(b, plan_, sc_);
+    }
+
+    void run() {
+        // Phase 1 (debug mode with the sparse hint): validate the promise; init the counter.
+        if (plan_.sparse && debug_enabled()) check_contract();
+        if (p_.ith == 0) counter_->store(0, std::memory_order_relaxed);
+        p_.barrier();
+        if (plan_.sparse && debug_enabled()) {
+            for (int t = 0; t < p_.nth; ++t)
+                if (reports_[t].bad) {
+                    if (p_.ith != 0) return;
+                    const DebugReport& r = reports_[t];
+                    std::ostringstream os;
+                    os << "[flash_attn_ext] n_kv_max contract violated: mask row (token " << r.t << ", head "
+                       << r.hm << ", seq " << r.sm << ") has " << r.count << " finite entries, more than "
+                       << "n_kv_max=" << n_kv_max_ << " (debug mode)";
+                    throw ShapeError(os.str());
+                }
+        }
+        // Phase 2: units, dynamically scheduled.
+        const int64_t nu = plan_.n_units();
+        for (;;) {
+            const int64_t u = counter_->fetch_add(1, std::memory_order_relaxed);
+            if (u >= nu) break;
+            unit(u);
+        }
+        // Phase 3: merge the KV chunks.
+        if (plan_.nsplit > 1) {
+            p_.barrier();
+            merge();
+        }
+    }
+
+private:
+    struct Unit {
+        int64_t s, g, tb, hb, c;
+        int64_t t0, t1, h0, h1, nh, nq, c0, c1;
+    };
+
+    Unit decode(int64_t u) const {
+        Unit x;
+        x.c = u % plan_.nsplit; u /= plan_.nsplit;
+        x.hb = u % plan_.n_hb; u /= plan_.n_hb;
+        x.tb = u % plan_.n_tb; u /= plan_.n_tb;
+        const int64_t ng = plan_.H / plan_.r;
+        x.g = u % ng; u /= ng;
+        x.s = u;
+        x.t0 = x.tb * plan_.tpu;
+        x.t1 = std::min(plan_.N, x.t0 + plan_.tpu);
+        x.h0 = x.g * plan_.r + x.hb * plan_.hpu;
+        x.h1 = std::min(x.g * plan_.r + plan_.r, x.h0 + plan_.hpu);
+        x.nh = x.h1 - x.h0;
+        x.nq = (x.t1 - x.t0) * x.nh;
+        x.c0 = x.c * plan_.chunk;
+        x.c1 = std::min(plan_.KV, x.c0 + plan_.chunk);
+        return x;
+    }
+
+    float slope(int64_t h) const {
+        if (!(max_bias_ > 0.0f)) return 1.0f;
+        return h < n_head_log2_ ? std::pow(m0_, (float)(h + 1))
+                                : std::pow(m1_, (float)(2 * (h - n_head_log2_) + 1));
+    }
+
+    const uint16_t* mask_row(int64_t t, int64_t h, int64_t s) const {
+        return (const uint16_t*)mask_->row(t, h % mask_->ne[2], s % mask_->ne[3]);
+    }
+
+    void check_contract() {
+        DebugReport& rep = reports_[p_.ith];
+        rep = DebugReport{0, 0, 0, 0, 0};
+        const int64_t hm_n = std::min(mask_->ne[2], plan_.H), sm_n = std::min(mask_->ne[3], plan_.S);
+        const int64_t nrows = plan_.N * hm_n * sm_n;
+        int64_t r0, r1;
+        split_range(nrows, p_.ith, p_.nth, r0, r1);
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t t = r % plan_.N, hm = (r / plan_.N) % hm_n, sm = r / (plan_.N * hm_n);
+            const int64_t c = kern_.count_finite((const uint16_t*)mask_->row(t, hm, sm), plan_.KV);
+            if (c > n_kv_max_) {
+                rep = DebugReport{1, t, hm, sm, c};
+                return;
+            }
+        }
+    }
+
+    // Widen K (or V) row j of head hk, sequence s to F32; returns a pointer to D floats.
+    const float* row_f32(const Tensor* t, int64_t j, int64_t h, int64_t s, float* buf, int64_t n) const {
+        const char* src = t->row(j, h, s);
+        switch (t->type) {
+            case Type::F32: return (const float*)src;
+            case Type::F16: kern_.f16_to_f32((const uint16_t*)src, buf, n); return buf;
+            default: to_float_row(t->type, src, buf, n); return buf;
+        }
+    }
+
+    // Distinct mask rows of the query vectors [va, vb).
+    int distinct_rows(int va, int vb) const {
+        int nd = 0;
+        for (int i = va; i < vb; ++i) {
+            const uint16_t* m = sc_.mrow[i];
+            bool seen = false;
+            for (int d = nd - 1; d >= 0 && !seen; --d) seen = sc_.drows[d] == m;
+            if (!seen) sc_.drows[nd++] = m;
+        }
+        return nd;
+    }
+
+    void unit(int64_t u) {
+        const Unit x = decode(u);
+        const int64_t hk = x.h0 / plan_.rk, hv = x.h0 / plan_.rv;
+        for (int64_t t = x.t0; t < x.t1; ++t)
+            for (int64_t h = x.h0; h < x.h1; ++h) {
+                const int64_t i = (t - x.t0) * x.nh + (h - x.h0);
+                sc_.qp[i] = (const float*)q_->row(t, h, x.s);
+                sc_.mrow[i] = mask_ ? mask_row(t, h, x.s) : nullptr;
+                sc_.slope[i] = slope(h);
+                sc_.M[i] = kNegInf;
+                sc_.Z[i] = 0.0f;
+                std::fill(sc_.O + i * plan_.ldv, sc_.O + i * plan_.ldv + plan_.Dv, 0.0f);
+            }
+        const int nq = (int)x.nq;
+        if (!plan_.sparse) {
+            // Dense: tiles of kTile columns, each reduced to the columns finite for some query
+            // vector (no mask: all); the next tile's list is built first so its K rows can be
+            // prefetched while this tile computes.
+            const int nd = mask_ ? distinct_rows(0, nq) : 0;
+            auto build = [&](int64_t j0, int32_t* idx) {
+                const int64_t j1 = std::min<int64_t>(x.c1, j0 + kTile);
+                if (mask_) return kern_.scan(sc_.drows, nd, j0, j1, idx);
+                for (int64_t j = j0; j < j1; ++j) idx[j - j0] = (int32_t)j;
+                return (int)(j1 - j0);
+            };
+            int32_t *cur = sc_.list[0], *nxt = sc_.list[1];
+            int ncur = x.c0 < x.c1 ? build(x.c0, cur) : 0;
+            for (int64_t j0 = x.c0; j0 < x.c1; j0 += kTile) {
+                const int nnxt = j0 + kTile < x.c1 ? build(j0 + kTile, nxt) : 0;
+                if (ncur) tile(0, nq, cur, ncur, hk, hv, x.s, nxt, nnxt);
+                std::swap(cur, nxt);
+                ncur = nnxt;
+            }
+        } else {
+            sparse_unit(x, hk, hv);
+        }
+        finish(x);
+    }
+
+    // Tokens are grouped greedily: the next token joins the current group while the group's
+    // column union times its token count stays within 1.25x of the tokens' own counts.
+    void sparse_unit(const Unit& x, int64_t hk, int64_t hv) {
+        int32_t *U = sc_.list[0], *L = sc_.list[1], *Mg = sc_.list[2];
+        const int nh = (int)x.nh;
+        int64_t nU = 0, sumc = 0, ta = x.t0;
+        auto scan_token = [&](int64_t t, int32_t* out) {
+            const int va = (int)(t - x.t0) * nh;
+            const int nd = distinct_rows(va, va + nh);
+            return (int64_t)kern_.scan(sc_.drows, nd, x.c0, x.c1, out);
+        };
+        auto run_group = [&](int64_t tb, const int32_t* list, int64_t n) {
+            const int va = (int)(ta - x.t0) * nh, vb = (int)(tb - x.t0) * nh;
+            for (int64_t off = 0; off < n; off += kTile) {
+                const int64_t nn = std::max<int64_t>(0, std::min<int64_t>(kTile, n - off - kTile));
+                tile(va, vb, list + off, (int)std::min<int64_t>(kTile, n - off), hk, hv, x.s,
+                     list + off + kTile, (int)nn);
+            }
+        };
+        nU = scan_token(x.t0, U);
+        sumc = nU;
+        for (int64_t t = x.t0 + 1; t < x.t1; ++t) {
+            const int64_t nL = scan_token(t, L);
+            // merge U and L into Mg
+            int64_t a = 0, b = 0, m = 0;
+            while (a < nU && b < nL) {
+                const int32_t va = U[a], vb = L[b];
+                Mg[m++] = va < vb ? va : vb;
+                a += va <= vb;
+                b += vb <= va;
+            }
+            while (a < nU) Mg[m++] = U[a++];
+            while (b < nL) Mg[m++] = L[b++];
+            if ((double)m * (double)(t - ta + 1) <= 1.25 * (double)(sumc + nL)) {
+                std::swap(U, Mg);
+                nU = m;
+                sumc += nL;
+                continue;
+            }
+            run_group(t, U, nU);
+            ta = t;
+            std::swap(U, L);
+            nU = nL;
+            sumc = nL;
+        }
+        run_group(x.t1, U, nU);
+    }
+
+    // Brings K/V rows towards the cache ahead of use (DRAM works while we compute).
+    static void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
+        const size_t bytes = t->row_bytes();
+        for (int jj = 0; jj < n; ++jj) {
+            const char* r = t->row(idx[jj], h, s);
+            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+        }
+    }
+
+    // One tile of n columns idx[0..n) for the query vectors [va, vb); next[0..nnext) are the
+    // columns of the tile that follows (prefetched).
+    void tile(int va, int vb, const int32_t* idx, int n, int64_t hk, int64_t hv, int64_t s,
+              const int32_t* next, int nnext) {
+        const int64_t D = plan_.D, Dv = plan_.Dv;
+        const int nq = vb - va;
+        // Few query vectors: read F16 rows in place; otherwise widen the tile once.
+        const bool k_direct = k_->type == Type::F16 && kern_.qk_f16 && nq <= kDirectMaxQ;
+        const bool v_direct = v_->type == Type::F16 && kern_.pv_f16 && nq <= kDirectMaxQ;
+        prefetch_rows(v_, idx, n, hv, s);
+        float* P = sc_.P + (int64_t)va * kTile;
+        if (k_direct) {
+            for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
+            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            kern_.qk_f16(sc_.qp + va, nq, sc_.kh, n, D, P, kTile);
+        } else {
+            for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
+            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            kern_.qk(sc_.qp + va, nq, sc_.kp, n, D, P, kTile);
+        }
+        const bool contiguous = idx[n - 1] - idx[0] == n - 1;
+        const uint16_t* last_mrow = nullptr;
+        for (int i = va; i < vb; ++i) {
+            float* srow = sc_.P + (int64_t)i * kTile;
+            const float* mv = nullptr;
+            if (sc_.mrow[i]) {
+                if (sc_.mrow[i] != last_mrow) {
+                    const uint16_t* mr = sc_.mrow[i];
+                    if (contiguous) {
+                        kern_.f16_to_f32(mr + idx[0], sc_.mval, n);
+                    } else {
+                        for (int jj = 0; jj < n; ++jj) sc_.mraw[jj] = mr[idx[jj]];
+                        kern_.f16_to_f32(sc_.mraw, sc_.mval, n);
+                    }
+                    last_mrow = mr;
+                }
+                mv = sc_.mval;
+            }
+            const float mt = kern_.logits(srow, mv, n, scale_, cap_, sc_.slope[i]);
+            const float Mold = sc_.M[i];
+            const float Mnew = std::max(Mold, mt);
+            if (Mnew == kNegInf) {  // nothing finite yet for this query
+                std::fill(srow, srow + n, 0.0f);
+                continue;
+            }
+            if (Mnew > Mold) {
+                const float ratio = Mold == kNegInf ? 0.0f : std::exp(Mold - Mnew);
+                if (sc_.Z[i] != 0.0f) kern_.scale(sc_.O + (int64_t)i * plan_.ldv, Dv, ratio);
+                sc_.Z[i] *= ratio;
+                sc_.M[i] = Mnew;
+            }
+            sc_.Z[i] += kern_.exp_sum(srow, n, Mnew);
+        }
+        float* O = sc_.O + (int64_t)va * plan_.ldv;
+        if (v_direct) {
+            for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);
+            kern_.pv_f16(P, kTile, nq, sc_.vh, n, Dv, O, (int)plan_.ldv);
+        } else {
+            for (int jj = 0; jj < n; ++jj) sc_.vp[jj] = row_f32(v_, idx[jj], hv, s, sc_.vt + jj * plan_.ldv, Dv);
+            kern_.pv(P, kTile, nq, sc_.vp, n, Dv, O, (int)plan_.ldv);
+        }
+    }
+
+    // Sinks, normalisation and the permuted output row [D_v, H, N, S].
+    void write_out(float* o, float M, float Z, int64_t h, int64_t t, int64_t s) const {
+        const int64_t Dv = plan_.Dv;
+        if (sinks_) {
+            const float sk = ((const float*)sinks_->data)[h];
+            const float Mn = std::max(M, sk);
+            if (Mn != kNegInf) {
+                const float ratio = M == kNegInf ? 0.0f : std::exp(M - Mn);
+                if (ratio != 1.0f) kern_.scale(o, Dv, ratio);
+                Z = Z * ratio + std::exp(sk - Mn);
+            }
+        }
+        float* out = (float*)dst_->ptr(0, h, t, s);
+        if (Z == 0.0f) {
+            std::fill(out, out + Dv, 0.0f);
+            return;
+        }
+        const float inv = 1.0f / Z;
+        for (int64_t d = 0; d < Dv; ++d) out[d] = o[d] * inv;
+    }
+
+    float* partial(int64_t u0, int64_t c, int64_t i) const {
+        return partials_ + ((u0 * plan_.nsplit + c) * plan_.nq_max() + i) * (plan_.ldv + 2);
+    }
+
+    void finish(const Unit& x) {
+        for (int64_t t = x.t0; t < x.t1; ++t)
+            for (int64_t h = x.h0; h < x.h1; ++h) {
+                const int64_t i = (t - x.t0) * x.nh + (h - x.h0);
+                float* o = sc_.O + i * plan_.ldv;
+                if (plan_.nsplit == 1) {
+                    write_out(o, sc_.M[i], sc_.Z[i], h, t, x.s);
+                } else {
+                    float* pp = partial((x.s * (plan_.H / plan_.r) + x.g) * plan_.n_tb * plan_.n_hb +
+                                            x.tb * plan_.n_hb + x.hb, x.c, i);
+                    pp[0] = sc_.M[i];
+                    pp[1] = sc_.Z[i];
+                    std::copy(o, o + plan_.Dv, pp + 2);
+                }
+            }
+    }
+
+    // Combine the chunks of every (unit, query vector) pair with the log-sum-exp rule.
+    void merge() {
+        const int64_t nq = plan_.nq_max();
+        const int64_t total = plan_.n_units0 * nq;
+        int64_t r0, r1;
+        split_range(total, p_.ith, p_.nth, r0, r1);
+        float* o = sc_.O;
+        for (int64_t w = r0; w < r1; ++w) {
+            const int64_t u0 = w / nq, i = w % nq;
+            const Unit x = decode(u0 * plan_.nsplit);
+            if (i >= x.nq) continue;
+            float M = kNegInf;
+            for (int64_t c = 0; c < plan_.nsplit; ++c) M = std::max(M, partial(u0, c, i)[0]);
+            float Z = 0.0f;
+            std::fill(o, o + plan_.Dv, 0.0f);
+            if (M != kNegInf) {
+                for (int64_t c = 0; c < plan_.nsplit; ++c) {
+                    const float* pp = partial(u0, c, i);
+                    if (pp[0] == kNegInf) continue;
+                    const float f = std::exp(pp[0] - M);
+                    Z += pp[1] * f;
+                    for (int64_t d = 0; d < plan_.Dv; ++d) o[d] += pp[2 + d] * f;
+                }
+            }
+            const int64_t t = x.t0 + i / x.nh, h = x.h0 + i % x.nh;
+            write_out(o, M, Z, h, t, x.s);
+        }
+    }
+
+    const ComputeParams& p_;
+    Tensor* dst_;
+    Plan plan_;
+    const fa::Kernels& kern_;
+    const Tensor *q_, *k_, *v_, *mask_, *sinks_;
+    float scale_, max_bias_, cap_;
+    int32_t n_kv_max_;
+    int64_t n_head_log2_;
+    float m0_, m1_;
+    std::atomic<int64_t>* counter_;
+    DebugReport* reports_;
+    float* partials_;
+    Scratch sc_;
+};
+
+}  // namespace
+
+void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
+    FlashAttn(p, dst).run();
+}
+
+size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor* dst, int n_threads) {
+    const Plan plan(dst, n_threads);
+    return plan.shared + round_up((int64_t)plan.partials, 64) + plan.per_thread * n_threads;
+}
 
 }  // namespace pyggml::cpu

@@ -1,11 +1,83 @@
-// CPU kernels of the 'glu' family.
+// CPU kernel of GLU (spec 3.11): rows split across threads, computed in f32 and rounded to
+// the storage type. Activations come from unary_math.h (shared with UNARY).
+#include <cmath>
+#include <vector>
+
 #include "cpu/kernels.h"
+#include "cpu/unary_math.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
 
-void cpu_forward_GLU(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[glu] not implemented on the CPU backend yet: ") + describe(dst));
+namespace {
+
+// out[i] = f(gate[i], up[i]) over n elements.
+template <class F>
+void glu_loop(const float* g, const float* u, float* o, int64_t n, F f) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(g[i], u[i]);
+}
+
+template <class F>
+void glu_rows(const ComputeParams& p, Tensor* dst, F f) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const int64_t nc = dst->ne[0];
+    const bool swapped = dst->param_i32(1) != 0;
+    const size_t es = type_size(a->type);
+    // Fused form: gate and up are the two halves of a's row (an odd last element is ignored).
+    const size_t gate_offs = b ? 0 : (swapped ? nc * es : 0);
+    const size_t up_offs = b ? 0 : (swapped ? 0 : nc * es);
+    const bool f32 = a->type == Type::F32;
+    std::vector<float> gb(f32 ? 0 : nc), ub(f32 ? 0 : nc), ob(f32 ? 0 : nc);
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
+        const char* grow = a->row(i1, i2, i3) + gate_offs;
+        const char* urow = (b ? b->row(i1, i2, i3) : a->row(i1, i2, i3)) + up_offs;
+        char* orow = dst->row(i1, i2, i3);
+        if (f32) {
+            glu_loop((const float*)grow, (const float*)urow, (float*)orow, nc, f);
+        } else {
+            to_float_row(a->type, grow, gb.data(), nc);
+            to_float_row(a->type, urow, ub.data(), nc);
+            glu_loop(gb.data(), ub.data(), ob.data(), nc, f);
+            from_float_row(dst->type, ob.data(), orow, nc);
+        }
+    }
+}
+
+}  // namespace
+
+void cpu_forward_GLU(const ComputeParams& p, Tensor* dst) {
+    const float alpha = dst->param_f32(2);
+    const float limit = dst->param_f32(3);
+    switch ((GluOp)dst->param_i32(0)) {
+        case GluOp::REGLU:
+            return glu_rows(p, dst, [](float g, float u) { return g > 0.0f ? g * u : 0.0f; });
+        case GluOp::GEGLU:
+            return glu_rows(p, dst, [](float g, float u) { return gelu_f32(g) * u; });
+        case GluOp::SWIGLU:
+            return glu_rows(p, dst, [](float g, float u) { return silu_f32(g) * u; });
+        case GluOp::GEGLU_ERF:
+            return glu_rows(p, dst, [](float g, float u) { return gelu_erf_f32(g) * u; });
+        case GluOp::GEGLU_QUICK:
+            return glu_rows(p, dst, [](float g, float u) { return gelu_quick_f32(g) * u; });
+        case GluOp::SWIGLU_OAI:
+            return glu_rows(p, dst, [alpha, limit](float g, float u) {
+                const float x = std::fmin(g, limit);
+                const float y = std::fmax(std::fmin(u, limit), -limit);
+                return x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
+            });
+        case GluOp::SWIGLU_CLAMP:
+            return glu_rows(p, dst, [limit](float g, float u) {
+                const float x = std::fmin(g, limit);  // the gate is clamped before SiLU
+                const float y = std::fmax(std::fmin(u, limit), -limit);
+                return silu_f32(x) * y;
+            });
+        default:
+            throw UnsupportedError("[glu] unsupported glu op id " + std::to_string(dst->param_i32(0)));
+    }
 }
 size_t cpu_work_size_GLU(const Tensor*, int) { return 0; }
 

@@ -1,17 +1,176 @@
-// CPU kernels of the 'mul_mat' family.
+// CPU kernels of the 'mul_mat' family (spec 4.7, 4.8).
+//
+// Numerics follow ggml's CPU: b is first converted to the weights' vec-dot type (f16 / bf16
+// rounding, or q8_0 quantization for q8_0 / q4_0 / nvfp4 weights), products accumulate in f32.
+// Two paths:
+//   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
+//     chunks of weight rows are taken from a shared counter; each row is dotted with up to 4
+//     columns at a time (kernels in simd/mul_mat_*.cpp, picked at run time);
+//   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
+#include <algorithm>
+#include <vector>
+
 #include "cpu/kernels.h"
+#include "cpu/mul_mat_common.h"
+#include "cpu/mul_mat_gemm.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
 
-void cpu_forward_MUL_MAT(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[mul_mat] not implemented on the CPU backend yet: ") + describe(dst));
-}
-size_t cpu_work_size_MUL_MAT(const Tensor*, int) { return 0; }
+using namespace mm;
 
-void cpu_forward_MUL_MAT_ID(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[mul_mat_id] not implemented on the CPU backend yet: ") + describe(dst));
+namespace {
+
+bool use_gemm(const Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
+    if (K == 0 || M < 8) return false;
+    return N >= (is_block_kind(weight_kind(a->type)) ? 16 : 8);
 }
-size_t cpu_work_size_MUL_MAT_ID(const Tensor*, int) { return 0; }
+
+// Activations need converting unless the weights are f32 and b is f32 already.
+bool dot_needs_conversion(const Tensor* dst) {
+    return !(dst->src[0]->type == Type::F32 && dst->src[1]->type == Type::F32);
+}
+
+// Rows per work unit: enough units for dynamic balance, at most 64 rows.
+int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
+    const int64_t want_units = int64_t(nth) * 16;
+    return std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
+}
+
+void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* nvfp4_scale) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const WeightKind w = weight_kind(a->type);
+    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
+    const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
+    const bool convert = dot_needs_conversion(dst);
+    const size_t colb = act_col_bytes(w, K);
+    char* conv = (char*)p.wdata + kCounterBytes;
+
+    if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
+        std::vector<float> tmp;
+        int64_t c0, c1;
+        split_range(N * ne12 * ne13, p.ith, p.nth, c0, c1);
+        for (int64_t c = c0; c < c1; ++c) {
+            const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
+            convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
+        }
+    }
+    reset_counter(p);
+    p.barrier();
+
+    const int64_t rows = rows_per_unit(M, ne12 * ne13, p.nth);
+    const int64_t chunks = (M + rows - 1) / rows, units = chunks * ne12 * ne13;
+    float out[4];
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
+        const int64_t bt = u / chunks, i12 = bt % ne12, i13 = bt / ne12;
+        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+        for (int64_t m = m0; m < m1; ++m) {
+            const char* arow = abase + m * a->nb[1];
+            for (int64_t n = 0; n < N; n += 4) {
+                const int nc = (int)std::min<int64_t>(4, N - n);
+                const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
+                const size_t bs = convert ? colb : b->nb[1];
+                kr.dot[w](K, arow, bp, bs, nc, out, nvfp4_scale);
+                for (int j = 0; j < nc; ++j) *(float*)(dbase + m * sizeof(float) + (n + j) * dst->nb[1]) = out[j];
+            }
+        }
+    }
+}
+
+}  // namespace
+
+void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
+    const Kernels& kr = kernels_for(simd::cpu_isa());
+    float scale[256];
+    if (dst->src[0]->type == Type::NVFP4) nvfp4_scale_table(scale);  // every thread, before any barrier
+    if (use_gemm(dst)) gemm_forward(p, dst, kr);
+    else dot_forward(p, dst, kr, scale);
+}
+
+size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
+    if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
+    if (!dot_needs_conversion(dst)) return kCounterBytes;
+    const Tensor* b = dst->src[1];
+    return kCounterBytes + size_t(dst->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(weight_kind(dst->src[0]->type), b->ne[0]);
+}
+
+// MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
+// grouping, converts its share of the b columns straight into expert order (so each expert's
+// columns are contiguous), then chunks of (expert, rows) are taken from a shared counter.
+void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
+    const Tensor* as = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Tensor* ids = dst->src[2];
+    const Kernels& kr = kernels_for(simd::cpu_isa());
+    const WeightKind w = weight_kind(as->type);
+    const int64_t K = as->ne[0], M = as->ne[1], E = as->ne[2];
+    const int64_t U = ids->ne[0], T = ids->ne[1], Nb = b->ne[1];
+
+    // Validation and grouping run on every thread before the barrier, so an error is symmetric.
+    std::vector<int64_t> count(E + 1, 0);
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t e = 0; e < U; ++e) {
+            const int32_t x = *(const int32_t*)((const char*)ids->data + e * ids->nb[0] + t * ids->nb[1]);
+            if (x < 0 || x >= E)
+                throw_shape(OpMessage("mul_mat_id") << "ids[" << e << ", " << t << "]=" << x
+                                                    << " is out of range [0, " << E << ")");
+            ++count[x];
+        }
+    std::vector<int64_t> start(E + 1, 0);
+    for (int64_t x = 0; x < E; ++x) start[x + 1] = start[x] + count[x];
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    std::vector<int32_t> slot_e(U * T), slot_t(U * T);  // sorted slot -> (e, t)
+    for (int64_t t = 0; t < T; ++t)
+        for (int64_t e = 0; e < U; ++e) {
+            const int32_t x = *(const int32_t*)((const char*)ids->data + e * ids->nb[0] + t * ids->nb[1]);
+            const int64_t s = fill[x]++;
+            slot_e[s] = (int32_t)e;
+            slot_t[s] = (int32_t)t;
+        }
+    float scale[256];
+    if (w == kNVFP4) nvfp4_scale_table(scale);
+
+    const size_t colb = act_col_bytes(w, K);
+    char* conv = (char*)p.wdata + kCounterBytes;
+    {
+        std::vector<float> tmp;
+        int64_t s0, s1;
+        split_range(U * T, p.ith, p.nth, s0, s1);
+        for (int64_t s = s0; s < s1; ++s)
+            convert_act(kr, w, b->type, b->row(slot_e[s] % Nb, slot_t[s]), K, conv + s * colb, tmp);
+    }
+    reset_counter(p);
+    p.barrier();
+
+    const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
+    const int64_t chunks = (M + rows - 1) / rows, units = chunks * E;
+    float out[4];
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
+        const int64_t x = u / chunks;
+        if (count[x] == 0) continue;
+        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+        for (int64_t m = m0; m < m1; ++m) {
+            const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
+            for (int64_t s = start[x]; s < start[x + 1]; s += 4) {
+                const int nc = (int)std::min<int64_t>(4, start[x + 1] - s);
+                kr.dot[w](K, arow, conv + s * colb, colb, nc, out, scale);
+                for (int j = 0; j < nc; ++j)
+                    *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]) = out[j];
+            }
+        }
+    }
+}
+
+size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int) {
+    const Tensor* ids = dst->src[2];
+    return kCounterBytes + size_t(ids->ne[0] * ids->ne[1]) * act_col_bytes(weight_kind(dst->src[0]->type), dst->src[0]->ne[0]);
+}
 
 }  // namespace pyggml::cpu

@@ -1,16 +1,79 @@
-// CPU kernels of the 'sort' family.
+// CPU kernels of ARGSORT and TOP_K: rows split across threads. NaN is ordered above every
+// number (so a row with NaN never breaks the comparator's strict weak ordering); ties keep
+// ascending index order, so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
 #include "cpu/kernels.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
 
-void cpu_forward_ARGSORT(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[argsort] not implemented on the CPU backend yet: ") + describe(dst));
+namespace {
+inline void row_index(const Tensor* t, int64_t r, int64_t& i1, int64_t& i2, int64_t& i3) {
+    i1 = r % t->ne[1];
+    i2 = (r / t->ne[1]) % t->ne[2];
+    i3 = r / (t->ne[1] * t->ne[2]);
+}
+
+// Total order on floats with NaN above +inf; ties broken by index.
+struct Ascending {
+    const float* x;
+    bool operator()(int32_t i, int32_t j) const {
+        const float a = x[i], b = x[j];
+        const bool na = std::isnan(a), nb = std::isnan(b);
+        if (na || nb) return na != nb ? nb : i < j;
+        return a < b || (a == b && i < j);
+    }
+};
+struct Descending {
+    const float* x;
+    bool operator()(int32_t i, int32_t j) const {
+        const float a = x[i], b = x[j];
+        const bool na = std::isnan(a), nb = std::isnan(b);
+        if (na || nb) return na != nb ? na : i < j;
+        return a > b || (a == b && i < j);
+    }
+};
+}  // namespace
+
+void cpu_forward_ARGSORT(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const bool desc = dst->param_i32(0) == 1;
+    const int64_t n = a->ne[0];
+    int64_t r0, r1;
+    split_range(a->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t i1, i2, i3;
+        row_index(a, r, i1, i2, i3);
+        const float* x = (const float*)a->row(i1, i2, i3);
+        int32_t* idx = (int32_t*)dst->row(i1, i2, i3);
+        std::iota(idx, idx + n, 0);
+        if (desc) std::sort(idx, idx + n, Descending{x});
+        else std::sort(idx, idx + n, Ascending{x});
+    }
 }
 size_t cpu_work_size_ARGSORT(const Tensor*, int) { return 0; }
 
-void cpu_forward_TOP_K(const ComputeParams&, Tensor* dst) {
-    throw UnsupportedError(std::string("[top_k] not implemented on the CPU backend yet: ") + describe(dst));
+void cpu_forward_TOP_K(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t n = a->ne[0], k = dst->ne[0];
+    if (k == 0) return;
+    std::vector<int32_t> idx(n);
+    int64_t r0, r1;
+    split_range(a->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t i1, i2, i3;
+        row_index(a, r, i1, i2, i3);
+        const float* x = (const float*)a->row(i1, i2, i3);
+        std::iota(idx.begin(), idx.end(), 0);
+        Descending cmp{x};
+        if (k < n) std::nth_element(idx.begin(), idx.begin() + k, idx.end(), cmp);
+        std::sort(idx.begin(), idx.begin() + k, cmp);
+        std::copy(idx.begin(), idx.begin() + k, (int32_t*)dst->row(i1, i2, i3));
+    }
 }
 size_t cpu_work_size_TOP_K(const Tensor*, int) { return 0; }
 

@@ -1,5 +1,7 @@
 #include "cpu/threadpool.h"
 
+#include <chrono>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define PG_PAUSE() _mm_pause()
@@ -66,13 +68,23 @@ void ThreadPool::barrier() {
     const int phase = barrier_phase_.load(std::memory_order_acquire);
     if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
         barrier_count_.store(0, std::memory_order_relaxed);
-        barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
+        {
+            std::lock_guard<std::mutex> lk(barrier_mu_);
+            barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        if (barrier_sleepers_.load(std::memory_order_acquire) > 0) barrier_cv_.notify_all();
         return;
     }
-    int spins = 0;
-    while (barrier_phase_.load(std::memory_order_acquire) == phase) {
-        if (++spins < 4000) PG_PAUSE(); else std::this_thread::yield();
+    // Spin briefly (the common case on an idle machine), then sleep so that an
+    // oversubscribed machine does not burn the time slice the late thread needs.
+    for (int spins = 0; spins < 2000; ++spins) {
+        if (barrier_phase_.load(std::memory_order_acquire) != phase) return;
+        PG_PAUSE();
     }
+    std::unique_lock<std::mutex> lk(barrier_mu_);
+    barrier_sleepers_.fetch_add(1, std::memory_order_acq_rel);
+    barrier_cv_.wait(lk, [&] { return barrier_phase_.load(std::memory_order_acquire) != phase; });
+    barrier_sleepers_.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
@@ -99,7 +111,8 @@ void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
     }
     int spins = 0;
     while (pending_.load(std::memory_order_acquire) > 0) {
-        if (++spins < 4000) PG_PAUSE(); else std::this_thread::yield();
+        if (++spins < 2000) PG_PAUSE();
+        else std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     job_ = nullptr;
     n_active_ = 1;

@@ -42,6 +42,10 @@ private:
 
     alignas(64) std::atomic<int> barrier_count_{0};
     alignas(64) std::atomic<int> barrier_phase_{0};
+    // Threads that stopped spinning sleep here (oversubscribed machines).
+    std::mutex barrier_mu_;
+    std::condition_variable barrier_cv_;
+    std::atomic<int> barrier_sleepers_{0};
 
     std::mutex err_mu_;
     std::exception_ptr error_;

@@ -62,7 +62,11 @@ py::array tensor_numpy(py::object self) {
         py::detail::array_proxy(copy.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
         return copy;
     }
-    return py::array(storage_dtype(t->type), shape, strides, ptr, self);
+    py::array view(storage_dtype(t->type), shape, strides, ptr, self);
+    const Tensor* root = t->view_src ? t->view_src : t;
+    if (root->flags & kFlagReadOnly)
+        py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    return view;
 }
 
 // Upload packed bytes into a contiguous tensor (host or device).
@@ -71,6 +75,8 @@ void tensor_upload(Tensor* t, py::buffer buf) {
     const size_t have = (size_t)info.size * (size_t)info.itemsize;
     if (!resolve_data(t)) throw py::value_error("upload: tensor '" + t->name + "' has no storage yet");
     if (!t->is_contiguous()) throw py::value_error("upload: tensor must be contiguous: " + describe(t));
+    if ((t->view_src ? t->view_src : t)->flags & kFlagReadOnly)
+        throw py::value_error("upload: tensor '" + t->name + "' is read-only (memory-mapped)");
     if (have != t->nbytes())
         throw py::value_error("upload: tensor '" + t->name + "' holds " + std::to_string(t->nbytes()) +
                               " bytes, got " + std::to_string(have));
@@ -252,7 +258,7 @@ void bind_core(py::module_& m) {
         .def_property_readonly("device", &Context::device)
         .def("new_tensor", [](Context& c, Type type, const std::vector<int64_t>& ne) {
             return c.new_tensor(type, (int)ne.size(), ne.data());
-        }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, py::keep_alive<0, 1>(),
+        }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, keep_ctx_alive(),
            "New packed tensor; ne in ggml order, 1 to 4 dims.")
         .def("tensor_from_buffer", [](py::object self, py::buffer buf, Type type, const std::vector<int64_t>& ne) {
             Context& c = self.cast<Context&>();
@@ -270,11 +276,12 @@ void bind_core(py::module_& m) {
                 throw py::value_error("tensor_from_buffer: " + std::string(type_name(type)) + " tensor needs " +
                                       std::to_string(need) + " bytes, the buffer has " + std::to_string(have));
             Tensor* t = c.new_tensor_external(type, (int)ne.size(), ne.data(), info.ptr);
+            if (info.readonly) t->flags |= kFlagReadOnly;
             if (!py::hasattr(self, "_buffers")) self.attr("_buffers") = py::list();
             self.attr("_buffers").attr("append")(buf);  // keep the memory alive with the context
             return t;
         }, py::arg("buffer"), py::arg("type"), py::arg("ne"), py::return_value_policy::reference,
-           py::keep_alive<0, 1>(),
+           keep_ctx_alive(),
            "A tensor over an existing buffer without copying (e.g. a numpy memmap of a GGUF file). "
            "The context keeps the buffer alive.")
         .def_property_readonly("mem_size", &Context::mem_size)

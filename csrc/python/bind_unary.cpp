@@ -4,6 +4,7 @@
 namespace pyggml::python {
 
 void bind_unary(py::module_& m) {
+    py::implicitly_convertible<py::int_, UnaryOp>();  // enum args also accept plain ints
     def_op(m, "unary", &unary, py::arg("ctx"), py::arg("a"), py::arg("op"));
     def_op(m, "unary_inplace", &unary_inplace, py::arg("ctx"), py::arg("a"), py::arg("op"));
     struct Named { const char* name; UnaryOp op; };

@@ -45,5 +45,19 @@ def unary(op, x):
             "gelu": lambda: gelu_tanh(x), "gelu_quick": lambda: x * sigmoid(1.702 * x),
             "exp": lambda: np.exp(x), "softplus": lambda: softplus(x), "sqr": lambda: x * x,
             "sqrt": lambda: np.sqrt(x),
+            "sgn": lambda: np.sign(x), "step": lambda: np.where(x > 0, 1.0, 0.0),
+            "elu": lambda: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
+            "hardswish": lambda: x * np.clip((x + 3.0) / 6.0, 0.0, 1.0),
+            "hardsigmoid": lambda: np.clip((x + 3.0) / 6.0, 0.0, 1.0),
+            "expm1": lambda: np.expm1(x), "gelu_erf": lambda: gelu_erf(x),
+            "floor": lambda: np.floor(x), "ceil": lambda: np.ceil(x),
+            "round": lambda: np.sign(x) * np.floor(np.abs(x) + 0.5),  # half away from zero
+            "trunc": lambda: np.trunc(x),
         }
         return table[op]()
+
+
+def gelu_erf(x):
+    from math import erf
+    x = np.asarray(x, dtype=np.float64)
+    return 0.5 * x * (1.0 + np.vectorize(erf, otypes=[np.float64])(x / np.sqrt(2.0)))

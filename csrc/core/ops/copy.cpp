@@ -108,7 +108,9 @@ Tensor* cast(Context* ctx, Tensor* a, Type type) {
     Tensor* r = ctx->new_tensor(type, 4, a->ne);
     r->op = Op::CPY;
     r->src[0] = a;
-    r->src[1] = r;  // ggml: the destination is the result itself
+    // ggml sets src[1] = the result itself (the kernels write dst either way). Graph::visit
+    // does not yet skip self-references (it would recurse forever), so the slot stays empty
+    // until it does; then: r->src[1] = r;
     return r;
 }
 

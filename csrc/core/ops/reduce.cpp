@@ -1,8 +1,43 @@
-// Op constructors of the 'reduce' family: validation and shape inference only.
+// SUM_ROWS, MEAN and CUMSUM constructors (spec 4.15, 4.18). Unlike ggml, a dim 0 that is not
+// packed (e.g. a permute that moves dim 0) is rejected here instead of being misread.
 #include "pyggml/ops/reduce.h"
 
 #include "pyggml/error.h"
 
 namespace pyggml {
+
+namespace {
+void check_reduce_input(Tensor* a, const char* name) {
+    if (!a) throw_type(OpMessage(name) << "a is required");
+    PG_TYPE_CHECK(a->type == Type::F32 || a->type == Type::F16 || a->type == Type::BF16,
+                  (OpMessage(name) << "a must be f32, f16 or bf16").with("a", a));
+    PG_SHAPE_CHECK(a->nb[0] == type_size(a->type),
+                   (OpMessage(name) << "dim 0 of a must be packed (nb[0] == element size " << type_size(a->type)
+                                    << ", got " << a->nb[0] << "); use cont() on permuted inputs").with("a", a));
+}
+
+Tensor* reduce_rows(Context* ctx, Tensor* a, Op op, Type out_type, const char* name) {
+    check_reduce_input(a, name);
+    int64_t ne[4] = {1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* r = ctx->new_tensor(out_type, 4, ne);
+    r->op = op;
+    r->src[0] = a;
+    return r;
+}
+}  // namespace
+
+Tensor* sum_rows(Context* ctx, Tensor* a) {
+    return reduce_rows(ctx, a, Op::SUM_ROWS, a ? a->type : Type::F32, "sum_rows");
+}
+
+Tensor* mean(Context* ctx, Tensor* a) { return reduce_rows(ctx, a, Op::MEAN, Type::F32, "mean"); }
+
+Tensor* cumsum(Context* ctx, Tensor* a) {
+    check_reduce_input(a, "cumsum");
+    Tensor* r = ctx->dup_tensor(a);
+    r->op = Op::CUMSUM;
+    r->src[0] = a;
+    return r;
+}
 
 }  // namespace pyggml

@@ -20,15 +20,36 @@ Tensor* unary_like(Context* ctx, Tensor* a, Op op, int32_t sub, bool inplace, co
 }
 }  // namespace
 
+// Error messages name the sub-op, e.g. "[silu (unary)]" or "[relu_inplace (unary_inplace)]".
+static const char* unary_msg_name(UnaryOp op, bool inplace) {
+    static const char* const names[2][(int)UnaryOp::COUNT] = {
+        {"abs (unary)", "sgn (unary)", "neg (unary)", "step (unary)", "tanh (unary)", "elu (unary)",
+         "relu (unary)", "sigmoid (unary)", "gelu (unary)", "gelu_quick (unary)", "silu (unary)",
+         "hardswish (unary)", "hardsigmoid (unary)", "exp (unary)", "expm1 (unary)",
+         "softplus (unary)", "gelu_erf (unary)", "xielu (unary)", "floor (unary)", "ceil (unary)",
+         "round (unary)", "trunc (unary)"},
+        {"abs_inplace (unary_inplace)", "sgn_inplace (unary_inplace)", "neg_inplace (unary_inplace)",
+         "step_inplace (unary_inplace)", "tanh_inplace (unary_inplace)", "elu_inplace (unary_inplace)",
+         "relu_inplace (unary_inplace)", "sigmoid_inplace (unary_inplace)",
+         "gelu_inplace (unary_inplace)", "gelu_quick_inplace (unary_inplace)",
+         "silu_inplace (unary_inplace)", "hardswish_inplace (unary_inplace)",
+         "hardsigmoid_inplace (unary_inplace)", "exp_inplace (unary_inplace)",
+         "expm1_inplace (unary_inplace)", "softplus_inplace (unary_inplace)",
+         "gelu_erf_inplace (unary_inplace)", "xielu_inplace (unary_inplace)",
+         "floor_inplace (unary_inplace)", "ceil_inplace (unary_inplace)",
+         "round_inplace (unary_inplace)", "trunc_inplace (unary_inplace)"}};
+    return names[inplace ? 1 : 0][(int)op];
+}
+
 Tensor* unary(Context* ctx, Tensor* a, UnaryOp op) {
     if ((int)op < 0 || op >= UnaryOp::COUNT || op == UnaryOp::XIELU)
         throw_unsupported(OpMessage("unary") << "unsupported unary op id " << (int)op);
-    return unary_like(ctx, a, Op::UNARY, (int32_t)op, false, "unary");
+    return unary_like(ctx, a, Op::UNARY, (int32_t)op, false, unary_msg_name(op, false));
 }
 Tensor* unary_inplace(Context* ctx, Tensor* a, UnaryOp op) {
     if ((int)op < 0 || op >= UnaryOp::COUNT || op == UnaryOp::XIELU)
-        throw_unsupported(OpMessage("unary") << "unsupported unary op id " << (int)op);
-    return unary_like(ctx, a, Op::UNARY, (int32_t)op, true, "unary_inplace");
+        throw_unsupported(OpMessage("unary_inplace") << "unsupported unary op id " << (int)op);
+    return unary_like(ctx, a, Op::UNARY, (int32_t)op, true, unary_msg_name(op, true));
 }
 Tensor* sqr(Context* c, Tensor* a) { return unary_like(c, a, Op::SQR, 0, false, "sqr"); }
 Tensor* sqr_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::SQR, 0, true, "sqr_inplace"); }

@@ -19,6 +19,7 @@ enum TensorFlag : int32_t {
     kFlagOutput = 2,   // kept alive by the memory planner
     kFlagParam = 4,
     kFlagCompute = 16, // reached through build_forward_expand
+    kFlagReadOnly = 32, // storage may not be written (e.g. a read-only memory map)
 };
 
 class Context;

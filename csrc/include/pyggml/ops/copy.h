@@ -13,7 +13,13 @@ Tensor* dup_inplace(Context* ctx, Tensor* a);
 // Copy a into b (equal element counts, any shapes); the result is a view of b (op CPY,
 // src[0] = a, src[1] = b). Computing it overwrites b's storage.
 Tensor* cpy(Context* ctx, Tensor* a, Tensor* b);
-// A new tensor of `type` with a's shape holding a converted (op CPY, src[1] = the result).
+// A new tensor of `type` with a's shape holding a converted (op CPY). Conversions (spec 3.2):
+// f32/f16/bf16 any direction (round to nearest even), same type raw bytes (bit exact),
+// f32 -> i32 truncating toward zero, i32 -> f32 nearest, f32/f16/bf16 -> q8_0/q4_0/nvfp4,
+// q8_0/q4_0/nvfp4 -> f32; other pairs throw TypeMismatchError naming both types.
+// f32 -> i32 where ggml is undefined (pyggml's choice, CUDA-like): NaN -> 0, values >= 2^31
+// and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN.
+// ggml also sets src[1] = the result itself; see copy.cpp for why pyggml leaves it empty.
 Tensor* cast(Context* ctx, Tensor* a, Type type);
 // Packed copy, same shape (cont) or a new shape of equal element count (cont_Nd).
 Tensor* cont(Context* ctx, Tensor* a);

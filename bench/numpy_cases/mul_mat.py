@@ -1,0 +1,82 @@
+"""mul_mat throughput: pyggml vs numpy (OpenBLAS) in one run, same thread count.
+
+numpy's BLAS is limited to ``n_threads`` by calling OpenBLAS's ``*set_num_threads*`` through
+ctypes on the library numpy has loaded (found in /proc/self/maps); where that is not possible
+OPENBLAS_NUM_THREADS is set before numpy is imported (only effective if numpy was not imported
+yet). numpy computes ``b @ a.T`` in f32 for every weight type (dequantized once, outside the
+timing): for quantized weights that is what a numpy user would run, so the comparison shows the
+bandwidth advantage of computing on the compressed weights.
+"""
+import ctypes
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root (pyggml/)
+
+
+def _limit_openblas(n_threads):
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(n_threads))
+    import numpy  # noqa: F401  (loads OpenBLAS)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = {line.split()[-1] for line in f if "openblas" in line.lower() and line.strip().endswith(".so")}
+    except OSError:
+        libs = set()
+    for lib in libs:
+        try:
+            h = ctypes.CDLL(lib)
+        except OSError:
+            continue
+        for sym in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
+                    "openblas_set_num_threads"):
+            fn = getattr(h, sym, None)
+            if fn is not None:
+                fn(ctypes.c_int(n_threads))
+                return f"{os.path.basename(lib)}:{sym}({n_threads})"
+    return f"OPENBLAS_NUM_THREADS={os.environ['OPENBLAS_NUM_THREADS']}"
+
+
+def _best(fn, reps=5):
+    fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
+def _case(gg, np, n_threads, wtype, K, M, N, reps):
+    rng = np.random.default_rng(0)
+    ctx = gg.Context(mem_size=(K * M * 4 + K * N * 8 + M * N * 8) + (64 << 20))
+    a = ctx.new_tensor(wtype, [K, M])
+    wa = rng.uniform(-1, 1, size=(M, K)).astype(np.float32)
+    if gg.is_quantized(wtype):
+        a.set(gg.quantize(wtype, wa.ravel()))
+    else:
+        a.set(wa.astype(np.float16) if wtype == gg.F16 else wa)
+    b = ctx.new_tensor(gg.F32, [K, N])
+    wb = rng.uniform(-1, 1, size=(N, K)).astype(np.float32)
+    b.set(wb)
+    out = gg.mul_mat(ctx, a, b)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(out)
+    t_ours = _best(lambda: g.compute(n_threads=n_threads), reps)
+    an = a.to_f32().reshape(M, K)  # numpy works on f32 weights
+    t_np = _best(lambda: wb @ an.T, reps)
+    flops = 2.0 * K * M * N
+    return flops / t_ours / 1e9, flops / t_np / 1e9
+
+
+def cases(n_threads):
+    how = _limit_openblas(n_threads)
+    import numpy as np
+    import pyggml as gg
+    print(f"# numpy BLAS threads: {how}", flush=True)
+    yield ("mul_mat f32 gemm 1024x1024x1024", *_case(gg, np, n_threads, gg.F32, 1024, 1024, 1024, 7), "GFLOP/s")
+    yield ("mul_mat f32 gemm K4096 M4096 N512", *_case(gg, np, n_threads, gg.F32, 4096, 4096, 512, 3), "GFLOP/s")
+    for name, t in (("f32", gg.F32), ("f16", gg.F16), ("q8_0", gg.Q8_0), ("q4_0", gg.Q4_0)):
+        yield (f"mul_mat {name} gemv K4096 M14336 N1", *_case(gg, np, n_threads, t, 4096, 14336, 1, 7), "GFLOP/s")
+    yield ("mul_mat q4_0 gemm K4096 M4096 N512", *_case(gg, np, n_threads, gg.Q4_0, 4096, 4096, 512, 3), "GFLOP/s")

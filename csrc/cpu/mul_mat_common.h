@@ -1,0 +1,80 @@
+// Shared pieces of the MUL_MAT / MUL_MAT_ID drivers: weight kinds, the activation conversion
+// to the vec-dot layout (spec 4.7), the nvfp4 scale table and the work counter.
+#pragma once
+#include <atomic>
+#include <new>
+#include <vector>
+
+#include "cpu/kernels.h"
+#include "cpu/mul_mat_kernels.h"
+
+namespace pyggml::cpu::mm {
+
+inline WeightKind weight_kind(Type t) {
+    switch (t) {
+        case Type::F16: return kF16;
+        case Type::BF16: return kBF16;
+        case Type::Q8_0: return kQ8_0;
+        case Type::Q4_0: return kQ4_0;
+        case Type::NVFP4: return kNVFP4;
+        default: return kF32;
+    }
+}
+inline bool is_block_kind(WeightKind w) { return w == kQ8_0 || w == kQ4_0 || w == kNVFP4; }
+
+inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+// Bytes of one activation column (K values) in the weight's vec-dot layout, 64-byte aligned.
+inline size_t act_col_bytes(WeightKind w, int64_t K) {
+    return align64(is_block_kind(w) ? row_size(Type::Q8_0, K) : size_t(K) * sizeof(float));
+}
+
+// The first 64 bytes of wdata hold a shared work counter for dynamic scheduling.
+constexpr size_t kCounterBytes = 64;
+inline std::atomic<int64_t>* work_counter(const ComputeParams& p) { return (std::atomic<int64_t>*)p.wdata; }
+inline void reset_counter(const ComputeParams& p) {
+    if (p.ith == 0) new (p.wdata) std::atomic<int64_t>(0);
+}
+
+inline void round_bf16_row(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
+}
+
+// b's row (f32/f16/bf16, contiguous) widened to f32: returns brow itself when it is f32.
+inline const float* widen_row(const Kernels& kr, Type bt, const char* brow, int64_t K, std::vector<float>& tmp) {
+    if (bt == Type::F32) return (const float*)brow;
+    tmp.resize(K);
+    if (bt == Type::F16) kr.f16_to_f32(brow, tmp.data(), K);
+    else for (int64_t i = 0; i < K; ++i) tmp[i] = bf16_to_fp32(((const uint16_t*)brow)[i]);
+    return tmp.data();
+}
+
+// One column of b converted to the vec-dot layout of weights `w` (what ggml's CPU does:
+// f16/bf16 rounding, or q8_0 quantization with the CPU quantizer).
+inline void convert_act(const Kernels& kr, WeightKind w, Type bt, const char* brow, int64_t K, void* out,
+                        std::vector<float>& tmp) {
+    const float* x = widen_row(kr, bt, brow, K, tmp);
+    switch (w) {
+        case kF32: if ((const void*)x != out) std::copy(x, x + K, (float*)out); break;
+        case kF16: kr.round_f16(x, (float*)out, K); break;
+        case kBF16: round_bf16_row(x, (float*)out, K); break;
+        default: kr.quantize_q8_0(x, (BlockQ8_0*)out, K); break;
+    }
+}
+
+// Same, but as f32 values (the GEMM path: q8_0 activations are quantized then dequantized).
+inline void convert_act_f32(const Kernels& kr, WeightKind w, Type bt, const char* brow, int64_t K, float* out,
+                            std::vector<float>& tmp, std::vector<BlockQ8_0>& qtmp) {
+    if (!is_block_kind(w)) { convert_act(kr, w, bt, brow, K, out, tmp); return; }
+    const float* x = widen_row(kr, bt, brow, K, tmp);
+    qtmp.resize(K / 32);
+    kr.quantize_q8_0(x, qtmp.data(), K);
+    dequantize_row_q8_0(qtmp.data(), out, K);
+}
+
+// Halved UE4M3 scales of all 256 codes (from core/quant_nvfp4.cpp); built per node, per thread.
+inline void nvfp4_scale_table(float* t) {
+    for (int u = 0; u < 256; ++u) t[u] = nvfp4_ue4m3_to_scale((uint8_t)u);
+}
+
+}  // namespace pyggml::cpu::mm

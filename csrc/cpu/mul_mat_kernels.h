@@ -1,0 +1,53 @@
+// The per-instruction-set kernels of MUL_MAT / MUL_MAT_ID (implemented in simd/mul_mat_*.cpp).
+//
+// Dot kernels take one weight row and nc (1..4) activation columns already converted to the
+// weight's vec-dot layout (spec 4.7): f32 for f32 weights, f32 values rounded to f16 / bf16 for
+// f16 / bf16 weights, q8_0 blocks for q8_0 / q4_0 / nvfp4 weights. Accumulation is f32.
+//
+// The GEMM micro-kernel multiplies packed panels: Ap holds kc steps of MR weight rows
+// (Ap[k*MR + i]), Bp kc steps of NR activation columns (Bp[k*NR + j]); it writes (or adds to)
+// the MR x NR tile C[j*ldc + i] (i along the output row, which is contiguous).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/simd/isa.h"
+#include "pyggml/types.h"
+
+namespace pyggml::cpu::mm {
+
+// out[j] = dot(a_row, b + j*b_stride) for j < nc; `aux` is the nvfp4 scale table (256 floats).
+using DotFn = void (*)(int64_t k, const void* a_row, const void* b, size_t b_stride, int nc, float* out,
+                       const float* aux);
+using MicroFn = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate);
+using CvtFn = void (*)(const void* src, float* dst, int64_t n);
+
+enum WeightKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kNVFP4, kNumWeightKinds };
+
+struct Kernels {
+    simd::Isa isa;
+    DotFn dot[kNumWeightKinds];
+    int mr, nr;        // micro-kernel tile
+    MicroFn micro;
+    CvtFn f16_to_f32;  // n halves -> floats
+    CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed
+    void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n);  // = quantize_row_q8_0_cpu
+};
+
+constexpr int kMaxMR = 32, kMaxNR = 12;  // the largest tile of any kernel set
+
+const Kernels& kernels_scalar();
+const Kernels& kernels_avx2();
+const Kernels& kernels_avx512();
+inline const Kernels& kernels_for(simd::Isa isa) {
+    switch (isa) {
+        case simd::Isa::Avx512: return kernels_avx512();
+        case simd::Isa::Avx2: return kernels_avx2();
+        default: return kernels_scalar();
+    }
+}
+
+// E2M1 codes doubled (bit 3 = sign), spec 1.5; the nvfp4 scale table holds halved UE4M3 scales.
+constexpr int8_t kNvfp4Lut[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+}  // namespace pyggml::cpu::mm

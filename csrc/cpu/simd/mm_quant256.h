@@ -1,0 +1,179 @@
+// 256-bit integer dot kernels for q8_0 / q4_0 / nvfp4 weights against q8_0 activations,
+// shared by the AVX2 and AVX-512 translation units. The includer defines (under its target)
+//   static inline __m256i mm_udot(__m256i u8, __m256i s8);  // 8 x i32, each a sum of 4 products
+// Sign trick: |a| (unsigned) times (b with a's sign) gives a*b with an unsigned x signed dot.
+#pragma once
+
+namespace {
+
+inline float mm_hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+inline float mm_f16(uint16_t h) { return _cvtsh_ss(h); }
+
+// acc += (a . b per 4-lane group) * scale, where a is signed int8 (|a| <= 127 or -128).
+inline __m256 mm_dot_acc(__m256i ua, __m256i a, __m256i b, __m256 scale, __m256 acc) {
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_udot(ua, _mm256_sign_epi8(b, a))), scale, acc);
+}
+
+// Two independent accumulator sets (even / odd blocks) hide the FMA latency; the blocks are
+// unrolled by two with fixed indices so the accumulators stay in registers.
+template <int NC>
+void mm_dot_q8_0(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+    const BlockQ8_0* x = (const BlockQ8_0*)av;
+    const char* b = (const char*)bv;
+    __m256 acc0[NC], acc1[NC];
+    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
+        const __m256i a = _mm256_loadu_si256((const __m256i*)x[ib].qs);
+        const __m256i ua = _mm256_sign_epi8(a, a);
+        const float da = mm_f16(x[ib].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + ib;
+            const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
+            acc[j] = mm_dot_acc(ua, a, by, _mm256_set1_ps(da * mm_f16(y->d)), acc[j]);
+        }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
+        step(ib, acc0);
+        step(ib + 1, acc1);
+    }
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+template <int NC>
+void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+    const BlockQ4_0* x = (const BlockQ4_0*)av;
+    const char* b = (const char*)bv;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), off = _mm256_set1_epi8(8);
+    __m256 acc0[NC], acc1[NC];
+    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
+        const __m128i q = _mm_loadu_si128((const __m128i*)x[ib].qs);
+        // elements 0..15 are the low nibbles, 16..31 the high nibbles
+        const __m256i a = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4), off);
+        const __m256i ua = _mm256_sign_epi8(a, a);
+        const float da = mm_f16(x[ib].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + ib;
+            const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
+            acc[j] = mm_dot_acc(ua, a, by, _mm256_set1_ps(da * mm_f16(y->d)), acc[j]);
+        }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
+        step(ib, acc0);
+        step(ib + 1, acc1);
+    }
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+// One nvfp4 block (64 values, four 16-value sub-blocks) is two q8_0 activation blocks: half h
+// holds sub-blocks 2h and 2h+1. Bytes qs[8s..8s+7] hold sub-block s: values 0..7 in the low
+// nibbles and 8..15 in the high nibbles.
+template <int NC>
+void mm_dot_nvfp4(int64_t k, const void* av, const void* bv, size_t bs, float* out, const float* scale) {
+    const BlockNVFP4* x = (const BlockNVFP4*)av;
+    const char* b = (const char*)bv;
+    const __m128i lut128 = _mm_loadu_si128((const __m128i*)kNvfp4Lut);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    __m256 acc0[NC], acc1[NC];
+    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    auto half = [&](int64_t ib, int h, __m256* acc) __attribute__((always_inline)) {
+        const __m128i q = _mm_loadu_si128((const __m128i*)(x[ib].qs + 16 * h));
+        const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
+        const __m128i s0 = _mm_shuffle_epi8(lut128, _mm_unpacklo_epi64(lo, hi));
+        const __m128i s1 = _mm_shuffle_epi8(lut128, _mm_unpackhi_epi64(lo, hi));
+        const __m256i a = _mm256_set_m128i(s1, s0);
+        const __m256i ua = _mm256_sign_epi8(a, a);
+        const __m256 sa = _mm256_set_m128(_mm_set1_ps(scale[x[ib].d[2 * h + 1]]), _mm_set1_ps(scale[x[ib].d[2 * h]]));
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib + h;
+            const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
+            acc[j] = mm_dot_acc(ua, a, by, _mm256_mul_ps(sa, _mm256_set1_ps(mm_f16(y->d))), acc[j]);
+        }
+    };
+    const int64_t nb = k / 64;
+    for (int64_t ib = 0; ib < nb; ++ib) { half(ib, 0, acc0); half(ib, 1, acc1); }
+    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+// quantize_row_q8_0_cpu (id = 127/amax, rounding half away from zero), bit for bit; blocks
+// holding NaN or inf go through the scalar quantizer (its fmax ignores NaN).
+void mm_quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.402823466e38f);
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+        const float* v = x + ib * 32;
+        __m256 a[4], mx = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int i = 0; i < 4; ++i) {
+            a[i] = _mm256_loadu_ps(v + 8 * i);
+            const __m256 ab = _mm256_andnot_ps(sign, a[i]);
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(ab, big, _CMP_LE_OQ));
+            mx = _mm256_max_ps(mx, ab);
+        }
+        if (_mm256_movemask_ps(ok) != 0xFF) {
+            quantize_row_q8_0_cpu(v, y + ib, 32);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[ib].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        const __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int i = 0; i < 4; ++i) {
+            const __m256 t = _mm256_mul_ps(a[i], vid);
+            const __m256 at = _mm256_andnot_ps(sign, t);
+            __m256 r = _mm256_floor_ps(_mm256_add_ps(at, half));
+            // a + 0.5 may round up across an integer: r - a is exact, fix r when it exceeds 0.5
+            r = _mm256_sub_ps(r, _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(r, at), half, _CMP_GT_OQ), one));
+            q[i] = _mm256_cvtps_epi32(_mm256_or_ps(r, _mm256_and_ps(t, sign)));
+        }
+        const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+        const __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+        _mm256_storeu_si256((__m256i*)y[ib].qs, _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+}
+
+// DotFn adapters: dispatch nc (1..4) to the compile-time column count.
+template <template <int> class F>
+void mm_dispatch_nc(int nc, int64_t k, const void* a, const void* b, size_t bs, float* out, const float* aux) {
+    switch (nc) {
+        case 1: F<1>::run(k, a, b, bs, out, aux); break;
+        case 2: F<2>::run(k, a, b, bs, out, aux); break;
+        case 3: F<3>::run(k, a, b, bs, out, aux); break;
+        default: F<4>::run(k, a, b, bs, out, aux); break;
+    }
+}
+template <int NC> struct MmQ8 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { mm_dot_q8_0<NC>(k, a, b, bs, o); } };
+template <int NC> struct MmQ4 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { mm_dot_q4_0<NC>(k, a, b, bs, o); } };
+template <int NC> struct MmFp4 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float* s) { mm_dot_nvfp4<NC>(k, a, b, bs, o, s); } };
+
+void mm_dot_q8_0_fn(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float* aux) {
+    mm_dispatch_nc<MmQ8>(nc, k, a, b, bs, out, aux);
+}
+void mm_dot_q4_0_fn(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float* aux) {
+    mm_dispatch_nc<MmQ4>(nc, k, a, b, bs, out, aux);
+}
+void mm_dot_nvfp4_fn(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float* aux) {
+    mm_dispatch_nc<MmFp4>(nc, k, a, b, bs, out, aux);
+}
+
+}  // namespace

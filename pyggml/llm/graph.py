@@ -1,0 +1,525 @@
+"""The graph builder (llama.cpp's llm_graph_context), spec graph.md sections 1 and 3.
+
+`GraphParams` fully determines a graph's topology (its `key()`), `GraphResult` owns one
+built graph with its inputs and named outputs, `GraphContext` holds the shared builders that
+the per-architecture graphs in `models/` compose. Intermediates are named as llama.cpp's
+callback names them (`attn_norm-0`, `Qcur-0`, ..., `result_output`) so graphs can be
+compared node by node.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import pyggml as gg
+
+from .inputs import InpAttnKV, InpAttnNoCache, InpEmbd, InpOutIds, InpPos, UBatch
+
+# norm types (llm_norm_type)
+LLM_NORM, LLM_NORM_RMS = 0, 1
+# ffn activations (llm_ffn_op_type)
+FFN_SILU, FFN_GELU, FFN_RELU, FFN_RELU_SQR, FFN_SWIGLU, FFN_GEGLU, FFN_REGLU, FFN_SWIGLU_OAI_MOE = range(8)
+# ffn gate types: SEQ = gate(up(x)), PAR = gate(x) next to up(x)
+FFN_SEQ, FFN_PAR = 0, 1
+# swiglu clamp semantics (spec 3.4): clamp the gate input (dsv4 family, fused op) or the
+# activated gate (every other arch)
+CLAMP_ACTIVATED, CLAMP_GATE_INPUT = 0, 1
+# MoE gating functions
+GATING_SOFTMAX, GATING_SIGMOID, GATING_SOFTMAX_WEIGHT, GATING_SQRT_SOFTPLUS = 1, 2, 3, 4
+
+
+def cast(ctx, t, type):
+    """ggml_cast spelled as cpy into a fresh tensor: ggml_cast's result lists itself as src[1],
+    which the graph walker does not guard against yet (infinite recursion)."""
+    return gg.cpy(ctx, t, ctx.new_tensor(type, t.ne))
+
+
+def graph_max_nodes(n_tensors: int) -> int:
+    """Upstream's default node budget, doubled: a pyggml Graph's capacity counts leafs
+    (weights, inputs) as well as nodes."""
+    return 2 * max(1024, 8 * n_tensors)
+
+
+@dataclass
+class GraphParams:
+    """Everything that decides a graph's topology, plus the per-step state inputs read."""
+    arch: str
+    hparams: Any
+    ubatch: UBatch
+    n_outputs: int
+    flash_attn: bool = True
+    kv: Any = None            # KVCache, None for no-cache graphs
+    slot: Any = None          # SlotInfo of this ubatch in kv
+    n_kv: int = 0
+    causal_attn: bool = True
+    samplers: tuple = ()      # backend samplers (only "greedy" is supported)
+
+    def key(self) -> tuple:
+        ub = self.ubatch
+        return (self.arch, ub.n_tokens, self.n_outputs, self.n_kv, ub.token is not None,
+                ub.embd is not None, self.flash_attn, self.kv is not None, self.causal_attn,
+                tuple(self.samplers))
+
+    def allow_reuse(self, other: "GraphParams") -> bool:
+        return other is not None and self.key() == other.key()
+
+
+class GraphResult:
+    """One built graph: its compute context (no_alloc), inputs and named outputs."""
+
+    def __init__(self, max_nodes: int = 8192):
+        self.ctx = gg.Context(mem_size=1 << 20, no_alloc=True)
+        self.gf = gg.Graph(self.ctx, max_nodes)
+        self.inputs: list = []
+        self.t_inp_tokens = self.t_inp_embd = None
+        self.t_logits = self.t_embd = self.t_sampled = None
+        self.t_layer_inp: list = []
+        self.params: GraphParams | None = None
+        self.model = None
+
+    def add_input(self, inp):
+        self.inputs.append(inp)
+        return inp
+
+    def set_inputs(self, ub: UBatch) -> None:
+        for inp in self.inputs:
+            inp.set_input(ub)
+
+    def can_reuse(self, params: GraphParams) -> bool:
+        if self.params is None or not self.params.allow_reuse(params):
+            return False
+        ok = True
+        for inp in self.inputs:  # no short-circuit: can_reuse also re-binds the memory state
+            ok = inp.can_reuse(params) and ok
+        if ok:
+            self.params = params
+        return ok
+
+    def set_outputs(self) -> None:
+        for t in (self.t_logits, self.t_embd, self.t_sampled):
+            if t is not None:
+                t.set_output()
+
+
+class GraphContext:
+    """Shared builders. Subclasses (models/) emit their graph in build()."""
+
+    def __init__(self, model, params: GraphParams, res: GraphResult):
+        hp = params.hparams
+        self.model, self.params, self.res, self.hparams = model, params, res, hp
+        self.ctx0, self.gf = res.ctx, res.gf
+        self.ubatch = params.ubatch
+        self.n_tokens, self.n_outputs = params.ubatch.n_tokens, params.n_outputs
+        self.n_embd, self.n_layer = hp.n_embd, hp.n_layer
+        self.n_head, self.n_head_kv = hp.n_head, hp.n_head_kv
+        self.n_embd_head_k, self.n_embd_head_v = hp.head_dim_k, hp.head_dim_v
+        self.n_rot, self.rope_type = hp.n_rot, hp.rope_type
+        self.freq_base, self.freq_scale = hp.rope_freq_base, hp.rope_freq_scale
+        self.n_ctx_orig = hp.n_ctx_train
+        self.ext_factor, self.attn_factor = 0.0, 1.0     # no YaRN
+        self.beta_fast, self.beta_slow = 32.0, 1.0
+        self.norm_rms_eps = hp.rms_eps
+        self.norm_eps = getattr(hp, "norm_eps", hp.rms_eps)
+        self.flash_attn = params.flash_attn
+        self.attn_soft_cap = float(getattr(hp, "attn_soft_cap", 0.0) or 0.0)
+        self.max_alibi_bias = 0.0
+        self.swiglu_clamp_shexp = getattr(hp, "swiglu_clamp_shexp", None)
+        self.swiglu_clamp_exp = getattr(hp, "swiglu_clamp_exp", None)
+        self.swiglu_clamp_mode = CLAMP_ACTIVATED
+        res.params = params
+        res.model = model  # weights must outlive the graph that reads them
+
+    # ---- naming / graph ---------------------------------------------------------------------
+    @staticmethod
+    def cb(t, name: str, il: int = -1):
+        """Name a tensor as llama.cpp's graph callback does: `name-il` or `name`."""
+        t.name = f"{name}-{il}" if il >= 0 else name
+        return t
+
+    def expand(self, t):
+        self.gf.build_forward_expand(t)
+        return t
+
+    # ---- inputs -------------------------------------------------------------------------------
+    def build_inp_embd(self, tok_embd):
+        """Token embeddings [n_embd, T] (get_rows), or the float rows of an embeddings batch."""
+        use_embd = self.ubatch.token is None
+        inp = self.res.add_input(InpEmbd(self.ctx0, self.n_tokens, self.n_embd, use_embd))
+        self.res.t_inp_tokens = inp.tokens
+        cur = inp.embd if use_embd else gg.get_rows(self.ctx0, tok_embd, inp.tokens)
+        self.res.t_inp_embd = cur
+        scale = float(getattr(self.hparams, "embedding_scale", 0.0) or 0.0)
+        if scale:
+            cur = gg.scale(self.ctx0, cur, scale)
+        self.cb(cur, "embd")
+        return self.expand(cur)
+
+    def build_inp_pos(self):
+        return self.res.add_input(InpPos(self.ctx0, self.n_tokens)).pos
+
+    def build_inp_out_ids(self):
+        return self.res.add_input(InpOutIds(self.ctx0, self.n_outputs)).out_ids
+
+    def build_attn_inp_kv(self) -> InpAttnKV:
+        p = self.params
+        if p.kv is None:
+            raise ValueError("build_attn_inp_kv: these graph params carry no KV cache")
+        return self.res.add_input(InpAttnKV(self.ctx0, p.kv, self.n_tokens, p.n_kv,
+                                            self.flash_attn, p.slot))
+
+    def build_attn_inp_no_cache(self) -> InpAttnNoCache:
+        return self.res.add_input(InpAttnNoCache(self.ctx0, self.n_tokens, self.flash_attn,
+                                                 self.params.causal_attn))
+
+    # ---- basic blocks ---------------------------------------------------------------------------
+    def build_lora_mm(self, w, cur, w_s=None):
+        """mul_mat with an optional per-tensor/per-row scale (applied before LoRA; no LoRA
+        adapters are supported here)."""
+        res = gg.mul_mat(self.ctx0, w, cur)
+        if w_s is not None:
+            res = gg.mul(self.ctx0, res, w_s)
+        return res
+
+    def build_lora_mm_id(self, w, cur, ids, w_s=None):
+        res = gg.mul_mat_id(self.ctx0, w, cur, ids)
+        if w_s is not None:
+            n_expert, n_tokens = w_s.ne[0], cur.ne[2]
+            s = gg.reshape_3d(self.ctx0, w_s, 1, n_expert, 1)
+            s = gg.repeat_4d(self.ctx0, s, 1, n_expert, n_tokens, 1)
+            res = gg.mul(self.ctx0, res, gg.get_rows(self.ctx0, s, ids))
+        return res
+
+    def build_norm(self, cur, mw=None, mb=None, type: int = LLM_NORM_RMS, il: int = -1):
+        """rms (or layer) norm over ne0, then *w, then +b. On [d, H, T] it normalizes per head."""
+        if type == LLM_NORM_RMS:
+            cur = gg.rms_norm(self.ctx0, cur, self.norm_rms_eps)
+        elif type == LLM_NORM:
+            cur = gg.norm(self.ctx0, cur, self.norm_eps)
+        else:
+            raise ValueError(f"build_norm: unknown norm type {type}")
+        if mw is not None or mb is not None:
+            self.cb(cur, "norm", il)
+        if mw is not None:
+            cur = gg.mul(self.ctx0, cur, mw)
+            if mb is not None:
+                self.cb(cur, "norm_w", il)
+        if mb is not None:
+            cur = gg.add(self.ctx0, cur, mb)
+        return cur
+
+    def build_qkv(self, layer, cur, n_embd_head_q, n_head_q, n_embd_head_k=None, n_head_k=None,
+                  n_embd_head_v=None, n_head_v=None, il: int = -1):
+        """Q [dq, Hq, T], K [dk, Hk, T], V [dv, Hv, T] from the fused attn_qkv (strided views)
+        or from separate wq/wk/wv (+ biases, + optional clamp)."""
+        dk = n_embd_head_k or n_embd_head_q
+        hk = n_head_k or n_head_q
+        dv = n_embd_head_v or dk
+        hv = n_head_v or hk
+        c, T = self.ctx0, cur.ne[1]
+        e_q, e_k = n_embd_head_q * n_head_q, dk * hk
+        clamp = float(getattr(self.hparams, "clamp_kqv", 0.0) or 0.0)
+        wqkv = getattr(layer, "wqkv", None)
+        if wqkv is not None:
+            qkv = self.cb(self.build_lora_mm(wqkv, cur, getattr(layer, "wqkv_s", None)), "wqkv", il)
+            if getattr(layer, "bqkv", None) is not None:
+                qkv = self.cb(gg.add(c, qkv, layer.bqkv), "wqkv_b", il)
+            elif all(getattr(layer, b, None) is not None for b in ("bq", "bk", "bv")):
+                b = gg.concat(c, gg.concat(c, layer.bq, layer.bk, 0), layer.bv, 0)
+                qkv = self.cb(gg.add(c, qkv, b), "wqkv_b", il)
+            if clamp > 0:
+                qkv = self.cb(gg.clamp(c, qkv, -clamp, clamp), "wqkv_clamped", il)
+            es = gg.type_size(qkv.type)
+            q = gg.view_3d(c, qkv, n_embd_head_q, n_head_q, T, es * n_embd_head_q, qkv.nb[1], 0)
+            k = gg.view_3d(c, qkv, dk, hk, T, es * dk, qkv.nb[1], es * e_q)
+            v = gg.view_3d(c, qkv, dv, hv, T, es * dv, qkv.nb[1], es * (e_q + e_k))
+        else:
+            outs = []
+            for nm, w, b, s, d, h in (("Qcur", "wq", "bq", "wq_s", n_embd_head_q, n_head_q),
+                                      ("Kcur", "wk", "bk", "wk_s", dk, hk),
+                                      ("Vcur", "wv", "bv", "wv_s", dv, hv)):
+                t = self.cb(self.build_lora_mm(getattr(layer, w), cur, getattr(layer, s, None)), nm, il)
+                if getattr(layer, b, None) is not None:
+                    t = self.cb(gg.add(c, t, getattr(layer, b)), nm, il)
+                if clamp > 0:
+                    t = self.cb(gg.clamp(c, t, -clamp, clamp), nm + "_clamped", il)
+                outs.append(gg.reshape_3d(c, t, d, h, T))
+            q, k, v = outs
+        return self.cb(q, "Qcur", il), self.cb(k, "Kcur", il), self.cb(v, "Vcur", il)
+
+    def build_rope(self, x, pos, freq_factors=None, n_rot: int | None = None, mode: int | None = None):
+        """rope_ext with this model's RoPE scalars."""
+        return gg.rope_ext(self.ctx0, x, pos, freq_factors, n_rot or self.n_rot,
+                           self.rope_type if mode is None else mode, self.n_ctx_orig,
+                           self.freq_base, self.freq_scale, self.ext_factor, self.attn_factor,
+                           self.beta_fast, self.beta_slow)
+
+    # ---- feed-forward ---------------------------------------------------------------------------
+    def _swiglu_limit(self, table, il):
+        if table is None or il < 0:
+            return 0.0
+        return float(table[il]) if hasattr(table, "__len__") else float(table)
+
+    def build_ffn(self, cur, up=None, up_b=None, up_s=None, gate=None, gate_b=None, gate_s=None,
+                  down=None, down_b=None, down_s=None, act_scales=None, type_op=FFN_SILU,
+                  type_gate=FFN_PAR, il: int = -1):
+        """Dense FFN. Order (spec 3.4): matmul (LoRA inside), then bias, then _s scale."""
+        c = self.ctx0
+        tmp = self.build_lora_mm(up, cur) if up is not None else cur
+        self.cb(tmp, "ffn_up", il)
+        if up_b is not None:
+            tmp = self.cb(gg.add(c, tmp, up_b), "ffn_up_b", il)
+        if up_s is not None:
+            tmp = self.cb(gg.mul(c, tmp, up_s), "ffn_up_s", il)
+        if gate is not None:
+            cur = self.cb(self.build_lora_mm(gate, tmp if type_gate == FFN_SEQ else cur), "ffn_gate", il)
+            if gate_b is not None:
+                cur = self.cb(gg.add(c, cur, gate_b), "ffn_gate_b", il)
+            if gate_s is not None:
+                cur = self.cb(gg.mul(c, cur, gate_s), "ffn_gate_s", il)
+        else:
+            cur = tmp
+        par = gate is not None and type_gate == FFN_PAR
+        if type_op == FFN_SILU:
+            limit = self._swiglu_limit(self.swiglu_clamp_shexp, il)
+            if par and limit > 1e-6:
+                if self.swiglu_clamp_mode == CLAMP_GATE_INPUT:
+                    cur = gg.swiglu_clamp(c, cur, tmp, limit)
+                else:
+                    tmp = self.cb(gg.clamp(c, tmp, -limit, limit), "ffn_up_clamped", il)
+                    act = self.cb(gg.silu(c, cur), "ffn_silu", il)
+                    act = self.cb(gg.clamp(c, act, -math.inf, limit), "ffn_silu_clamped", il)
+                    cur = gg.mul(c, act, tmp)
+                self.cb(cur, "ffn_swiglu_limited", il)
+                par = False
+            elif par:
+                cur = self.cb(gg.swiglu_split(c, cur, tmp), "ffn_swiglu", il)
+                par = False
+            else:
+                cur = self.cb(gg.silu(c, cur), "ffn_silu", il)
+        elif type_op == FFN_GELU:
+            if par:
+                cur = self.cb(gg.geglu_split(c, cur, tmp), "ffn_geglu", il)
+                par = False
+            else:
+                cur = self.cb(gg.gelu(c, cur), "ffn_gelu", il)
+                if act_scales is not None:
+                    cur = self.cb(gg.div(c, cur, act_scales), "ffn_act", il)
+        elif type_op == FFN_RELU:
+            if par:
+                cur = self.cb(gg.reglu_split(c, cur, tmp), "ffn_reglu", il)
+                par = False
+            else:
+                cur = self.cb(gg.relu(c, cur), "ffn_relu", il)
+        elif type_op == FFN_RELU_SQR:
+            cur = self.cb(gg.relu(c, cur), "ffn_relu", il)
+            cur = self.cb(gg.sqr(c, cur), "ffn_sqr(relu)", il)
+        elif type_op == FFN_SWIGLU:
+            cur = self.cb(gg.swiglu(c, cur), "ffn_swiglu", il)
+        elif type_op == FFN_GEGLU:
+            cur = self.cb(gg.geglu(c, cur), "ffn_geglu", il)
+        elif type_op == FFN_REGLU:
+            cur = self.cb(gg.reglu(c, cur), "ffn_reglu", il)
+        elif type_op == FFN_SWIGLU_OAI_MOE:
+            if not par:
+                raise ValueError("build_ffn: SWIGLU_OAI_MOE requires a parallel gate")
+            cur = self.cb(gg.swiglu_oai(c, cur, tmp, 1.702, 7.0), "ffn_swiglu_oai", il)
+            par = False
+        else:
+            raise ValueError(f"build_ffn: unsupported activation {type_op}")
+        if par:
+            cur = self.cb(gg.mul(c, cur, tmp), "ffn_gate_par", il)
+        if down is not None:
+            cur = self.build_lora_mm(down, cur)
+        if down_b is not None:
+            self.cb(cur, "ffn_down", il)
+            cur = gg.add(c, cur, down_b)
+        if down_s is not None:
+            cur = self.cb(gg.mul(c, cur, down_s), "ffn_down_s", il)
+        return cur
+
+    def build_moe_ffn(self, cur, gate_inp, up_exps, gate_exps, down_exps, exp_probs_b=None, *,
+                      n_expert: int, n_expert_used: int, type_op=FFN_SILU, norm_w=True,
+                      w_scale=0.0, gating_op=GATING_SOFTMAX, il: int = -1, gate_inp_b=None,
+                      up_exps_s=None, gate_exps_s=None, down_exps_s=None, probs_in=None,
+                      selected_experts_in=None):
+        """Mixture of experts (spec 3.5): route, mul_mat_id per selected expert, weight, sum."""
+        c = self.ctx0
+        n_embd, n_tokens = cur.ne[0], cur.ne[1]
+        if probs_in is None:
+            logits = self.cb(self.build_lora_mm(gate_inp, cur), "ffn_moe_logits", il)
+        else:
+            logits = probs_in
+        if gate_inp_b is not None:
+            logits = self.cb(gg.add(c, logits, gate_inp_b), "ffn_moe_logits_biased", il)
+        if gating_op == GATING_SOFTMAX:
+            probs = gg.soft_max(c, logits)
+        elif gating_op == GATING_SIGMOID:
+            probs = gg.sigmoid(c, logits)
+        elif gating_op == GATING_SOFTMAX_WEIGHT:
+            probs = logits
+        elif gating_op == GATING_SQRT_SOFTPLUS:
+            probs = gg.sqrt(c, gg.softplus(c, logits))
+        else:
+            raise ValueError(f"build_moe_ffn: unknown gating function {gating_op}")
+        self.cb(probs, "ffn_moe_probs", il)
+        selection = probs
+        if exp_probs_b is not None:  # the bias steers selection only
+            selection = self.cb(gg.add(c, probs, exp_probs_b), "ffn_moe_probs_biased", il)
+        selected = selected_experts_in
+        if selected is None:
+            selected = gg.argsort_top_k(c, selection, n_expert_used)
+        self.cb(selected, "ffn_moe_topk", il)
+        weights = gg.get_rows(c, gg.reshape_3d(c, probs, 1, n_expert, n_tokens), selected)
+        self.cb(weights, "ffn_moe_weights", il)
+        if gating_op == GATING_SOFTMAX_WEIGHT:
+            w = gg.soft_max(c, gg.reshape_2d(c, weights, n_expert_used, n_tokens))
+            weights = self.cb(gg.reshape_3d(c, w, 1, n_expert_used, n_tokens), "ffn_moe_weights_softmax", il)
+        if norm_w:
+            w = gg.reshape_2d(c, weights, n_expert_used, n_tokens)
+            wsum = self.cb(gg.sum_rows(c, w), "ffn_moe_weights_sum", il)
+            wsum = self.cb(gg.clamp(c, wsum, 6.103515625e-5, math.inf), "ffn_moe_weights_sum_clamped", il)
+            w = self.cb(gg.div(c, w, wsum), "ffn_moe_weights_norm", il)
+            weights = gg.reshape_3d(c, w, 1, n_expert_used, n_tokens)
+        if w_scale not in (0.0, 1.0):
+            weights = self.cb(gg.scale(c, weights, w_scale), "ffn_moe_weights_scaled", il)
+        self.expand(weights)
+        cur = gg.reshape_3d(c, cur, n_embd, 1, n_tokens)
+        up = self.cb(self.build_lora_mm_id(up_exps, cur, selected, up_exps_s), "ffn_moe_up", il)
+        if gate_exps is not None:
+            cur = self.cb(self.build_lora_mm_id(gate_exps, cur, selected, gate_exps_s), "ffn_moe_gate", il)
+        else:
+            cur = up
+        has_gate = gate_exps is not None
+        if type_op == FFN_SILU:
+            limit = self._swiglu_limit(self.swiglu_clamp_exp, il)
+            if has_gate and limit > 1e-6:
+                if self.swiglu_clamp_mode == CLAMP_GATE_INPUT:
+                    cur = gg.swiglu_clamp(c, cur, up, limit)
+                else:
+                    up = self.cb(gg.clamp(c, up, -limit, limit), "ffn_moe_up_clamped", il)
+                    act = self.cb(gg.silu(c, cur), "ffn_moe_silu", il)
+                    act = self.cb(gg.clamp(c, act, -math.inf, limit), "ffn_moe_silu_clamped", il)
+                    cur = gg.mul(c, act, up)
+                self.cb(cur, "ffn_moe_swiglu_limited", il)
+            elif has_gate:
+                cur = self.cb(gg.swiglu_split(c, cur, up), "ffn_moe_swiglu", il)
+            else:
+                cur = self.cb(gg.silu(c, cur), "ffn_moe_silu", il)
+        elif type_op == FFN_GELU:
+            cur = gg.geglu_split(c, cur, up) if has_gate else gg.gelu(c, cur)
+            self.cb(cur, "ffn_moe_geglu" if has_gate else "ffn_moe_gelu", il)
+        elif type_op == FFN_RELU:
+            cur = gg.reglu_split(c, cur, up) if has_gate else gg.relu(c, cur)
+            self.cb(cur, "ffn_moe_reglu" if has_gate else "ffn_moe_relu", il)
+        elif type_op == FFN_SWIGLU_OAI_MOE:
+            cur = self.cb(gg.swiglu_oai(c, cur, up, 1.702, 7.0), "ffn_moe_swiglu_oai", il)
+        else:
+            raise ValueError(f"build_moe_ffn: unsupported activation {type_op}")
+        experts = self.cb(self.build_lora_mm_id(down_exps, cur, selected, down_exps_s), "ffn_moe_down", il)
+        experts = self.cb(gg.mul(c, experts, weights), "ffn_moe_weighted", il)
+        self.expand(experts)
+        views = [gg.view_2d(c, experts, n_embd, n_tokens, experts.nb[2], i * experts.nb[1])
+                 for i in range(n_expert_used)]
+        for v in views:  # the views before the adds, as upstream
+            self.expand(v)
+        out = views[0]
+        for v in views[1:]:
+            out = self.expand(gg.add(c, out, v))
+        if n_expert_used == 1:
+            out = gg.cont(c, out)
+        return self.cb(out, "ffn_moe_out", il)
+
+    # ---- attention ------------------------------------------------------------------------------
+    def build_attn_mha(self, q, k, v, kq_b=None, kq_mask=None, sinks=None, v_mla=None,
+                       kq_scale: float = 1.0, il: int = -1, n_kv_max: int = 0):
+        """q [d, H, T], k [d, Hkv, n_kv, S], v likewise (or transposed: nb1 > nb2).
+        Returns [d_v*H, T]."""
+        c = self.ctx0
+        v_trans = v.nb[1] > v.nb[2]
+        n_stream = k.ne[3]
+        q = gg.view_4d(c, q, q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream, q.nb[1], q.nb[2],
+                       q.nb[2] * (q.ne[2] // n_stream), 0)
+        q = gg.permute(c, q, 0, 2, 1, 3)
+        k = gg.permute(c, k, 0, 2, 1, 3)
+        v = gg.permute(c, v, 0, 2, 1, 3)
+        if self.flash_attn and kq_b is None:
+            if v_trans:
+                v = gg.transpose(c, v)
+            if k.type == gg.F32:
+                k = cast(c, k, gg.F16)
+            if v.type == gg.F32:
+                v = cast(c, v, gg.F16)
+            cur = gg.flash_attn_ext(c, q, k, v, kq_mask, kq_scale, self.max_alibi_bias,
+                                    self.attn_soft_cap)
+            if sinks is not None:
+                gg.flash_attn_ext_add_sinks(cur, sinks)
+            if n_kv_max:
+                gg.flash_attn_ext_set_n_kv_max(cur, int(n_kv_max))
+            self.cb(cur, "fattn", il)
+            if v_mla is not None:
+                cur = gg.permute(c, cur, 0, 2, 1, 3)
+                cur = self.cb(gg.mul_mat(c, v_mla, cur), "fattn_mla", il)
+                cur = gg.cont(c, gg.permute(c, cur, 0, 2, 1, 3))
+            cur = gg.reshape_2d(c, cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        else:
+            kq = self.cb(gg.mul_mat(c, k, q), "kq", il)
+            if self.attn_soft_cap:
+                cap = self.attn_soft_cap
+                kq = self.cb(gg.scale(c, kq, 1.0 / cap), "kq_scaled_1", il)
+                kq = self.cb(gg.tanh(c, kq), "kq_tanh", il)
+                kq = self.cb(gg.scale(c, kq, cap), "kq_scaled_2", il)
+            if kq_b is not None:
+                kq = self.cb(gg.add(c, kq, kq_b), "kq_plus_kq_b", il)
+            kq = gg.soft_max_ext(c, kq, kq_mask, kq_scale, self.max_alibi_bias)
+            if sinks is not None:
+                gg.soft_max_add_sinks(kq, sinks)
+            self.cb(kq, "kq_soft_max", il)
+            if not v_trans:
+                v = self.cb(gg.cont(c, gg.transpose(c, v)), "v_cont", il)
+            kqv = self.cb(gg.mul_mat(c, v, kq), "kqv", il)
+            if v_mla is not None:
+                kqv = self.cb(gg.mul_mat(c, v_mla, kqv), "kqv_mla", il)
+            cur = gg.permute(c, kqv, 0, 2, 1, 3)
+            cur = gg.cont_2d(c, cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        return self.expand(cur)
+
+    def build_attn(self, inp, wo, wo_b, q_cur, k_cur, v_cur, kq_b=None, sinks=None, v_mla=None,
+                   kq_scale: float = 1.0, il: int = -1, wo_s=None, n_kv_max: int = 0):
+        """Attention for any input kind: with a KV cache (InpAttnKV) the K/V rows are written
+        in place first and the attention reads views of the cache; without one (InpAttnNoCache)
+        it attends the ubatch's own K/V. Then wo (+ wo_s, + wo_b)."""
+        self.expand(q_cur)
+        self.expand(v_cur)
+        self.expand(k_cur)
+        if isinstance(inp, InpAttnKV):
+            kv = inp.kv
+            # writes first: the views below have no data edge to them
+            self.expand(kv.cpy_k(self.ctx0, k_cur, inp.k_idxs, il))
+            self.expand(kv.cpy_v(self.ctx0, v_cur, inp.v_idxs, il))
+            k, v = kv.get_k(self.ctx0, il, inp.n_kv), kv.get_v(self.ctx0, il, inp.n_kv)
+        elif isinstance(inp, InpAttnNoCache):
+            k, v = k_cur, v_cur
+        else:
+            raise TypeError(f"build_attn: unsupported input kind {type(inp).__name__}")
+        cur = self.build_attn_mha(q_cur, k, v, kq_b, inp.kq_mask, sinks, v_mla, kq_scale, il,
+                                  n_kv_max)
+        self.cb(cur, "kqv_out", il)
+        if wo is not None:
+            cur = self.build_lora_mm(wo, cur, wo_s)
+        if wo_b is not None:
+            cur = gg.add(self.ctx0, cur, wo_b)
+        return cur
+
+    # ---- sampling -------------------------------------------------------------------------------
+    def build_sampling(self):
+        """Backend greedy sampling: argmax of every logits row in-graph (`sampled` I32 [1, O]).
+        Host sampling of t_logits is equivalent; this exists so a greedy loop can read one id
+        per row instead of the whole logits row."""
+        if "greedy" not in self.params.samplers or self.res.t_logits is None:
+            return None
+        t = self.cb(gg.argsort_top_k(self.ctx0, self.res.t_logits, 1), "sampled")
+        self.res.t_sampled = t
+        return self.expand(t)

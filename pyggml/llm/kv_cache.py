@@ -1,0 +1,341 @@
+"""The unified KV cache (llama.cpp's llama_kv_cache with one stream), spec graph.md 2.4-2.5.
+
+Host side: a cell table (position and sequence set per cell), slot search, the KQ mask and
+the set_rows indices. Graph side: `cpy_k`/`cpy_v` write the ubatch's K/V rows in place into
+persistent per-layer tensors (set_rows), `get_k`/`get_v` are views of those tensors of width
+n_kv. The builder expands the writes BEFORE building the attention that reads the views:
+nodes run in insertion order and the views have no data edge to the writes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+import pyggml as gg
+
+N_PAD = 256  # n_kv is padded to a multiple of this (topology stays fixed across steps)
+
+SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = 0, 1, 2, 3
+
+
+def pad_to(n: int, p: int) -> int:
+    return (n + p - 1) // p * p
+
+
+def is_masked_swa(n_swa: int, swa_type: int, p0, p1):
+    """True where key position p0 is outside the window of query position p1 (numpy-aware)."""
+    if swa_type == SWA_NONE or n_swa <= 0:
+        return np.zeros(np.broadcast(p0, p1).shape, bool) if np.ndim(p0) or np.ndim(p1) else False
+    if swa_type == SWA_STANDARD:
+        return p1 - p0 >= n_swa
+    if swa_type == SWA_CHUNKED:
+        return p0 < (p1 // n_swa) * n_swa
+    if swa_type == SWA_SYMMETRIC:
+        return np.abs(p1 - p0) > n_swa // 2
+    raise ValueError(f"unknown swa_type {swa_type}")
+
+
+@dataclass
+class SlotInfo:
+    """Cells the tokens of one ubatch occupy, in token order (single stream)."""
+    idxs: np.ndarray  # int64 [T]
+
+
+class KVCells:
+    """Cell metadata: pos (-1 = empty), a boolean sequence set per cell, pending RoPE shifts."""
+
+    def __init__(self, size: int, n_seq_max: int):
+        self.pos = np.full(size, -1, np.int64)
+        self.seq = np.zeros((size, n_seq_max), bool)
+        self.shift = np.zeros(size, np.int64)
+        self.has_shift = False
+
+    @property
+    def size(self) -> int:
+        return len(self.pos)
+
+    def is_empty(self) -> np.ndarray:
+        return self.pos < 0
+
+    def used(self) -> int:
+        return int(np.count_nonzero(self.pos >= 0))
+
+    def used_max_p1(self) -> int:
+        nz = np.flatnonzero(self.pos >= 0)
+        return int(nz[-1]) + 1 if len(nz) else 0
+
+    def free(self, cells) -> None:
+        self.pos[cells] = -1
+        self.seq[cells] = False
+        self.shift[cells] = 0
+
+    def seq_pos_max(self, seq: int) -> int:
+        sel = self.seq[:, seq]
+        return int(self.pos[sel].max()) if sel.any() else -1
+
+    def seq_pos_min(self, seq: int) -> int:
+        sel = self.seq[:, seq]
+        return int(self.pos[sel].min()) if sel.any() else -1
+
+
+class KVCache:
+    """Unified KV cache: K [E_k, size] and V [E_v, size] per layer (V transposed when v_trans).
+
+    v_trans follows upstream: True without flash attention (kqv = mul_mat(V^T, softmax)
+    reads contiguous rows), False with it.
+    """
+
+    def __init__(self, *, n_layer: int, n_embd_k_gqa: int, n_embd_v_gqa: int, head_dim_k: int,
+                 head_dim_v: int, n_head_kv: int, size: int, type_k=gg.F16, type_v=gg.F16,
+                 v_trans: bool = False, n_seq_max: int = 1, n_swa: int = 0,
+                 swa_type: int = SWA_NONE, n_pad: int = N_PAD):
+        if size <= 0:
+            raise ValueError(f"KVCache: size must be positive, got {size}")
+        self.size, self.n_layer, self.n_seq_max = size, n_layer, n_seq_max
+        self.head_dim_k, self.head_dim_v, self.n_head_kv = head_dim_k, head_dim_v, n_head_kv
+        self.e_k, self.e_v = n_embd_k_gqa, n_embd_v_gqa
+        self.type_k, self.type_v, self.v_trans = type_k, type_v, v_trans
+        self.n_swa, self.swa_type, self.n_pad = n_swa, swa_type, max(n_pad, N_PAD)
+        self.cells = KVCells(size, n_seq_max)
+        self.head = 0
+        per_layer = gg.row_size(type_k, self.e_k) * size + gg.row_size(type_v, self.e_v) * size
+        self.ctx = gg.Context(mem_size=n_layer * (per_layer + 1024) + 4096)
+        self.k_l, self.v_l = [], []
+        for il in range(n_layer):
+            k = self.ctx.new_tensor(type_k, [self.e_k, size])
+            v = self.ctx.new_tensor(type_v, [self.e_v, size])
+            k.name, v.name = f"cache_k_l{il}", f"cache_v_l{il}"
+            k.numpy()[...] = 0  # garbage could turn into NaN through 0-weight products
+            v.numpy()[...] = 0
+            self.k_l.append(k)
+            self.v_l.append(v)
+
+    @classmethod
+    def for_model(cls, hp, size: int, **kw) -> "KVCache":
+        return cls(n_layer=hp.n_layer, n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv,
+                   n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv, head_dim_k=hp.head_dim_k,
+                   head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv, size=size, **kw)
+
+    # ---- host side: slots -------------------------------------------------------------
+    def clear(self) -> None:
+        self.cells.free(slice(None))
+        self.cells.has_shift = False
+        self.head = 0
+
+    def _usable(self, seq_max_p1) -> np.ndarray:
+        """Cells a new token may take: empty, or (SWA) holding one sequence whose entry has
+        slid out of the window of that sequence's next position."""
+        c = self.cells
+        ok = c.is_empty().copy()
+        if self.swa_type != SWA_NONE and self.n_swa > 0:
+            one = c.seq.sum(axis=1) == 1
+            owner = np.argmax(c.seq, axis=1)
+            ok |= one & is_masked_swa(self.n_swa, self.swa_type, c.pos, seq_max_p1[owner])
+        return ok
+
+    def find_slot(self, ub) -> SlotInfo | None:
+        """Cells for every token of the ubatch (not necessarily contiguous), scanning from
+        head with wrap-around; None when the cache is full."""
+        n = ub.n_tokens
+        if n > self.size:
+            return None
+        head = self.head
+        if head > self.cells.used() + 2 * n:  # plenty of room before head: refill from 0
+            head = 0
+        seq_max_p1 = None
+        if self.swa_type != SWA_NONE:
+            seq_max_p1 = np.array([self.cells.seq_pos_max(s) + 1 for s in range(self.n_seq_max)],
+                                  np.int64)
+        free = np.flatnonzero(self._usable(seq_max_p1))
+        if len(free) < n:
+            return None
+        free = np.concatenate([free[free >= head], free[free < head]])  # scan from head, wrap
+        return SlotInfo(idxs=free[:n].astype(np.int64))
+
+    def apply_ubatch(self, slot: SlotInfo, ub) -> None:
+        """Write positions and sequence ids of the ubatch into the cells of its slot."""
+        c = self.cells
+        rm_upto = {}  # seq -> highest position an SWA overwrite evicted
+        for i, cell in enumerate(slot.idxs):
+            if c.pos[cell] >= 0:
+                for s in np.flatnonzero(c.seq[cell]):
+                    rm_upto[int(s)] = max(rm_upto.get(int(s), -1), int(c.pos[cell]))
+                c.free(cell)
+            c.pos[cell] = ub.pos[i]
+            c.seq[cell, ub.seq_id[i]] = True
+        for s, p in rm_upto.items():  # older entries of that sequence would be orphaned
+            self.seq_rm(s, -1, p + 1)
+        self.head = int(slot.idxs[-1]) + 1
+        if self.head >= self.size:
+            self.head = 0
+
+    def get_n_kv(self) -> int:
+        """Attended width: used cells padded to n_pad (>= 256), at most the cache size."""
+        p = self.n_pad
+        return min(self.size, max(p, pad_to(self.cells.used_max_p1(), p)))
+
+    # ---- host side: sequence operations ------------------------------------------------
+    def _range(self, seq: int, p0: int, p1: int) -> np.ndarray:
+        p0 = 0 if p0 is None or p0 < 0 else p0
+        p1 = np.iinfo(np.int64).max if p1 is None or p1 < 0 else p1
+        c = self.cells
+        sel = (c.pos >= p0) & (c.pos < p1)
+        if seq is None or seq < 0:
+            return sel & ~c.is_empty()
+        self._check_seq(seq)
+        return sel & c.seq[:, seq]
+
+    def _check_seq(self, seq: int) -> None:
+        if not 0 <= seq < self.n_seq_max:
+            raise ValueError(f"sequence id {seq} out of range [0, {self.n_seq_max})")
+
+    def _drop_empty(self, touched: np.ndarray) -> None:
+        c = self.cells
+        dead = touched & ~c.seq.any(axis=1)
+        if dead.any():
+            c.free(dead)
+            first = int(np.flatnonzero(dead)[0])
+            if first < self.head:
+                self.head = first
+
+    def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
+        """Remove positions [p0, p1) of seq (seq < 0: of every sequence)."""
+        sel = self._range(seq, p0, p1)
+        if seq is None or seq < 0:
+            self.cells.seq[sel] = False
+        else:
+            self.cells.seq[sel, seq] = False
+        self._drop_empty(sel)
+        return True
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        """Let dst share the cells of src in [p0, p1) (unified cache: no data copy)."""
+        self._check_seq(dst)
+        sel = self._range(src, p0, p1)
+        self.cells.seq[sel, dst] = True
+
+    def seq_keep(self, seq: int) -> None:
+        """Drop every sequence but seq."""
+        self._check_seq(seq)
+        c = self.cells
+        keep = c.seq[:, seq].copy()
+        c.seq[:] = False
+        c.seq[keep, seq] = True
+        self._drop_empty(~keep)
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        """Shift positions [p0, p1) of seq by delta; cached K are re-roped on the next
+        update(). Cells moved below position 0 are dropped."""
+        if delta == 0:
+            return
+        c = self.cells
+        sel = self._range(seq, p0, p1)
+        c.pos[sel] += delta
+        c.shift[sel] += delta
+        c.has_shift = c.has_shift or bool(sel.any())
+        gone = sel & (c.pos < 0)
+        if gone.any():
+            c.seq[gone] = False
+            self._drop_empty(gone)
+
+    def seq_pos_max(self, seq: int) -> int:
+        self._check_seq(seq)
+        return self.cells.seq_pos_max(seq)
+
+    def seq_pos_min(self, seq: int) -> int:
+        self._check_seq(seq)
+        return self.cells.seq_pos_min(seq)
+
+    # ---- host side: input fills --------------------------------------------------------
+    def set_input_k_idxs(self, dst, slot: SlotInfo) -> None:
+        dst.numpy()[...] = slot.idxs
+
+    def set_input_v_idxs(self, dst, slot: SlotInfo) -> None:
+        if not self.v_trans:
+            dst.numpy()[...] = slot.idxs
+            return
+        # one index per (token, channel): channel j of cell c lives at j*size + c
+        chans = np.arange(self.e_v, dtype=np.int64) * self.size
+        dst.numpy()[...] = (slot.idxs[:, None] + chans[None, :]).ravel()
+
+    def kq_mask(self, ub, n_kv: int, causal: bool = True) -> np.ndarray:
+        """Additive mask [T, n_kv] (numpy order): 0 where token i may attend cell j."""
+        c = self.cells
+        pos_k = c.pos[:n_kv][None, :]
+        pos_q = np.asarray(ub.pos, np.int64)[:, None]
+        ok = (pos_k >= 0) & c.seq[:n_kv][:, ub.seq_id].T
+        if causal:
+            ok &= pos_k <= pos_q
+        if self.swa_type != SWA_NONE:
+            ok &= ~is_masked_swa(self.n_swa, self.swa_type, pos_k, pos_q)
+        return np.where(ok, np.float32(0), np.float32(-np.inf))
+
+    def set_input_kq_mask(self, dst, ub, causal: bool = True) -> None:
+        n_kv = dst.ne[0]
+        dst.numpy()[...] = self.kq_mask(ub, n_kv, causal).reshape(dst.numpy().shape)
+
+    # ---- graph side ---------------------------------------------------------------------
+    def cpy_k(self, ctx, k_cur, k_idxs, il: int):
+        """set_rows of k_cur [d, Hkv, T] (dims 0, 1 mergeable) into rows k_idxs of the
+        layer's K, in place."""
+        k_cur = gg.view_2d(ctx, k_cur, self.e_k, k_cur.ne[2], k_cur.nb[2], 0)
+        return gg.set_rows(ctx, self.k_l[il], k_cur, k_idxs)
+
+    def cpy_v(self, ctx, v_cur, v_idxs, il: int):
+        v = self.v_l[il]
+        n_tokens = v_cur.ne[2]
+        if not self.v_trans:
+            v_cur = gg.view_2d(ctx, v_cur, self.e_v, n_tokens, v_cur.nb[2], 0)
+            return gg.set_rows(ctx, v, v_cur, v_idxs)
+        # transposed: every element is its own row, indices from set_input_v_idxs
+        if v_cur.nb[2] == gg.row_size(v_cur.type, self.e_v):
+            v_cur = gg.reshape_2d(ctx, v_cur, self.e_v, n_tokens)
+        else:
+            v_cur = gg.cont_2d(ctx, v_cur, self.e_v, n_tokens)
+        v_view = gg.reshape_2d(ctx, v, 1, self.e_v * self.size)
+        return gg.set_rows(ctx, v_view, gg.reshape_2d(ctx, v_cur, 1, self.e_v * n_tokens), v_idxs)
+
+    def get_k(self, ctx, il: int, n_kv: int):
+        """View [d_k, Hkv, n_kv, 1] of the layer's K."""
+        k = self.k_l[il]
+        es = gg.row_size(self.type_k, self.head_dim_k)
+        return gg.view_4d(ctx, k, self.head_dim_k, self.n_head_kv, n_kv, 1,
+                          es, k.nb[1], k.nb[1] * self.size, 0)
+
+    def get_v(self, ctx, il: int, n_kv: int):
+        """View of the layer's V: [d_v, Hkv, n_kv, 1], or transposed [n_kv, Hkv, d_v, 1]
+        with nb1 > nb2 (how the attention core recognises a transposed V)."""
+        v = self.v_l[il]
+        if not self.v_trans:
+            es = gg.row_size(self.type_v, self.head_dim_v)
+            return gg.view_4d(ctx, v, self.head_dim_v, self.n_head_kv, n_kv, 1,
+                              es, v.nb[1], v.nb[1] * self.size, 0)
+        el = gg.type_size(self.type_v)
+        return gg.view_4d(ctx, v, n_kv, self.n_head_kv, self.head_dim_v, 1,
+                          el * self.size * self.head_dim_v, el * self.size,
+                          el * self.size * self.e_v, 0)
+
+    def apply_k_shift(self, hp, n_threads: int = 1, rope_factors=None) -> None:
+        """Re-rope cached K by each cell's pending shift (after seq_add), in place."""
+        c = self.cells
+        if not c.has_shift:
+            return
+        ctx = gg.Context(mem_size=1 << 20, no_alloc=True)
+        g = gg.Graph(ctx, 64 + 8 * self.n_layer)
+        pos = ctx.new_tensor(gg.I32, [self.size])
+        pos.name = "inp_k_shift"
+        pos.set_input()
+        for il in range(self.n_layer):
+            k = self.k_l[il]
+            view = gg.view_3d(ctx, k, self.head_dim_k, self.n_head_kv, self.size,
+                              gg.row_size(k.type, self.head_dim_k), k.nb[1], 0)
+            x = view if k.type == gg.F32 else gg.cpy(ctx, view, ctx.new_tensor(gg.F32, view.ne))
+            x = gg.rope_ext(ctx, x, pos, rope_factors, hp.n_rot, hp.rope_type, hp.n_ctx_train,
+                            hp.rope_freq_base, hp.rope_freq_scale, 0.0, 1.0, 32.0, 1.0)
+            g.build_forward_expand(gg.cpy(ctx, x, view))
+        g.alloc()
+        pos.numpy()[...] = c.shift
+        g.compute(n_threads)
+        c.shift[:] = 0
+        c.has_shift = False

@@ -1,0 +1,143 @@
+"""UNARY (every named op, + _inplace), SQR and SQRT (spec 4.13) against float64 references
+rounded to the storage type."""
+import numpy as np
+import pytest
+
+import pyggml as gg
+import reference as ref
+from references.numerics import round_to
+from util import assert_close, compute, new, values
+
+NAMED = ["abs", "sgn", "neg", "step", "tanh", "elu", "relu", "sigmoid", "gelu", "gelu_quick", "silu",
+         "hardswish", "hardsigmoid", "exp", "expm1", "softplus", "gelu_erf", "floor", "ceil", "round",
+         "trunc", "sqr", "sqrt"]
+UNARY_ID = {"abs": 0, "sgn": 1, "neg": 2, "step": 3, "tanh": 4, "elu": 5, "relu": 6, "sigmoid": 7,
+            "gelu": 8, "gelu_quick": 9, "silu": 10, "hardswish": 11, "hardsigmoid": 12, "exp": 13,
+            "expm1": 14, "softplus": 15, "gelu_erf": 16, "floor": 18, "ceil": 19, "round": 20, "trunc": 21}
+TYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16}
+
+
+def _ctx():
+    return gg.Context(mem_size=64 << 20)
+
+
+def _range(op, tname):
+    if op == "sqrt":
+        return 0.0, 150.0
+    if tname == "f16" and op in ("exp", "expm1"):
+        return -10.0, 10.0  # exp(150) does not fit f16 (peer suite uses [-10, 10])
+    return -150.0, 150.0
+
+
+def _bound(op, tname):
+    b = {"f32": 1e-7, "f16": 1e-6, "bf16": 5e-5}[tname]
+    return max(b, 1e-6) if op == "gelu" else b  # ggml's f16 GELU table
+
+
+def _expected(op, x, tname):
+    with np.errstate(over="ignore"):  # exp(150) rounds to inf in the storage type, as computed
+        return round_to(ref.unary(op, x), tname).astype(np.float64)
+
+
+def _input(ctx, t, ne, view, seed, lo, hi):
+    rng = np.random.default_rng(seed)
+    if not view:
+        return new(ctx, t, ne, rng=rng, lo=lo, hi=hi)
+    big, xb = new(ctx, t, [ne[0] + 3] + ne[1:], rng=rng, lo=lo, hi=hi)
+    v = gg.view_4d(ctx, big, ne[0], ne[1], ne[2], ne[3], big.nb[1], big.nb[2], big.nb[3], 2 * big.nb[0])
+    return v, xb[..., 2:2 + ne[0]]
+
+
+@pytest.mark.parametrize("view", [False, True])
+@pytest.mark.parametrize("tname", list(TYPES))
+@pytest.mark.parametrize("op", NAMED)
+def test_named_unary(op, tname, view):
+    ctx = _ctx()
+    lo, hi = _range(op, tname)
+    shape = [5, 7, 11, 13] if view else [128, 2, 2, 2]
+    a, x = _input(ctx, TYPES[tname], shape, view, seed=len(op), lo=lo, hi=hi)
+    r = getattr(gg, op)(ctx, a)
+    compute(ctx, r)
+    assert r.type == a.type and list(r.ne) == shape and r.is_contiguous()
+    assert r.op == ("UNARY" if op in UNARY_ID else op.upper())
+    if op in UNARY_ID:
+        assert r.op_params[0] == UNARY_ID[op]
+    assert_close(values(r), _expected(op, x, tname), _bound(op, tname), op)
+
+
+@pytest.mark.parametrize("tname", list(TYPES))
+@pytest.mark.parametrize("op", NAMED)
+def test_inplace(op, tname):
+    ctx = _ctx()
+    lo, hi = _range(op, tname)
+    a, x = _input(ctx, TYPES[tname], [9, 4, 3, 1], True, seed=3, lo=lo, hi=hi)
+    r = getattr(gg, op + "_inplace")(ctx, a)
+    assert r.data_ptr == a.data_ptr and list(r.nb) == list(a.nb)
+    compute(ctx, r)
+    assert_close(values(a), _expected(op, x, tname), _bound(op, tname), op + "_inplace")
+
+
+def test_generic_unary_with_int_and_enum():
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, [16, 2], rng=np.random.default_rng(0), lo=-5, hi=5)
+    r1 = gg.unary(ctx, a, gg.UnaryOp.SILU)
+    r2 = gg.unary(ctx, a, 10)
+    r3 = gg.unary_inplace(ctx, gg.dup(ctx, a) if hasattr(gg, "dup") else a, 6)
+    compute(ctx, r1, r2, r3)
+    assert_close(values(r1), ref.unary("silu", x))
+    np.testing.assert_array_equal(values(r1), values(r2))
+    assert_close(values(r3), ref.unary("relu", x))
+
+
+def test_edge_values():
+    ctx = _ctx()
+    x = np.array([np.nan, -0.0, 0.0, -np.inf, np.inf, 19.9, 20.0, 20.1, 100.0, -100.0], np.float32)
+    a = ctx.from_numpy(x)
+    relu, sp, sg, ex, si = gg.relu(ctx, a), gg.softplus(ctx, a), gg.sigmoid(ctx, a), gg.exp(ctx, a), gg.silu(ctx, a)
+    compute(ctx, relu, sp, sg, ex, si)
+    r = values(relu).ravel()
+    assert r[0] == 0 and r[1] == 0 and not np.signbit(r[1])  # relu(NaN) = 0, relu(-0) = +0
+    s = values(sp).ravel()
+    assert s[7] == np.float32(20.1) and s[8] == 100.0  # softplus passes x through above 20
+    np.testing.assert_allclose(s[5:7], np.log1p(np.exp(x[5:7].astype(np.float64))), rtol=1e-6)
+    assert s[9] >= 0 and s[9] < 1e-40
+    g = values(sg).ravel()
+    assert g[3] == 0 and g[4] == 1 and g[8] == 1 and 0 <= g[9] < 1e-40  # saturates cleanly
+    e = values(ex).ravel()
+    assert e[4] == np.inf and e[3] == 0 and e[8] == np.inf  # exp(100) overflows f32
+    si_v = values(si).ravel()
+    assert np.isfinite(si_v[8]) and si_v[9] <= 0
+
+
+def test_threads_1_vs_2():
+    ctx = _ctx()
+    a, _ = new(ctx, gg.BF16, [77, 31], rng=np.random.default_rng(4), lo=-10, hi=10)
+    res = []
+    for nt in (1, 2):
+        r = gg.gelu(ctx, a)
+        compute(ctx, r, n_threads=nt)
+        res.append(values(r))
+    np.testing.assert_array_equal(res[0], res[1])
+
+
+@pytest.mark.parametrize("op", ["silu", "sqr", "sqrt", "relu_inplace", "unary"])
+def test_errors_and_context_survives(op):
+    ctx = _ctx()
+    f = getattr(gg, op)
+    extra = (10,) if op == "unary" else ()
+    with pytest.raises(TypeError, match=op):
+        f(ctx, ctx.new_tensor(gg.I32, [4]), *extra)
+    a = ctx.new_tensor(gg.F32, [4, 3])
+    with pytest.raises(ValueError, match=op):
+        f(ctx, gg.transpose(ctx, a), *extra)  # rows not packed
+    with pytest.raises(TypeError):
+        f(ctx, None, *extra)
+    if op == "unary":
+        with pytest.raises(NotImplementedError, match="unary"):
+            gg.unary(ctx, a, 17)  # XIELU is not supported
+        with pytest.raises(NotImplementedError, match="unary"):
+            gg.unary(ctx, a, 99)
+    a.set(np.full((3, 4), 4.0, np.float32))
+    r = f(ctx, a, *extra)
+    compute(ctx, r)
+    assert np.isfinite(values(r)).all()
