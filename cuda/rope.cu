@@ -84,7 +84,7 @@ void cuda_forward_ROPE(const Launch& l, Tensor* dst) {
     p.attn_factor = dst->param_f32(8);
     const float beta_fast = dst->param_f32(9), beta_slow = dst->param_f32(10);
     p.n_offs = dst->op_params[15];
-    p.backward = false;  // TODO(cuda): read the backward flag the CPU constructor stores
+    p.backward = dst->op_params[0] != 0;  // slot 0: rope_ext_back / rope_multi_back
     p.theta_scale = std::pow(p.freq_base, -2.0f / p.n_dims);
     p.corr_lo = std::fmax(0.0f, std::floor(corr_dim(p.n_dims, n_ctx_orig, beta_fast, p.freq_base)));
     p.corr_hi = std::fmin((float)(p.n_dims - 1), std::ceil(corr_dim(p.n_dims, n_ctx_orig, beta_slow, p.freq_base)));

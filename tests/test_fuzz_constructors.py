@@ -167,7 +167,10 @@ def test_random_inputs_never_crash(name, data):
         return
     for t in results:
         if t.has_data and t.type in (gg.F32, gg.F16, gg.BF16, gg.I32):
-            t.numpy()  # readable
+            try:
+                t.numpy()  # readable (numpy itself refuses e.g. empty views with huge dims)
+            except ALLOWED:
+                pass
     ctx2_ok = gg.add(ctx, ctx.new_tensor(gg.F32, [2]), ctx.new_tensor(gg.F32, [1]))
     assert ctx2_ok is not None  # the context still works
 

@@ -3,8 +3,10 @@
 //   (mul_mat K·Q, soft_max_ext, mul_mat with a transposed V cache, permute + cont), and GB/s of
 //   K/V read (once per KV head) against the memcpy bandwidth;
 // * sparse hint, n_kv 16384, n_kv_max in {256, 1024, 4096}, random masks with exactly n_kv_max
-//   finite entries per row: time relative to the dense op on the same inputs (the "ratio"
+//   finite entries per row (random columns, or random 64-row blocks as an indexer picks them):
+//   time relative to the dense op on the same inputs (the "ratio"
 //   column is measured / ideal, ideal = n_kv_max / n_kv; 1.0 is perfect).
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -39,6 +41,19 @@ struct FaCase {
             for (int64_t i = 0; i < t->nelements(); ++i) p[i] = pyggml::fp32_to_fp16(u(rng));
         }
         std::fill((uint16_t*)mask->data, (uint16_t*)mask->data + mask->nelements(), kF16Zero);
+    }
+    // Exactly n finite entries per row: random 64-row blocks (indexer-style top-k blocks).
+    void block_mask(int64_t n, uint32_t seed) {
+        std::mt19937 rng(seed);
+        const int64_t nb = KV / 64, want = n / 64;
+        std::vector<int32_t> blocks(nb);
+        for (int64_t t = 0; t < N; ++t) {
+            uint16_t* row = (uint16_t*)mask->row(t);
+            std::fill(row, row + KV, kF16NegInf);
+            for (int64_t b = 0; b < nb; ++b) blocks[b] = (int32_t)b;
+            std::shuffle(blocks.begin(), blocks.end(), rng);
+            for (int64_t b = 0; b < want; ++b) std::fill(row + 64 * blocks[b], row + 64 * blocks[b] + 64, kF16Zero);
+        }
     }
     // Exactly n finite entries per row at random columns (values 0).
     void sparse_mask(int64_t n, uint32_t seed) {
@@ -101,13 +116,15 @@ PYGGML_BENCH(flash_attn) {
         const int reps = n == 1 ? 11 : 5;
         const double t_dense = c.seconds(c.fa(), bc.n_threads, reps);
         bc.report(base + " dense ms", t_dense * 1e3, "ms");
-        for (int64_t nmax : {256, 1024, 4096}) {
-            c.sparse_mask(nmax, (uint32_t)nmax);
-            const double t_sp = c.seconds(c.fa((int32_t)nmax), bc.n_threads, reps);
-            const double ideal = (double)nmax / c.KV;
-            // ours = time(sparse)/time(dense); reference = the ideal ratio; ratio = ours/ideal
-            bc.report(base + " n_kv_max " + std::to_string(nmax) + " t/t_dense", t_sp / t_dense, "x", ideal,
-                      "ideal");
-        }
+        for (int blocks = 0; blocks < 2; ++blocks)
+            for (int64_t nmax : {256, 1024, 4096}) {
+                if (blocks) c.block_mask(nmax, (uint32_t)nmax);
+                else c.sparse_mask(nmax, (uint32_t)nmax);
+                const double t_sp = c.seconds(c.fa((int32_t)nmax), bc.n_threads, reps);
+                const double ideal = (double)nmax / c.KV;
+                // ours = time(sparse)/time(dense); reference = the ideal ratio; ratio = ours/ideal
+                bc.report(base + (blocks ? " blocks64" : " random") + " n_kv_max " + std::to_string(nmax) +
+                              " t/t_dense", t_sp / t_dense, "x", ideal, "ideal");
+            }
     }
 }

@@ -88,7 +88,14 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
                 float* yr = y + ((q * n_tokens + t) * n_head + h) * head_dim;
                 if (!mamba1) {
                     const float a = std::exp(dl * *(const float*)A->ptr(0, h));
-                    for (int64_t pp = 0; pp < head_dim; ++pp)
+                    int64_t pp = 0;
+                    if (isa == seed::Isa::Avx512) {
+                        for (; pp + 4 <= head_dim; pp += 4) {
+                            const float xdt[4] = {xr[pp] * dl, xr[pp + 1] * dl, xr[pp + 2] * dl, xr[pp + 3] * dl};
+                            seed::ssm_update_dot4_avx512(st + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
+                        }
+                    }
+                    for (; pp < head_dim; ++pp)
                         yr[pp] = seed::ssm_update_dot(isa, st + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
                 } else {
                     const float* Ar = (const float*)A->ptr(0, h);

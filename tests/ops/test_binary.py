@@ -210,3 +210,15 @@ def test_all_type_combinations_listed_by_spec():
         else:
             with pytest.raises(TypeError, match="add"):
                 gg.add(ctx, a, b)
+
+
+def test_named_inplace_forms():
+    ctx = _ctx()
+    a, xa = new(ctx, gg.F32, [8, 2], rng=np.random.default_rng(30), lo=0.9, hi=1.1)
+    b, xb = new(ctx, gg.F32, [8, 1], rng=np.random.default_rng(31), lo=0.9, hi=1.1)
+    t = gg.add_inplace(ctx, a, b)
+    t = gg.sub_inplace(ctx, t, b)
+    t = gg.mul_inplace(ctx, t, b)
+    t = gg.div_inplace(ctx, t, b)
+    compute(ctx, t)
+    assert_close(values(a), ref.binary("div", ref.binary("mul", ref.binary("sub", ref.binary("add", xa, xb), xb), xb), xb))

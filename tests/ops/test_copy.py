@@ -482,7 +482,7 @@ def test_empty_copy_is_noop():
     assert d.ne == [0, 4, 1, 1]
 
 
-def test_cpy_result_is_view_of_b_and_cast_result():
+def test_cpy_result_is_view_of_b_and_cast_self_source():
     ctx = ctx_()
     a, av = new(ctx, gg.F32, [8, 2])
     b = ctx.new_tensor(gg.F16, [16])
@@ -491,6 +491,7 @@ def test_cpy_result_is_view_of_b_and_cast_result():
     assert c.op == "CPY" and c.view_src is not None and c.src[1].name == "dst" and c.ne == b.ne
     k = gg.cast(ctx, a, gg.BF16)
     assert k.op == "CPY" and k.src[0] is not None and k.view_src is None
+    assert k.src[1] is k or (k.src[1].ne == k.ne and k.src[1].type == gg.BF16 and k.src[1].name == k.name)
     compute(ctx, c, k)
     np.testing.assert_array_equal(values(b).ravel(), ref.convert_values(av.ravel().astype(np.float32), "f16"))
     np.testing.assert_array_equal(values(k), ref.convert_values(av.astype(np.float32), "bf16"))

@@ -200,3 +200,14 @@ def test_errors_and_context_survives():
     r = gg.swiglu(ctx, a)
     compute(ctx, r)
     assert_close(values(r), ref.glu_fused("swiglu", values(a)), 1e-7)
+
+
+def test_named_swapped_forms():
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, [10, 3], rng=np.random.default_rng(8), lo=-4, hi=4)
+    outs = {"reglu": gg.reglu_swapped(ctx, a), "geglu": gg.geglu_swapped(ctx, a),
+            "swiglu": gg.swiglu_swapped(ctx, a), "geglu_erf": gg.geglu_erf_swapped(ctx, a),
+            "geglu_quick": gg.geglu_quick_swapped(ctx, a)}
+    compute(ctx, *outs.values())
+    for op, r in outs.items():
+        assert_close(values(r), ref.glu_fused(op, x, swapped=True), _bound(op, "f32"), op)

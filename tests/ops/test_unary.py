@@ -141,3 +141,11 @@ def test_errors_and_context_survives(op):
     r = f(ctx, a, *extra)
     compute(ctx, r)
     assert np.isfinite(values(r)).all()
+
+
+def test_sqr_sqrt_inplace_named():
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, [8, 2], rng=np.random.default_rng(9), lo=0, hi=10)
+    t = gg.sqrt_inplace(ctx, gg.sqr_inplace(ctx, a))
+    compute(ctx, t)
+    assert_close(values(a), x, 1e-7)

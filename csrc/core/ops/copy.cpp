@@ -108,9 +108,7 @@ Tensor* cast(Context* ctx, Tensor* a, Type type) {
     Tensor* r = ctx->new_tensor(type, 4, a->ne);
     r->op = Op::CPY;
     r->src[0] = a;
-    // ggml sets src[1] = the result itself (the kernels write dst either way). Graph::visit
-    // does not yet skip self-references (it would recurse forever), so the slot stays empty
-    // until it does; then: r->src[1] = r;
+    r->src[1] = r;  // as ggml: the destination is the result itself (kernels write dst)
     return r;
 }
 

@@ -19,7 +19,7 @@ Tensor* cpy(Context* ctx, Tensor* a, Tensor* b);
 // q8_0/q4_0/nvfp4 -> f32; other pairs throw TypeMismatchError naming both types.
 // f32 -> i32 where ggml is undefined (pyggml's choice, CUDA-like): NaN -> 0, values >= 2^31
 // and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN.
-// ggml also sets src[1] = the result itself; see copy.cpp for why pyggml leaves it empty.
+// As in ggml, src[0] = a and src[1] = the result itself.
 Tensor* cast(Context* ctx, Tensor* a, Type type);
 // Packed copy, same shape (cont) or a new shape of equal element count (cont_Nd).
 Tensor* cont(Context* ctx, Tensor* a);
