@@ -96,21 +96,29 @@ class Tensor:
         """Keep this tensor's storage alive through the memory planner."""
     def set_input(self: Tensor) -> None:
         ...
+    def _upload(self: Tensor, buffer: typing.Any) -> None:
+        ...
+    @property
+    def device(self) -> typing.Any: ...
+    def to_dlpack(self: object) -> typing_extensions.CapsuleType:
+        ...
     def numpy(self: object) -> numpy.ndarray:
         """Zero-copy numpy view: shape is ne reversed (trailing size-1 dims of ne dropped), strides from nb. F16 -> float16, BF16 -> uint16 bits, block types -> uint8 bytes."""
     def __repr__(self: Tensor) -> str:
         ...
     def set(self, *args, **kwargs) -> typing.Any:
-        """Copy ``array`` into the tensor (numpy shape = ne reversed, or a flat array of the right size). F16 tensors take float arrays (rounded to nearest even), BF16 tensors take uint16 bit patterns or floats, block types take raw uint8 bytes. Returns the tensor."""
+        """Copy ``array`` into the tensor (numpy shape = ne reversed, or a flat array of the right size). F16 tensors take float arrays (rounded to nearest even), BF16 tensors take uint16 bit patterns or floats, block types take raw uint8 bytes. On a device backend this uploads (the tensor must be contiguous). Returns the tensor."""
     def to_f32(self, *args, **kwargs) -> typing.Any:
-        """A float32 copy of the values (dequantized / widened), numpy shape = ne reversed."""
+        """A float32 copy of the values (dequantized / widened), numpy shape as numpy()."""
 
 class Context:
     """Creates tensors. With no_alloc=False every tensor gets storage in an arena of mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc()."""
-    def __init__(self: Context, mem_size: typing.SupportsInt | typing.SupportsIndex = 67108864, no_alloc: bool = False) -> None:
+    def __init__(self: Context, mem_size: typing.SupportsInt | typing.SupportsIndex = 67108864, no_alloc: bool = False, device: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
         ...
     def _pybind11_conduit_v1_(self, *args, **kwargs) -> typing.Any:
         ...
+    @property
+    def device(self) -> typing.Any: ...
     def new_tensor(self: Context, type: Type, ne: typing.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
         """New packed tensor; ne in ggml order, 1 to 4 dims."""
     def tensor_from_buffer(self: object, buffer: typing.Any, type: Type, ne: typing.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
@@ -123,8 +131,6 @@ class Context:
     def no_alloc(self) -> typing.Any: ...
     @property
     def n_tensors(self) -> typing.Any: ...
-    def from_numpy(self, *args, **kwargs) -> typing.Any:
-        """New tensor holding a copy of ``array``; ne is the numpy shape reversed. ``type`` defaults from the dtype (float64 becomes F32)."""
 
 class Graph:
     """A computation graph over tensors of one context."""
@@ -161,12 +167,46 @@ def add(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def add_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def arange(ctx: Context, start: typing.SupportsFloat | typing.SupportsIndex, stop: typing.SupportsFloat | typing.SupportsIndex, step: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """F32 [ceil((stop - start)/step)] with out[i] = start + step*i."""
+def argsort(ctx: Context, a: Tensor, order: SortOrder = ...) -> Tensor:
+    """I32 per-row permutation sorting a's rows; order 0 = ascending, 1 = descending."""
+def argsort_top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Descending argsort, then a view of its first k columns (ordered, strided)."""
 def blck_size(arg0: Type) -> int:
     ...
+def cast(ctx: Context, a: Tensor, type: object) -> Tensor:
+    """A new tensor of `type` with a's shape holding a's values converted. Supported: f32/f16/bf16 in any direction (round to nearest even), same-type raw copies (bit exact), f32 -> i32, i32 -> f32 (nearest float), f32/f16/bf16 -> q8_0/q4_0/nvfp4 (row quantization), q8_0/q4_0/nvfp4 -> f32. Other pairs raise TypeError. f32 -> i32 truncates toward zero; pyggml's choice for what ggml leaves undefined: NaN -> 0, values >= 2^31 and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN."""
 def ceil(ctx: Context, a: Tensor) -> Tensor:
     ...
 def ceil_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def clamp(ctx: Context, a: Tensor, min: typing.SupportsFloat | typing.SupportsIndex, max: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """out = max(min(a, max), min) by comparisons: NaN inputs give max (like ggml's CPU)."""
+def clamp_inplace(ctx: Context, a: Tensor, min: typing.SupportsFloat | typing.SupportsIndex, max: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def concat(ctx: Context, a: Tensor, b: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Join a and b along dim; every other dim must match."""
+def cont(ctx: Context, a: Tensor) -> Tensor:
+    """A packed copy of a with the same shape."""
+def cont_1d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def cont_2d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def cont_3d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def cont_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """A packed copy of a reshaped to ne (equal element count, logical order)."""
+def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
+def cuda_built() -> bool:
+    """Whether this build includes the CUDA backend."""
+def cuda_device_count() -> int:
+    ...
+def cuda_device_info(arg0: typing.SupportsInt | typing.SupportsIndex) -> dict:
+    ...
+def cumsum(ctx: Context, a: Tensor) -> Tensor:
+    """Inclusive prefix sum along dim 0 (sequential f32 accumulation)."""
 def debug_enabled() -> bool:
     ...
 def dequantize(type: Type, data: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> numpy.ndarray:
@@ -174,6 +214,18 @@ def dequantize(type: Type, data: typing.Annotated[numpy.typing.ArrayLike, numpy.
 def div(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def div_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def dsv4_hc_comb(ctx: Context, mixes: Tensor, scale: Tensor, base: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex, n_iter: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Sinkhorn-normalised stream-mixing matrix f32 [hc, hc, T] = [dst, src, t] from mixes f32 [(2+hc)*hc, T] (hc must be 4), scale f32 [>=3] (only scale[2] used), base f32 [(2+hc)*hc]: softmax over dst + eps, one src normalisation, then n_iter-1 rounds of dst and src normalisation; every denominator is eps + sum."""
+def dsv4_hc_post(ctx: Context, x: Tensor, residual: Tensor, post: Tensor, comb: Tensor) -> Tensor:
+    """out[i, d, t] = x[i, t]*post[d, t] + sum_s residual[i, s, t]*comb[d, s, t] (comb None: + residual[i, d, t]); result f32 [n_embd, hc, T]."""
+def dsv4_hc_pre(ctx: Context, x: Tensor, weights: Tensor) -> Tensor:
+    """out[i, t] = sum_h x[i, h, t] * weights[h, t]; x f32 [n_embd, hc, T], weights f32 [hc, T]."""
+def dsv4_hc_pre_gated(ctx: Context, x: Tensor, gate: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """out[i, t] = scale * sum_h x[i, h, t] * sigmoid(gate[i, h, t])."""
+def dup(ctx: Context, a: Tensor) -> Tensor:
+    """A packed copy of a (same type and shape)."""
+def dup_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def elu(ctx: Context, a: Tensor) -> Tensor:
     ...
@@ -187,6 +239,20 @@ def expm1(ctx: Context, a: Tensor) -> Tensor:
     ...
 def expm1_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def fill(ctx: Context, a: Tensor, c: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """A tensor of a's type and shape with every element c (a: f32/f16, contiguous)."""
+def fill_inplace(ctx: Context, a: Tensor, c: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def flash_attn_ext(ctx: Context, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0, logit_softcap: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
+    """Flash attention. q [D_k, N, H, S] f32; k [D_k, KV, H_kv, S], v [D_v, KV, H_v, S] (f32/f16/bf16/q8_0/q4_0/nvfp4, H % H_kv == 0: consecutive heads share a KV head); mask [>=KV, >=N, H_m, S_m] f16 or None (-inf excludes an entry; broadcast over heads and dim 3 by modulo). Result [D_v, H, N, S] f32 (heads before tokens). A row with no finite mask entry gives zeros."""
+def flash_attn_ext_add_sinks(node: Tensor, sinks: Tensor) -> None:
+    """Attach per-head sink logits (f32 [H], raw: not scaled, capped or sloped); None clears."""
+def flash_attn_ext_get_prec(node: Tensor) -> int:
+    ...
+def flash_attn_ext_set_n_kv_max(node: Tensor, n_kv_max: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """Sparse hint (slot 4): the caller promises that no mask row has more than n_kv_max finite entries; 0 disables. The result equals the dense op; the CPU then gathers the finite mask columns and works only on those K/V rows. With gg.set_debug(True) (or PYGGML_DEBUG=1) a row breaking the promise raises ValueError."""
+def flash_attn_ext_set_prec(node: Tensor, prec: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """Set op_params slot 3: 0 (DEFAULT) or 10 (F32). The CPU always accumulates in F32."""
 def floor(ctx: Context, a: Tensor) -> Tensor:
     ...
 def floor_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -194,6 +260,24 @@ def floor_inplace(ctx: Context, a: Tensor) -> Tensor:
 def fp32_to_bf16_bits(arg0: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> numpy.ndarray:
     ...
 def fp32_to_fp16_bits(arg0: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> numpy.ndarray:
+    ...
+def geglu(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def geglu_erf(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def geglu_erf_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def geglu_erf_swapped(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def geglu_quick(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def geglu_quick_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def geglu_quick_swapped(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def geglu_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def geglu_swapped(ctx: Context, a: Tensor) -> Tensor:
     ...
 def gelu(ctx: Context, a: Tensor) -> Tensor:
     ...
@@ -207,6 +291,12 @@ def gelu_quick(ctx: Context, a: Tensor) -> Tensor:
     ...
 def gelu_quick_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def get_rows(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """out[:, r, j, k] = a[:, b[r, j, k], j, k] as f32 (i32 when a is i32). b: i32 indices. Out-of-range indices raise ValueError when computed."""
+def glu(ctx: Context, a: Tensor, op: GluOp, swapped: bool = False) -> Tensor:
+    """Fused GLU: gate and up are the two halves of each row of a (swapped: up first); output ne0 = a.ne0 // 2."""
+def glu_split(ctx: Context, a: Tensor, b: Tensor, op: GluOp) -> Tensor:
+    """Split GLU: gate = a, up = b (same shape and type)."""
 def hardsigmoid(ctx: Context, a: Tensor) -> Tensor:
     ...
 def hardsigmoid_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -217,24 +307,54 @@ def hardswish_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def is_quantized(arg0: Type) -> bool:
     ...
+def lightning_indexer(ctx: Context, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
+    """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16/q8_0/q4_0/nvfp4, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
+def mean(ctx: Context, a: Tensor) -> Tensor:
+    """Row means: [1, ne1, ne2, ne3] f32."""
 def mul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def mul_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def mul_mat(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """a [K, M, A2, A3] (weights) times b [K, N, B2, B3]: f32 [M, N, B2, B3]; batch i of b uses batch i // (B/A) of a. Like ggml's CPU, b is rounded to f16/bf16 or quantized to q8_0 to match the weights before the dot products."""
+def mul_mat_id(ctx: Context, as_: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+    """Mixture-of-experts matmul: as [K, M, n_expert], b [K, Nb, n_tokens], ids i32 [n_used, n_tokens]; result f32 [M, n_used, n_tokens] with out[:, e, t] = as[ids[e, t]] . b[:, e % Nb, t]."""
 def neg(ctx: Context, a: Tensor) -> Tensor:
     ...
 def neg_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Per row (dim 0): (x - mean) / sqrt(var + eps); a f32, eps >= 0."""
+def norm_inplace(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
 def op_table() -> list:
     """The op table: (name, family, constructors) for every op."""
+def pad(ctx: Context, a: Tensor, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, p3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Append p_i zeros at the end of dim i."""
+def pad_circular(ctx: Context, a: Tensor, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, p3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Like pad, but the padding wraps around (out[i] = a[i mod a.ne])."""
+def pad_ext(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.SupportsIndex, rp0: typing.SupportsInt | typing.SupportsIndex, lp1: typing.SupportsInt | typing.SupportsIndex, rp1: typing.SupportsInt | typing.SupportsIndex, lp2: typing.SupportsInt | typing.SupportsIndex, rp2: typing.SupportsInt | typing.SupportsIndex, lp3: typing.SupportsInt | typing.SupportsIndex, rp3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Pad dim i with lp_i zeros before and rp_i zeros after."""
+def pad_ext_circular(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.SupportsIndex, rp0: typing.SupportsInt | typing.SupportsIndex, lp1: typing.SupportsInt | typing.SupportsIndex, rp1: typing.SupportsInt | typing.SupportsIndex, lp2: typing.SupportsInt | typing.SupportsIndex, rp2: typing.SupportsInt | typing.SupportsIndex, lp3: typing.SupportsInt | typing.SupportsIndex, rp3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Like pad_ext, but the padding wraps around (out[i] = a[(i - lp) mod a.ne])."""
 def permute(ctx: Context, a: Tensor, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex, axis2: typing.SupportsInt | typing.SupportsIndex, axis3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Source dim k moves to result position axis_k (the inverse of numpy.transpose's axes)."""
 def quantize(type: Type, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], reference: bool = True) -> numpy.ndarray:
     """Quantize float32 values to block bytes (reference quantizer of spec 1.5; reference=False gives the CPU backend's Q8_0 form)."""
+def reglu(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def reglu_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def reglu_swapped(ctx: Context, a: Tensor) -> Tensor:
+    ...
 def relu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def relu_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def repeat(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """Tile a to b's shape (each b.ne[i] a multiple of a.ne[i]); only b's shape is used."""
+def repeat_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Tile a to the shape [ne0, ne1, ne2, ne3]."""
 def reshape(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
 def reshape_1d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
@@ -245,14 +365,46 @@ def reshape_3d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.Support
     ...
 def reshape_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
+def rms_norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Per row (dim 0): x / sqrt(mean(x^2) + eps); a f32, eps >= 0. No weight (use mul)."""
+def rms_norm_inplace(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def rope(ctx: Context, a: Tensor, b: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Rotary embedding with base 10000, no scaling. a [head_dim, heads, tokens, ne3] f32/f16; b i32 positions [tokens] (4*tokens for multi modes)."""
+def rope_ext(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Rotary embedding with YaRN scaling; c: None or f32 freq_factors (ne0 >= n_dims/2). Modes NORMAL 0, NEOX 2 (MROPE/IMROPE/VISION through rope_multi)."""
+def rope_ext_back(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Inverse rotation of rope_ext (sin negated); a ROPE node with op_params[0] = 1."""
+def rope_ext_inplace(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def rope_inplace(ctx: Context, a: Tensor, b: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def rope_multi(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, sections: typing.Sequence[typing.SupportsInt | typing.SupportsIndex], mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Multi-section rotary embedding (MROPE 8, VISION 24, IMROPE 40); sections: 4 ints (pairs per section); b holds 4 position streams (t, h, w, e) of a.ne2 entries each."""
+def rope_multi_back(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, sections: typing.Sequence[typing.SupportsInt | typing.SupportsIndex], mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def rope_multi_inplace(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, sections: typing.Sequence[typing.SupportsInt | typing.SupportsIndex], mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def rope_set_offset(node: Tensor, n_offs: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Moves the rotation window of a ROPE node to [n_offs, n_offs + n_dims) (op_params[15]); returns the node."""
 def round(ctx: Context, a: Tensor) -> Tensor:
     ...
 def round_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def row_size(arg0: Type, arg1: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
+def scale(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """out = s*a (f32/bf16)."""
+def scale_bias(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """out = s*a + b (f32/bf16)."""
+def scale_bias_inplace(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def scale_inplace(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
 def set_debug(on: bool) -> None:
     """Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise."""
+def set_rows(ctx: Context, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+    """a[:, c[i, j % c.ne1, k % c.ne2], j, k] = b[:, i, j, k]; returns a view of a. b f32/f16, c i32/i64. Out-of-range indices raise ValueError when computed."""
 def sgn(ctx: Context, a: Tensor) -> Tensor:
     ...
 def sgn_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -264,6 +416,16 @@ def sigmoid_inplace(ctx: Context, a: Tensor) -> Tensor:
 def silu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def silu_inplace(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def soft_max(ctx: Context, a: Tensor) -> Tensor:
+    """Softmax over dim 0; a f32, contiguous."""
+def soft_max_add_sinks(node: Tensor, sinks: Tensor) -> None:
+    """Sets the per-head sink logits (f32 [a.ne2], src[2]) of a SOFT_MAX node; None clears them."""
+def soft_max_ext(ctx: Context, a: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
+    """softmax(a*scale + slope(head)*mask) over dim 0. mask: None or f16/f32 [a.ne0, >= a.ne1, divides a.ne2, divides a.ne3] (modulo broadcast over dims 2/3); max_bias > 0 enables ALiBi slopes (needs a mask). A fully -inf row gives NaN unless sinks are set."""
+def soft_max_ext_inplace(ctx: Context, a: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
+    ...
+def soft_max_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def softplus(ctx: Context, a: Tensor) -> Tensor:
     ...
@@ -277,6 +439,10 @@ def sqrt(ctx: Context, a: Tensor) -> Tensor:
     ...
 def sqrt_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def ssm_conv(ctx: Context, sx: Tensor, c: Tensor) -> Tensor:
+    """Depth-wise causal conv: sx f32 [d_conv-1+n_t, d_inner, n_s] (dim 0 is time), c f32 [d_conv, d_inner] -> f32 [d_inner, n_t, n_s], out[i,t,s] = sum_k sx[t+k,i,s]*c[k,i]."""
+def ssm_scan(ctx: Context, s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, ids: Tensor, K: typing.SupportsInt | typing.SupportsIndex = 1) -> Tensor:
+    """Selective state-space scan (Mamba-1: A [d_state, n_head]; Mamba-2: A [1, n_head]). s f32 [d_state, head_dim, n_head, n_slots] is read at slot ids[q] for sequence q; x f32 [head_dim, n_head, n_tokens, n_seqs]; dt f32 [n_head, n_tokens, n_seqs] (softplus, > 20 passes through); B, C f32 [d_state, n_group, n_tokens, n_seqs]; head h uses group h // (n_head/n_group). Returns a 1-D f32 tensor: y packed [head_dim, n_head, n_tokens, n_seqs], then K state planes [d_state, head_dim, n_head, n_seqs] written densely (sequence q at position q): plane 0 is the final state, plane j the state after the first n_tokens-j tokens. Planes j >= n_tokens are zero-filled by pyggml (ggml leaves them unwritten). K > 1 requires Mamba-2."""
 def step(ctx: Context, a: Tensor) -> Tensor:
     ...
 def step_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -285,12 +451,28 @@ def sub(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def sub_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def sum_rows(ctx: Context, a: Tensor) -> Tensor:
+    """Row sums: [1, ne1, ne2, ne3], a's type (accumulated in double)."""
+def swiglu(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def swiglu_clamp(ctx: Context, a: Tensor, b: Tensor, limit: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """out = silu(min(gate, limit)) * clamp(up, -limit, limit): the gate is clamped before SiLU. b=None: fused halves of a."""
+def swiglu_oai(ctx: Context, a: Tensor, b: Tensor, alpha: typing.SupportsFloat | typing.SupportsIndex, limit: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """x = min(gate, limit), y = clamp(up, -limit, limit), out = x*sigmoid(alpha*x)*(y+1). b=None: fused halves of a."""
+def swiglu_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def swiglu_swapped(ctx: Context, a: Tensor) -> Tensor:
+    ...
 def tanh(ctx: Context, a: Tensor) -> Tensor:
     ...
 def tanh_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """I32 [k, ne1, ne2, ne3]: indices of the k largest values per row (order unspecified upstream; pyggml gives them in descending order)."""
 def transpose(ctx: Context, a: Tensor) -> Tensor:
     ...
+def tri(ctx: Context, a: Tensor, type: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Keep a triangle of each [n, n] matrix, zero the rest. type: 0 UPPER_DIAG (i0 >= i1), 1 UPPER (i0 > i1), 2 LOWER_DIAG (i0 <= i1), 3 LOWER (i0 < i1); i0 column, i1 row."""
 def trunc(ctx: Context, a: Tensor) -> Tensor:
     ...
 def trunc_inplace(ctx: Context, a: Tensor) -> Tensor:

@@ -108,6 +108,11 @@ def test_bad_new_tensor_args():
         ctx.new_tensor(gg.Q8_0, [33])
     with pytest.raises(MemoryError):
         ctx.new_tensor(gg.F32, [1 << 30, 1 << 30])
+    with pytest.raises(MemoryError, match="too large"):   # 4 * 2**62 wraps size_t
+        ctx.new_tensor(gg.F32, [2 ** 62])
+    no_alloc = gg.Context(1 << 16, no_alloc=True)
+    with pytest.raises(MemoryError, match="too large"):
+        no_alloc.new_tensor(gg.Q8_0, [32 * 2 ** 55])
 
 
 def test_set_validates_size_and_dtype():

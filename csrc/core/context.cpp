@@ -69,7 +69,8 @@ Tensor* Context::make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* v
         throw ShapeError(os.str());
     }
     // Guard against sizes that overflow size_t arithmetic.
-    long double total = (long double)row_size(type, shape[0]) * shape[1] * shape[2] * shape[3];
+    // In long double from the first factor: size_t arithmetic could wrap for huge ne.
+    long double total = (long double)type_size(type) * (long double)(shape[0] / bs) * shape[1] * shape[2] * shape[3];
     if (total > (long double)(1ull << 48)) {
         std::ostringstream os;
         os << "new_tensor: " << type_name(type) << " [" << shape[0] << ", " << shape[1] << ", "

@@ -36,10 +36,13 @@ inline Level cpu_level() {
 #endif
 }
 
-// The level a kernel call uses: the CPU's, lowered by PYGGML_CPU_SIMD if set.
+// The level a kernel call uses: the CPU's, lowered by PYGGML_ISA (project-wide; PYGGML_CPU_SIMD
+// is an older alias) if set.
 inline Level level() {
     Level l = cpu_level();
-    if (const char* e = std::getenv("PYGGML_CPU_SIMD")) {
+    const char* e = std::getenv("PYGGML_ISA");
+    if (!e) e = std::getenv("PYGGML_CPU_SIMD");
+    if (e) {
         Level want = l;
         if (!std::strcmp(e, "scalar")) want = Level::Scalar;
         else if (!std::strcmp(e, "avx2")) want = Level::Avx2;

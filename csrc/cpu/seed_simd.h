@@ -27,11 +27,14 @@ inline Isa detect_isa() {
     return Isa::Scalar;
 }
 
-// PYGGML_SEED_ISA=scalar|avx2 lowers the level (tests use it to cover the plain loops); read once.
+// PYGGML_ISA=scalar|avx2 (the project-wide cap; PYGGML_SEED_ISA is an older alias) lowers the
+// level (tests use it to cover the plain loops); read once.
 inline Isa isa() {
     static const Isa level = [] {
         Isa l = detect_isa();
-        if (const char* e = std::getenv("PYGGML_SEED_ISA")) {
+        const char* e = std::getenv("PYGGML_ISA");
+        if (!e) e = std::getenv("PYGGML_SEED_ISA");
+        if (e) {
             if (std::strcmp(e, "scalar") == 0) l = Isa::Scalar;
             else if (std::strcmp(e, "avx2") == 0 && l == Isa::Avx512) l = Isa::Avx2;
         }

@@ -137,7 +137,7 @@ def test_rejects():
 
 @pytest.mark.parametrize("isa", ["scalar", "avx2"])
 def test_other_isa_paths(isa):
-    """The plain loop and the AVX2 kernel (PYGGML_SEED_ISA) match the reference too."""
+    """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
     import os
     import subprocess
     import sys
@@ -151,6 +151,6 @@ def test_other_isa_paths(isa):
         "got, exp = _run(128, 64, 4, 65, 1, 1, 'q8_0', seed=2)\n"
         "assert_close(got, exp, 1e-6)\n"
         "print('ok')\n")
-    env = dict(os.environ, PYGGML_SEED_ISA=isa)
+    env = dict(os.environ, PYGGML_ISA=isa)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr

@@ -16,7 +16,7 @@ SIMD = ["native", "avx2", "scalar"]
 def simd(request, monkeypatch):
     level = getattr(request, "param", "native")
     if level != "native":
-        monkeypatch.setenv("PYGGML_CPU_SIMD", level)
+        monkeypatch.setenv("PYGGML_ISA", level)
     return level
 
 

@@ -309,7 +309,7 @@ def test_scan_rejects():
 
 @pytest.mark.parametrize("isa", ["scalar", "avx2"])
 def test_scan_other_isa_paths(isa):
-    """The plain loop and the AVX2 kernel (PYGGML_SEED_ISA) match the reference too."""
+    """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
     import os
     import subprocess
     import sys
@@ -320,7 +320,7 @@ def test_scan_other_isa_paths(isa):
         "test_scan_mamba2(17, 3, 6, 3, 9, 3, 2)\n"
         "test_scan_mamba2(128, 64, 16, 2, 4, 2, 4)\n"
         "print('ok')\n")
-    env = dict(os.environ, PYGGML_SEED_ISA=isa)
+    env = dict(os.environ, PYGGML_ISA=isa)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 

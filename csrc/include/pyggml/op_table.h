@@ -46,7 +46,7 @@
     X(SSM_CONV,          ssm,     "ssm_conv") \
     X(SSM_SCAN,          ssm,     "ssm_scan") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
-    X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped swiglu_oai swiglu_clamp") \
+    X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \
     X(DSV4_HC_PRE,       dsv4_hc, "dsv4_hc_pre dsv4_hc_pre_gated") \
     X(DSV4_HC_POST,      dsv4_hc, "dsv4_hc_post") \
