@@ -7,9 +7,12 @@ import numpy as np
 
 import pyggml as gg
 
-GOLDEN_DIR = Path(os.environ.get("PYGGML_GOLDEN_DIR", Path(__file__).resolve().parents[2] / "shared" / "golden"))
-if not GOLDEN_DIR.exists():  # the repository may be checked out elsewhere
-    GOLDEN_DIR = Path(__file__).resolve().parents[1] / "shared" / "golden"
+# The recorded cases live in ../shared/golden next to the checkout; tests/golden_data is a
+# verbatim copy so that a checkout without ../shared (e.g. a CI clone) still runs every case.
+_SHARED = Path(__file__).resolve().parents[2] / "shared" / "golden"
+_VENDORED = Path(__file__).resolve().parent / "golden_data"
+GOLDEN_DIR = Path(os.environ["PYGGML_GOLDEN_DIR"]) if "PYGGML_GOLDEN_DIR" in os.environ else (
+    _SHARED if _SHARED.exists() else _VENDORED)
 
 TYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "i32": gg.I32, "i64": gg.I64,
          "q8_0": gg.Q8_0, "q4_0": gg.Q4_0, "nvfp4": gg.NVFP4}

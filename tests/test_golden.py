@@ -59,3 +59,14 @@ def test_golden_case(path, backend):
 
 def test_golden_cases_present():
     assert len(CASES) >= 130, f"golden cases not found under {golden.GOLDEN_DIR}"
+
+
+def test_vendored_golden_copy_matches_shared():
+    """tests/golden_data must stay a verbatim copy of ../shared/golden (checked when present)."""
+    if not golden._SHARED.exists():
+        pytest.skip("../shared/golden is not next to this checkout")
+    import hashlib
+    digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()
+    shared = {p.name: digest(p) for p in golden._SHARED.glob("*.npz")}
+    vendored = {p.name: digest(p) for p in golden._VENDORED.glob("*.npz")}
+    assert shared == vendored, "refresh tests/golden_data from ../shared/golden"

@@ -3,6 +3,9 @@ import numpy as np
 
 import pyggml as gg
 
+# Kernel sets every SIMD-dispatched op is tested with (see the `simd` fixture in conftest.py).
+SIMD_LEVELS = ["native", "avx2", "scalar"]
+
 
 def nmse(expected, got) -> float:
     e = np.asarray(expected, dtype=np.float64)
@@ -69,3 +72,22 @@ def new(ctx, type_, ne, data=None, rng=None, lo=-1.0, hi=1.0):
         t.set(data.astype(np.float32))
     stored = values(t).astype(np.float64) if type_ not in (gg.I32, gg.I64) else values(t)
     return t, stored
+
+
+def run_python(code: str, env_extra: dict, timeout: float = 120):
+    """Run `code` in a fresh interpreter that imports the same pyggml as this process (not a
+    source checkout on the current directory) with tests/ helpers importable. Returns the
+    CompletedProcess."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    pyggml_root = os.path.dirname(os.path.dirname(os.path.abspath(gg.__file__)))
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    paths = [pyggml_root, tests_dir, os.path.join(tests_dir, "ops")]
+    env = dict(os.environ, **env_extra)
+    env["PYTHONPATH"] = os.pathsep.join(paths + [x for x in [env.get("PYTHONPATH")] if x])
+    with tempfile.TemporaryDirectory() as cwd:   # keep '' on sys.path away from the checkout
+        return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
+                              text=True, timeout=timeout)

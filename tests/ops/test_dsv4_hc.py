@@ -275,9 +275,7 @@ def test_post_rejects():
 
 def test_scalar_isa_path_matches(tmp_path):
     """The plain loops (PYGGML_ISA=scalar) give the reference results too."""
-    import os
-    import subprocess
-    import sys
+    from util import run_python
     code = (
         "import numpy as np, pyggml as gg\n"
         "ctx = gg.Context(1 << 22)\n"
@@ -290,8 +288,7 @@ def test_scalar_isa_path_matches(tmp_path):
         "got = r.to_f32().reshape(3, 77)\n"
         "assert np.sum((got - exp) ** 2) / np.sum(exp ** 2) < 1e-12\n"
         "print('ok')\n")
-    env = dict(os.environ, PYGGML_ISA="scalar")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    out = run_python(code, {"PYGGML_ISA": "scalar"}, timeout=60)
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 

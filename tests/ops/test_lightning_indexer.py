@@ -138,12 +138,8 @@ def test_rejects():
 @pytest.mark.parametrize("isa", ["scalar", "avx2"])
 def test_other_isa_paths(isa):
     """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
-    import os
-    import subprocess
-    import sys
-    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from util import run_python
     code = (
-        f"import sys; sys.path.insert(0, {tests_dir!r}); sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from test_lightning_indexer import _run\n"
         "from util import assert_close\n"
         "got, exp = _run(37, 5, 3, 70, 2, 1, 'f16', seed=1)\n"
@@ -151,6 +147,5 @@ def test_other_isa_paths(isa):
         "got, exp = _run(128, 64, 4, 65, 1, 1, 'q8_0', seed=2)\n"
         "assert_close(got, exp, 1e-6)\n"
         "print('ok')\n")
-    env = dict(os.environ, PYGGML_ISA=isa)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = run_python(code, {"PYGGML_ISA": isa})
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr

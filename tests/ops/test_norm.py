@@ -8,15 +8,8 @@ from util import assert_close, compute, new, values
 
 EPS = [0.0, 1e-6, 1e-4, 0.1, 10.0]
 ROWS = [33, 64, 132, 260, 1025]
-SIMD = ["native", "avx2", "scalar"]
+from util import SIMD_LEVELS as SIMD  # the `simd` fixture lives in conftest.py
 
-
-@pytest.fixture
-def simd(request, monkeypatch):
-    level = getattr(request, "param", "native")
-    if level != "native":
-        monkeypatch.setenv("PYGGML_ISA", level)
-    return level
 
 
 def _ctx():

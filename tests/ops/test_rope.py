@@ -9,15 +9,8 @@ import reference as ref
 from util import assert_close, compute, new, values
 
 NORMAL, NEOX, MROPE, VISION, IMROPE = 0, 2, 8, 24, 40
-SIMD = ["native", "avx2", "scalar"]
+from util import SIMD_LEVELS as SIMD  # the `simd` fixture lives in conftest.py
 
-
-@pytest.fixture
-def simd(request, monkeypatch):
-    level = getattr(request, "param", "native")
-    if level != "native":
-        monkeypatch.setenv("PYGGML_ISA", level)
-    return level
 
 
 def _ctx():

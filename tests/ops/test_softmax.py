@@ -7,16 +7,9 @@ import pyggml as gg
 import reference as ref
 from util import assert_close, compute, new, values
 
-SIMD = ["native", "avx2", "scalar"]
+from util import SIMD_LEVELS as SIMD  # the `simd` fixture lives in conftest.py
 TOL = 1e-6
 
-
-@pytest.fixture
-def simd(request, monkeypatch):
-    level = getattr(request, "param", "native")
-    if level != "native":
-        monkeypatch.setenv("PYGGML_ISA", level)
-    return level
 
 
 def _ctx():

@@ -310,18 +310,13 @@ def test_scan_rejects():
 @pytest.mark.parametrize("isa", ["scalar", "avx2"])
 def test_scan_other_isa_paths(isa):
     """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
-    import os
-    import subprocess
-    import sys
-    tests_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    from util import run_python
     code = (
-        f"import sys; sys.path.insert(0, {tests_dir!r}); sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
         "from test_ssm import test_scan_mamba2\n"
         "test_scan_mamba2(17, 3, 6, 3, 9, 3, 2)\n"
         "test_scan_mamba2(128, 64, 16, 2, 4, 2, 4)\n"
         "print('ok')\n")
-    env = dict(os.environ, PYGGML_ISA=isa)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    out = run_python(code, {"PYGGML_ISA": isa})
     assert out.returncode == 0 and "ok" in out.stdout, out.stderr
 
 
