@@ -12,7 +12,12 @@ import os
 import tempfile
 import time
 
-import numpy as np
+# numpy's OpenBLAS keeps its worker threads spinning after any BLAS call; on a 2-core machine
+# they steal the cores both engines' thread pools need (measured: pyggml tiny decode at 2
+# threads fell from ~5000 to ~200 tokens/s). Neither engine uses BLAS, so pin it to one thread.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 CASES = {
     "tiny-f32": dict(small=False, dtype="f32"),
