@@ -135,4 +135,8 @@ def main(argv=None) -> int:
     common(g)
 
     a = p.parse_args(argv)
-    return {"demo": cmd_demo, "run": cmd_run, "info": cmd_info, "graph": cmd_graph}[a.cmd](a)
+    try:
+        return {"demo": cmd_demo, "run": cmd_run, "info": cmd_info, "graph": cmd_graph}[a.cmd](a)
+    except BrokenPipeError:  # e.g. `pyggml info model.gguf | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
