@@ -87,6 +87,8 @@ def run_python(code: str, env_extra: dict, timeout: float = 120):
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     paths = [pyggml_root, tests_dir, os.path.join(tests_dir, "ops")]
     env = dict(os.environ, **env_extra)
+    if env.get("PYGGML_BUILD_DIR"):   # a dev build given relative to our cwd
+        env["PYGGML_BUILD_DIR"] = os.path.abspath(env["PYGGML_BUILD_DIR"])
     env["PYTHONPATH"] = os.pathsep.join(paths + [x for x in [env.get("PYTHONPATH")] if x])
     with tempfile.TemporaryDirectory() as cwd:   # keep '' on sys.path away from the checkout
         return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
