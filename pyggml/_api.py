@@ -210,9 +210,6 @@ Graph.to_dot = _graph_to_dot
 
 
 # Every op constructor and helper of the extension: gg.X(ctx, args...) as ggml_X.
-_HELPERS = [  # non-op helpers of the extension (also exported)"op_table", "set_debug", "debug_enabled", "type_size", "blck_size", "type_name",
-            "row_size", "is_quantized", "quantize", "dequantize", "fp32_to_fp16_bits",
-            "fp32_to_bf16_bits"]
 _ops = []
 for _name in dir(_core):
     if _name.startswith("_") or _name in ("Type", "Tensor", "Context", "Graph", "UnaryOp", "GluOp") \

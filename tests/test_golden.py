@@ -7,17 +7,7 @@ import pyggml as gg
 from backend_skips import skip_reason
 from util import assert_close
 
-# Ops that belong to the seed-ops issue; until their constructors are bound these cases
-# skip (by name). Every other op must pass.
-LATER_ISSUE_OPS = {
-    "fill", "fill_inplace", "cast", "flash_attn_ext", "dsv4_hc_comb", "dsv4_hc_pre",
-    "dsv4_hc_pre_gated", "dsv4_hc_post", "lightning_indexer", "ssm_conv", "ssm_scan",
-    "swiglu_clamp", "swiglu_oai",
-}
-
 CASES = golden.case_files()
-
-
 BACKENDS = ["cpu", "cuda:0"]
 
 
@@ -32,10 +22,7 @@ def test_golden_case(path, backend):
     if reason:
         pytest.skip(f"{backend}: {reason}")
     missing = [f for f in golden.functions_used(case) if not hasattr(gg, f)]
-    if missing:
-        if op in LATER_ISSUE_OPS:
-            pytest.skip(f"{op}: seed-ops issue, not bound yet ({missing})")
-        pytest.fail(f"{op}: constructors missing from pyggml: {missing}")
+    assert not missing, f"{op}: constructors missing from pyggml: {missing}"
     result, _ctx = golden.run_case(case, backend=backend)
     got = golden.result_values(result)
     expected = case["expected"]

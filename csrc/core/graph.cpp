@@ -118,12 +118,14 @@ void Graph::alloc() {
             if (s) last_use[root_of(s)] = std::max(last_use[root_of(s)], i);
     }
     std::vector<Tensor*> leaf_list, node_list;
+    const std::unordered_set<Tensor*> is_node(nodes_.begin(), nodes_.end());
+    std::unordered_set<Tensor*> planned_nodes;
     for (Tensor* l : leafs_)
         if (needs(l)) { offs[l] = leaf_alloc.alloc(l->nbytes()); leaf_list.push_back(l); }
     // Roots of views can be tensors outside the node list (e.g. no_alloc inputs used
     // only through views); place those with the leafs.
     auto place_extra = [&](Tensor* r) {
-        if (needs(r) && !offs.count(r) && std::find(nodes_.begin(), nodes_.end(), r) == nodes_.end()) {
+        if (needs(r) && !offs.count(r) && !is_node.count(r)) {
             offs[r] = leaf_alloc.alloc(r->nbytes());
             leaf_list.push_back(r);
         }
@@ -142,11 +144,11 @@ void Graph::alloc() {
         if (needs(n) && !offs.count(n)) {
             offs[n] = node_alloc.alloc(n->nbytes());
             node_list.push_back(n);
+            planned_nodes.insert(n);
             stats_.sum_intermediate_bytes += align_up(n->nbytes(), kMemAlign);
         }
         for (Tensor* r : to_free[i])
-            if (offs.count(r) && std::find(node_list.begin(), node_list.end(), r) != node_list.end())
-                node_alloc.release(offs[r], r->nbytes());
+            if (planned_nodes.count(r)) node_alloc.release(offs[r], r->nbytes());
     }
     stats_.peak_bytes = node_alloc.peak();
     stats_.leaf_bytes = leaf_alloc.peak();

@@ -16,9 +16,9 @@ void binary_rows(const ComputeParams& p, Tensor* dst, F f) {
     split_range(dst->nrows(), p.ith, p.nth, r0, r1);
     const bool all_f32 = a->type == Type::F32 && b->type == Type::F32 && dst->type == Type::F32;
     const bool b_packed = b->nb[0] == type_size(b->type);
-    std::vector<float> fa, fb, fo;
+    std::vector<float> fa, fb, fo;  // scratch only for the converting paths
     if (!all_f32) { fa.resize(ne0); fo.resize(ne0); }
-    fb.resize(b->ne[0]);
+    if (!(b->type == Type::F32 && b_packed)) fb.resize(b->ne[0]);
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
         const char* arow = a->row(i1, i2, i3);

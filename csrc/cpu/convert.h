@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/mul_mat_kernels.h"
 #include "pyggml/types.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -143,56 +144,10 @@ inline void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
     fn(x, y, n);
 }
 
-// ---- Q8_0 rows, the CPU form (id = 127/amax), bit exact with quantize_row_q8_0_cpu ----
-#ifdef PYGGML_CONVERT_X86
-__attribute__((target("avx2,f16c"))) inline void quantize_q8_0_avx2(const float* x, BlockQ8_0* y, int64_t n) {
-    const __m256 signm = _mm256_set1_ps(-0.0f), half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
-    for (int64_t b = 0; b < n / 32; ++b) {
-        const float* v = x + b * 32;
-        __m256 q[4];
-        __m256 mx = _mm256_setzero_ps();
-        for (int k = 0; k < 4; ++k) {
-            q[k] = _mm256_loadu_ps(v + 8 * k);
-            mx = _mm256_max_ps(mx, _mm256_andnot_ps(signm, q[k]));
-        }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        const float amax = _mm_cvtss_f32(m4);
-        const float d = amax / 127.0f;
-        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-        y[b].d = fp32_to_fp16(d);
-        const __m256 vid = _mm256_set1_ps(id);
-        __m256i iq[4];
-        for (int k = 0; k < 4; ++k) {
-            const __m256 t = _mm256_mul_ps(q[k], vid);
-            const __m256 a = _mm256_andnot_ps(signm, t);
-            __m256 r = _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-            r = _mm256_add_ps(r, _mm256_and_ps(_mm256_cmp_ps(_mm256_sub_ps(a, r), half, _CMP_GE_OQ), one));
-            iq[k] = _mm256_cvttps_epi32(_mm256_or_ps(r, _mm256_and_ps(t, signm)));  // round half away
-        }
-        const __m256i p01 = _mm256_packs_epi32(iq[0], iq[1]);
-        const __m256i p23 = _mm256_packs_epi32(iq[2], iq[3]);
-        const __m256i p = _mm256_packs_epi16(p01, p23);
-        const __m256i perm = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-        _mm256_storeu_si256((__m256i*)y[b].qs, _mm256_permutevar8x32_epi32(p, perm));
-    }
-}
-#endif
-using QuantFn = void (*)(const float*, BlockQ8_0*, int64_t);
-inline QuantFn pick_quantize_q8_0() {
-#ifdef PYGGML_CONVERT_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return quantize_q8_0_avx2;
-#endif
-    return quantize_row_q8_0_cpu;
-}
-
-// from_float_row (types.h) with the fast row quantizers where this header has one.
+// from_float_row (types.h) with the fast row converters where one exists.
 inline void from_float_row_fast(Type t, const float* x, void* y, int64_t n) {
-    if (t == Type::Q8_0) {
-        static const QuantFn fn = pick_quantize_q8_0();
-        fn(x, (BlockQ8_0*)y, n);
+    if (t == Type::Q8_0) {  // the SIMD row quantizer of mul_mat (bit exact with quantize_row_q8_0_cpu)
+        mm::kernels_for(simd::cpu_isa()).quantize_q8_0(x, (BlockQ8_0*)y, n);
     } else if (t == Type::F16) {
         f32_to_f16_row(x, (uint16_t*)y, n);
     } else if (t == Type::BF16) {

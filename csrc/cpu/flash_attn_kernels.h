@@ -13,6 +13,7 @@
 #include <cstring>
 #include <limits>
 
+#include "cpu/simd/exp_simd.h"
 #include "pyggml/types.h"
 
 // GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as "maybe uninitialized".
@@ -283,23 +284,7 @@ PG_AVX512 static void pv_f16(const float* P, int ldp, int nq, const uint16_t* co
     pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
 }
 
-// exp(x) for x <= 88.7; -inf (and anything below -104) gives 0. ~1 ulp (Cephes polynomial).
-PG_AVX512 static inline __m512 exp_ps(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));  // max(-inf, c) = c
-    x = _mm512_min_ps(x, _mm512_set1_ps(88.72283f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_scalef_ps(p, n);
-}
+using simd::exp_ps;  // simd/exp_simd.h
 
 // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|).
 PG_AVX512 static inline __m512 tanh_ps(__m512 x) {
@@ -502,25 +487,7 @@ PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, i
     }
 }
 
-// exp(x); below -87 (incl. -inf) gives 0.
-PG_AVX2 static inline __m256 exp_ps(__m256 x0) {
-    const __m256 lo = _mm256_set1_ps(-87.0f);
-    const __m256 under = _mm256_cmp_ps(x0, lo, _CMP_LT_OQ);
-    __m256 x = _mm256_min_ps(_mm256_max_ps(x0, lo), _mm256_set1_ps(88.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
-}
+using simd::exp_ps;  // simd/exp_simd.h
 
 PG_AVX2 static inline __m256 tanh_ps(__m256 x) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
