@@ -14,8 +14,42 @@ _VENDORED = Path(__file__).resolve().parent / "golden_data"
 GOLDEN_DIR = Path(os.environ["PYGGML_GOLDEN_DIR"]) if "PYGGML_GOLDEN_DIR" in os.environ else (
     _SHARED if _SHARED.exists() else _VENDORED)
 
-TYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "i32": gg.I32, "i64": gg.I64,
-         "q8_0": gg.Q8_0, "q4_0": gg.Q4_0, "nvfp4": gg.NVFP4}
+# ggml type names as the cases spell them -> pyggml types (whatever this build implements).
+TYPES = {gg.type_name(t): t for t in (getattr(gg, n) for n in dir(gg)) if isinstance(t, gg.Type)}
+
+# Ops and block types of still-open issues: their cases are skipped (by name) until built.
+# Each entry must still be missing from pyggml; test_golden_pending_is_still_pending fails
+# once it exists, so the list only shrinks.
+PENDING_TYPES = {  # issue 9 (quant types)
+    "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "mxfp4",
+}
+PENDING_OPS = {
+    # issue 14 (the rest of ggml's forward ops)
+    "acc", "set", "add1", "add_id", "argmax", "count_equal", "sum", "log", "sin", "cos",
+    "leaky_relu", "xielu", "diag", "diag_mask_inf", "diag_mask_zero", "l2_norm",
+    "group_norm", "im2col", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d",
+    "pool_1d", "pool_2d", "upscale", "pad_reflect_1d", "roll", "timestep_embedding", "win_part",
+    "win_unpart", "get_rel_pos", "add_rel_pos", "out_prod", "gated_linear_attn", "rwkv_wkv6",
+    "rwkv_wkv7", "solve_tri", "soft_max_ext_back",
+    # issue 12 (recurrent models)
+    "gated_delta_net",
+}
+
+
+def case_types(case) -> set:
+    names = [str(n) for n in case["input_names"]]
+    return {str(case[f"in_{n}_type"]) for n in names} | {str(case["expected_type"])}
+
+
+def pending_reason(case):
+    """Why a case waits (an open issue's op or type), or None when it must pass."""
+    op = str(case["op"])
+    if op in PENDING_OPS:
+        return f"pending: op {op} is not built yet"
+    types = sorted(case_types(case) & PENDING_TYPES)
+    if types:
+        return f"pending: type {', '.join(types)} is not built yet"
+    return None
 
 
 def case_files():
@@ -65,6 +99,9 @@ def run_case(case, n_threads=2, backend="cpu"):
 
 
 def result_values(result) -> np.ndarray:
+    if gg.is_quantized(result.type):  # block-type results are compared byte for byte
+        rows = np.array(result.numpy()).view(np.uint8)
+        return rows.reshape(tuple(reversed(result.ne[1:])) + (-1,))
     if result.type in (gg.I32, gg.I64):
         v = np.array(result.numpy()).astype(np.int64)
     else:

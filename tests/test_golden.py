@@ -18,6 +18,9 @@ def test_golden_case(path, backend):
         pytest.skip(f"{backend}: not present in this build/machine (backends: {gg.backends()})")
     case = np.load(path)
     op = str(case["op"])
+    pending = golden.pending_reason(case)
+    if pending:
+        pytest.skip(pending)
     reason = skip_reason(backend, op)
     if reason:
         pytest.skip(f"{backend}: {reason}")
@@ -40,12 +43,28 @@ def test_golden_case(path, backend):
                                              src.reshape(-1, src.shape[-1])):
             assert len(set(row_got.tolist())) == len(row_got)
             np.testing.assert_array_equal(np.sort(row_src[row_got]), np.sort(row_src[row_exp]))
+    elif expected.dtype == np.uint8:
+        assert got.shape == expected.shape, f"{path.stem}: block bytes {got.shape} != {expected.shape}"
+        bad = np.argwhere(got != expected)
+        assert bad.size == 0, f"{path.stem}: {len(bad)} bytes differ, first at {bad[0].tolist()}"
+    elif op in ("argmax", "count_equal"):
+        np.testing.assert_array_equal(got, expected)
     else:
         assert_close(got, expected.astype(np.float64), float(case["max_nmse"]), what=path.stem)
 
 
 def test_golden_cases_present():
-    assert len(CASES) >= 130, f"golden cases not found under {golden.GOLDEN_DIR}"
+    assert len(CASES) >= 315, f"golden cases not found under {golden.GOLDEN_DIR}"
+
+
+def test_golden_pending_is_still_pending():
+    """The pending list names only what is missing: once an op or type is built, drop it."""
+    built_ops = sorted(op for op in golden.PENDING_OPS if hasattr(gg, op))
+    built_types = sorted(t for t in golden.PENDING_TYPES if t in golden.TYPES)
+    assert not built_ops and not built_types, (
+        f"remove from the golden pending list (now built): ops {built_ops}, types {built_types}")
+    recorded_ops = {str(np.load(p)["op"]) for p in CASES}
+    assert golden.PENDING_OPS <= recorded_ops, f"pending ops with no case: {golden.PENDING_OPS - recorded_ops}"
 
 
 def test_vendored_golden_copy_matches_shared():
