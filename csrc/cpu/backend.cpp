@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cpu/kernels.h"
+#include "cpu/simd/isa.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -30,7 +31,9 @@ void compute_graph(const std::vector<Tensor*>& nodes, int n_threads, std::vector
 
     if (times) times->assign(nodes.size(), 0.0);
     ThreadPool& pool = ThreadPool::instance();
+    const simd::Isa isa = simd::cpu_isa();  // one level for every thread of this compute
     auto job = [&](int ith) {
+        simd::IsaPin pin(isa);
         ComputeParams p;
         p.ith = ith;
         p.nth = n_threads;

@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "bind_common.h"
+#include "cpu/simd/isa.h"
 #include "dlpack_export.h"
 #include "pyggml/backend.h"
 #include "pyggml/error.h"
@@ -198,6 +199,23 @@ void bind_core(py::module_& m) {
         d["compute_capability"] = py::make_tuple(i.cc_major, i.cc_minor); d["sm_count"] = i.sm_count;
         return d;
     });
+    m.def("isa", [](bool detected) {
+        return std::string(cpu::simd::isa_name(detected ? cpu::simd::detected_isa() : cpu::simd::cpu_isa()));
+    }, py::arg("detected") = false,
+          "The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best "
+          "level this CPU runs, ignoring the cap).");
+    m.def("set_isa", [](const std::string& level) {
+        namespace simd = cpu::simd;
+        simd::Isa cap = simd::Isa::Avx512;
+        if (level != "native" && !simd::parse_isa(level, &cap))
+            throw py::value_error("set_isa: unknown level '" + level + "'; expected 'scalar', 'avx2', 'avx512' or 'native'");
+        const simd::Isa prev = simd::isa_cap();
+        simd::set_isa_cap(cap);
+        return std::string(prev == simd::Isa::Avx512 ? "native" : simd::isa_name(prev));
+    }, py::arg("level"),
+          "Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, "
+          "as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the "
+          "next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`.");
     m.def("set_debug", &set_debug, py::arg("on"),
           "Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise.");
     m.def("debug_enabled", &debug_enabled);
