@@ -1,4 +1,4 @@
-// CPU kernels of the DeepSeek-V4 hyper-connection ops (spec 3.5-3.7).
+// CPU kernels of the DeepSeek-V4 hyper-connection ops (combine, pre, post).
 //  - DSV4_HC_COMB: one 4x4 Sinkhorn problem per token, tokens split across threads.
 //  - DSV4_HC_PRE / DSV4_HC_POST: (token, slice of n_embd) work units split across threads; rows
 //    with element-sized strides take a vectorised path (AVX-512 / AVX2 picked at run time),

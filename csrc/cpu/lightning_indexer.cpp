@@ -1,4 +1,4 @@
-// CPU kernel of LIGHTNING_INDEXER (spec 3.8).
+// CPU kernel of LIGHTNING_INDEXER (DeepSeek sparse-attention top-k scores).
 // Phase 1: all threads widen the K rows to f32 into the shared scratch, transposed (KT[s][d][j]).
 // Phase 2: work units (stream, block of 64 kv rows, query token) are split across threads; each
 // score is sum_h relu(q_h . k_j) * w_h (h increasing, f32) plus the f16 mask value. The blocks

@@ -1,9 +1,9 @@
-// CPU kernels of SSM_CONV and SSM_SCAN (spec 3.9-3.10).
+// CPU kernels of SSM_CONV and SSM_SCAN (Mamba-1/2 convolution and selective scan).
 //  - SSM_CONV: channels split across threads; f32 accumulation in increasing tap order.
 //  - SSM_SCAN: heads split across threads. Each (sequence, head) state is copied from the pool
 //    slot ids[q] into plane 0 of the result and updated there token by token; snapshots copy it
 //    into plane j after token n_tokens-1-j. Mamba-2 fuses the state update with the y dot product
-//    (AVX-512 / AVX2 at run time).
+//    (a function table per SIMD level, cpu/seed_simd.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
