@@ -1,41 +1,17 @@
-// The CUDA backend: device queries, memory, and graph execution on one stream per device.
+// The CUDA backend: one Backend per device, with device buffers and one stream; nodes run in
+// order through the kernels of op_list.cu.
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "kernels.cuh"
 #include "pyggml/backend.h"
 
-namespace pyggml {
+namespace pyggml::cuda {
 
 namespace {
-using Forward = void (*)(const cuda::Launch&, Tensor*);
-const Forward kDispatch[] = {
-#define PYGGML_X(name, family, py) cuda::cuda_forward_##name,
-    PYGGML_OP_TABLE(PYGGML_X)
-#undef PYGGML_X
-};
 
-cudaStream_t stream_for(int device) {
-    static std::vector<cudaStream_t> streams;
-    if ((int)streams.size() <= device) streams.resize(device + 1, nullptr);
-    if (!streams[device]) {
-        PG_CUDA_CHECK(cudaSetDevice(device));
-        PG_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking));
-    }
-    return streams[device];
-}
-
-void check_device(int device) {
-    if (device < 0 || device >= cuda_device_count()) {
-        std::ostringstream os;
-        os << "cuda:" << device << " is not present (" << cuda_device_count() << " CUDA devices)";
-        throw ShapeError(os.str());
-    }
-}
-}  // namespace
-
-bool cuda_built() { return true; }
-
-int cuda_device_count() {
+int device_count() {
     int n = 0;
     if (cudaGetDeviceCount(&n) != cudaSuccess) {
         cudaGetLastError();  // clear the sticky "no driver" error
@@ -44,77 +20,114 @@ int cuda_device_count() {
     return n;
 }
 
-DeviceInfo cuda_device_info(int device) {
-    check_device(device);
-    cudaDeviceProp p;
-    PG_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-    DeviceInfo i;
-    i.name = p.name;
-    i.cc_major = p.major;
-    i.cc_minor = p.minor;
-    i.sm_count = p.multiProcessorCount;
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    PG_CUDA_CHECK(cudaMemGetInfo(&i.free_bytes, &i.total_bytes));
-    return i;
-}
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(int device) : device_(device) {}
 
-void* device_malloc(int device, size_t bytes) {
-    check_device(device);
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    void* p = nullptr;
-    cudaError_t err = cudaMalloc(&p, bytes ? bytes : 256);
-    if (err != cudaSuccess) {
-        cudaGetLastError();
-        size_t free_b = 0, total_b = 0;
-        cudaMemGetInfo(&free_b, &total_b);
-        std::ostringstream os;
-        os << "cuda:" << device << ": cannot allocate " << bytes << " bytes (" << free_b << " of "
-           << total_b << " bytes free)";
-        throw OutOfMemoryError(os.str());
+    std::string name() const override { return "cuda:" + std::to_string(device_); }
+    std::string kind() const override { return "cuda"; }
+    int device_index() const override { return device_; }
+    bool host_memory() const override { return false; }
+
+    DeviceInfo info() const override {
+        cudaDeviceProp p;
+        PG_CUDA_CHECK(cudaGetDeviceProperties(&p, device_));
+        DeviceInfo i;
+        i.name = p.name;
+        i.cc_major = p.major;
+        i.cc_minor = p.minor;
+        i.sm_count = p.multiProcessorCount;
+        PG_CUDA_CHECK(cudaSetDevice(device_));
+        PG_CUDA_CHECK(cudaMemGetInfo(&i.free_bytes, &i.total_bytes));
+        return i;
     }
-    return p;
-}
 
-void device_free(int device, void* ptr) {
-    if (!ptr) return;
-    cudaSetDevice(device);
-    cudaFree(ptr);
-}
-
-void device_memset(int device, void* dst, int value, size_t bytes) {
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    PG_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream_for(device)));
-    PG_CUDA_CHECK(cudaStreamSynchronize(stream_for(device)));
-}
-
-void copy_to_device(int device, void* dst, const void* src, size_t bytes) {
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    PG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_for(device)));
-    PG_CUDA_CHECK(cudaStreamSynchronize(stream_for(device)));
-}
-
-void copy_to_host(int device, void* dst, const void* src, size_t bytes) {
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    PG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_for(device)));
-    PG_CUDA_CHECK(cudaStreamSynchronize(stream_for(device)));
-}
-
-void device_compute_graph(int device, const std::vector<Tensor*>& nodes) {
-    check_device(device);
-    PG_CUDA_CHECK(cudaSetDevice(device));
-    cuda::Launch l{stream_for(device), device};
-    for (Tensor* n : nodes) {
-        if (op_is_layout_only(n->op) || n->is_empty() || !(n->flags & kFlagCompute)) continue;
-        kDispatch[(int)n->op](l, n);
-        PG_CUDA_CHECK(cudaGetLastError());
+    void* alloc(size_t bytes) override {
+        PG_CUDA_CHECK(cudaSetDevice(device_));
+        void* p = nullptr;
+        if (cudaMalloc(&p, bytes ? bytes : 256) != cudaSuccess) {
+            cudaGetLastError();
+            size_t free_b = 0, total_b = 0;
+            cudaMemGetInfo(&free_b, &total_b);
+            std::ostringstream os;
+            os << name() << ": cannot allocate " << bytes << " bytes (" << free_b << " of " << total_b
+               << " bytes free)";
+            throw OutOfMemoryError(os.str());
+        }
+        return p;
     }
-    PG_CUDA_CHECK(cudaStreamSynchronize(l.stream));
+    void free(void* ptr) override {
+        if (!ptr) return;
+        cudaSetDevice(device_);
+        cudaFree(ptr);
+    }
+    void set(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, cudaMemcpyHostToDevice); }
+    void get(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, cudaMemcpyDeviceToHost); }
+    void copy(void* dst, const void* src, size_t bytes) override { transfer(dst, src, bytes, cudaMemcpyDeviceToDevice); }
+
+    // The abort callback is polled between kernel launches; launched kernels finish first.
+    void compute_graph(const std::vector<Tensor*>& nodes, const ComputeOptions& opts) override {
+        PG_CUDA_CHECK(cudaSetDevice(device_));
+        Launch l{stream(), device_};
+        size_t done = 0;
+        for (Tensor* n : nodes) {
+            ++done;
+            if (op_is_layout_only(n->op) || n->is_empty() || !(n->flags & kFlagCompute)) continue;
+            const OpEntry* e = find_op(n->op);
+            if (!e) unsupported(n, "no CUDA kernel for this op");  // Graph::compute checked already
+            e->forward(l, n);
+            PG_CUDA_CHECK(cudaGetLastError());
+            if (opts.abort && opts.abort()) {
+                PG_CUDA_CHECK(cudaStreamSynchronize(l.stream));
+                std::ostringstream os;
+                os << "Graph.compute: aborted after " << done << " of " << nodes.size() << " nodes";
+                throw AbortedError(os.str());
+            }
+        }
+        PG_CUDA_CHECK(cudaStreamSynchronize(l.stream));
+    }
+
+protected:
+    std::string op_unsupported_reason(const Tensor* node) const override { return unsupported_reason(node); }
+
+private:
+    cudaStream_t stream() {
+        std::call_once(stream_once_, [this] {
+            PG_CUDA_CHECK(cudaSetDevice(device_));
+            PG_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+        });
+        return stream_;
+    }
+    void transfer(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+        if (!bytes) return;
+        PG_CUDA_CHECK(cudaSetDevice(device_));
+        PG_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, stream()));
+        PG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+    }
+    int device_;
+    std::once_flag stream_once_;
+    cudaStream_t stream_ = nullptr;
+};
+
+Backend* device_backend(int device) {
+    // Never destroyed: contexts may outlive static teardown.
+    static std::vector<CudaBackend*>* devices = [] {
+        auto* v = new std::vector<CudaBackend*>();
+        for (int i = 0, n = device_count(); i < n; ++i) v->push_back(new CudaBackend(i));
+        return v;
+    }();
+    return (*devices)[device];
 }
 
-bool device_supports_op(int device, const Tensor* node) {
-    (void)device;
-    (void)node;
-    return true;  // unsupported combinations raise at compute time with the reason
+}  // namespace
+
+BackendKind backend_kind() {
+    BackendKind k;
+    k.name = "cuda";
+    k.device_count = [] { return device_count(); };
+    k.device = [](int i) { return device_backend(i); };
+    k.unsupported_reason = [](const Tensor* node) { return unsupported_reason(node); };
+    return k;
 }
 
-}  // namespace pyggml
+}  // namespace pyggml::cuda

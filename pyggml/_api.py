@@ -32,19 +32,35 @@ class Backend:
     """A compute backend: ``Backend("cpu")`` or ``Backend("cuda:0")`` (see :func:`backends`)."""
 
     def __init__(self, name: str = "cpu"):
+        if not isinstance(name, str):
+            raise TypeError(f"Backend: name must be a str such as 'cpu' or 'cuda:0', got {type(name).__name__}")
         name = name.strip().lower()
-        if name == "cpu":
-            self.kind, self.device = "cpu", -1
-        elif name.startswith("cuda"):
-            idx = int(name.split(":", 1)[1]) if ":" in name else 0
-            if idx < 0 or idx >= _core.cuda_device_count():
-                why = "this build has no CUDA support" if not _core.cuda_built() else \
-                    f"{_core.cuda_device_count()} CUDA device(s) present"
-                raise ValueError(f"Backend({name!r}): no such device ({why})")
-            self.kind, self.device = "cuda", idx
-        else:
-            raise ValueError(f"Backend({name!r}): unknown backend; expected 'cpu' or 'cuda:N'")
-        self.name = "cpu" if self.kind == "cpu" else f"cuda:{self.device}"
+        kinds = dict(_core.backend_kinds())
+        kind, _, index = name.partition(":")
+        if kind not in kinds and kind != "cuda":
+            raise ValueError(f"Backend({name!r}): unknown backend; expected one of "
+                             f"{', '.join(k if k == 'cpu' else k + ':N' for k in kinds)}")
+        idx = int(index) if index.isdigit() else (0 if not index else -1)
+        if kind == "cpu":
+            if idx != 0:
+                raise ValueError(f"Backend({name!r}): no such device (the cpu backend is 'cpu')")
+            self.kind, self.device, self.name = "cpu", -1, "cpu"
+            return
+        if idx < 0 or idx >= kinds.get(kind, 0):
+            why = f"this build has no {kind.upper()} support" if kind not in kinds else \
+                f"{kinds[kind]} {kind.upper()} device(s) present"
+            raise ValueError(f"Backend({name!r}): no such device ({why})")
+        self.kind, self.device, self.name = kind, idx, f"{kind}:{idx}"
+
+    def unsupported_reason(self, tensor) -> str:
+        """Why this backend cannot compute ``tensor``'s op with its types and parameters; ''
+        when it can (layout-only ops always can)."""
+        return _core.backend_unsupported_reason(self.name, tensor)
+
+    def supports_op(self, tensor) -> bool:
+        """Whether this backend computes ``tensor``'s op (Graph.compute raises
+        NotImplementedError before anything runs when a node is not supported)."""
+        return not self.unsupported_reason(tensor)
 
     def __repr__(self):
         return f"Backend({self.name!r})"
@@ -57,18 +73,18 @@ class Backend:
 
 
 def backends() -> list:
-    """Names of the backends present: always 'cpu', plus 'cuda:N' per visible GPU."""
-    return ["cpu"] + [f"cuda:{i}" for i in range(_core.cuda_device_count())]
+    """Names of the backends present: always 'cpu', plus e.g. 'cuda:N' per visible GPU."""
+    return list(_core.backend_names())
 
 
-def _device_of(backend) -> int:
+def _backend_name(backend) -> str:
     if backend is None:
-        return -1
+        return "cpu"
     if isinstance(backend, str):
         backend = Backend(backend)
     if not isinstance(backend, Backend):
         raise TypeError(f"backend must be a Backend, a name or None, got {type(backend).__name__}")
-    return backend.device
+    return backend.name
 
 
 class Context(_core.Context):
@@ -78,11 +94,11 @@ class Context(_core.Context):
     a graph computes on the backend of its context."""
 
     def __init__(self, mem_size: int = 64 << 20, no_alloc: bool = False, backend=None):
-        super().__init__(mem_size, no_alloc, _device_of(backend))
+        super().__init__(mem_size, no_alloc, _backend_name(backend))
 
     @property
     def backend(self) -> Backend:
-        return Backend("cpu" if self.device < 0 else f"cuda:{self.device}")
+        return Backend(self.backend_name)
 
 
 def _prepare_for(t: Tensor, view: np.ndarray, array) -> np.ndarray:

@@ -1,24 +1,28 @@
-"""Ops (golden op families) each device backend does not run yet, with the reason.
-Kept as data so the gap is visible in one place; the CPU backend has no entries."""
-
-CUDA_SKIPS = {
-    "dsv4_hc_comb": "dsv4 hyper-connection kernels not written for CUDA yet",
-    "dsv4_hc_pre": "dsv4 hyper-connection kernels not written for CUDA yet",
-    "dsv4_hc_pre_gated": "dsv4 hyper-connection kernels not written for CUDA yet",
-    "dsv4_hc_post": "dsv4 hyper-connection kernels not written for CUDA yet",
-    "lightning_indexer": "lightning indexer kernel not written for CUDA yet",
-    "ssm_conv": "ssm kernels not written for CUDA yet",
-    "ssm_scan": "ssm kernels not written for CUDA yet",
-    "argsort": "sort kernels not written for CUDA yet",
-    "top_k": "sort kernels not written for CUDA yet",
-    "cumsum": "reduce kernels not written for CUDA yet",
-    "sum_rows": "reduce kernels not written for CUDA yet",
-    "mean": "reduce kernels not written for CUDA yet",
-    "concat": "concat kernel not written for CUDA yet",
-}
+"""Which graphs a backend cannot run, asked from the backend itself (Backend.unsupported_reason,
+the same answer Graph.compute refuses with before anything runs); nothing here is kept as data."""
+import pyggml as gg
 
 
-def skip_reason(backend: str, op: str):
-    if backend.startswith("cuda"):
-        return CUDA_SKIPS.get(op)
-    return None
+def unsupported_nodes(backend: str, *outputs) -> list:
+    """(op, reason) for every node of the graph of `outputs` that `backend` (a device such as
+    'cuda:0', or a kind such as 'cuda', answerable without a device) cannot compute."""
+    ctx_holder = gg.Context(1 << 16, no_alloc=True)
+    g = gg.Graph(ctx_holder)
+    for t in outputs:
+        g.build_forward_expand(t)
+    out = []
+    for node in g.nodes:
+        why = gg.backend_unsupported_reason(backend, node)
+        if why:
+            out.append((node.op, why))
+    return out
+
+
+def skip_reason(backend: str, *outputs):
+    """A pytest skip reason when `backend` cannot compute the graph of `outputs`, else None."""
+    if backend == "cpu":
+        return None
+    missing = unsupported_nodes(backend, *outputs)
+    if not missing:
+        return None
+    return "; ".join(f"{op}: {why}" for op, why in missing)

@@ -8,9 +8,11 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 
 @pytest.fixture
-def simd(request, monkeypatch):
-    """Cap the kernels' SIMD level (parametrise indirectly with util.SIMD_LEVELS)."""
+def simd(request):
+    """Cap the kernels' SIMD level for one test (parametrise indirectly with util.SIMD_LEVELS);
+    the previous cap comes back afterwards."""
+    import pyggml as gg
     level = getattr(request, "param", "native")
-    if level != "native":
-        monkeypatch.setenv("PYGGML_ISA", level)
-    return level
+    previous = gg.set_isa(level)
+    yield level
+    gg.set_isa(previous)

@@ -75,8 +75,9 @@ def _arg(a, env):
     return a
 
 
-def run_case(case, n_threads=2, backend="cpu"):
-    """Builds and computes the case's graph on `backend`; returns (result tensor, context)."""
+def run_case(case, n_threads=2, backend="cpu", compute=True):
+    """Builds and (unless compute=False) computes the case's graph on `backend`; returns
+    (result tensor, context)."""
     names = [str(n) for n in case["input_names"]]
     total = sum(case[f"in_{n}"].nbytes for n in names)
     ctx = gg.Context(mem_size=4 * total + (64 << 20), backend=backend)
@@ -92,9 +93,10 @@ def run_case(case, n_threads=2, backend="cpu"):
         if "out" in step:
             env[step["out"]] = out
     result = env["result"]
-    g = gg.Graph(ctx)
-    g.build_forward_expand(result)
-    g.compute(n_threads=n_threads)
+    if compute:
+        g = gg.Graph(ctx)
+        g.build_forward_expand(result)
+        g.compute(n_threads=n_threads)
     return result, ctx
 
 

@@ -1,8 +1,6 @@
 // Context: tensor creation, the data arena and planner buffers.
 #include "pyggml/context.h"
 
-#include <cstdlib>
-#include <new>
 
 #include "pyggml/backend.h"
 #include "pyggml/error.h"
@@ -11,33 +9,24 @@ namespace pyggml {
 
 namespace {
 size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-void* aligned_malloc(size_t bytes) {
-    void* p = nullptr;
-    if (posix_memalign(&p, kMemAlign, bytes ? bytes : kMemAlign) != 0) return nullptr;
-    return p;
-}
 }  // namespace
 
-Context::Context(size_t mem_size, bool no_alloc, int device)
-    : mem_size_(mem_size), no_alloc_(no_alloc), device_(device) {
+Context::Context(size_t mem_size, bool no_alloc, Backend* backend)
+    : mem_size_(mem_size), no_alloc_(no_alloc), backend_(backend ? backend : cpu_backend()) {
     if (!no_alloc && mem_size > 0) {
-        arena_ = device >= 0 ? (uint8_t*)device_malloc(device, mem_size) : (uint8_t*)aligned_malloc(mem_size);
-        if (!arena_) {
+        try {
+            arena_ = (uint8_t*)backend_->alloc(mem_size);
+        } catch (const OutOfMemoryError& e) {
             std::ostringstream os;
-            os << "Context: cannot allocate an arena of " << mem_size << " bytes";
+            os << "Context: cannot allocate an arena of " << mem_size << " bytes (" << e.what() << ")";
             throw OutOfMemoryError(os.str());
         }
     }
 }
 
 Context::~Context() {
-    if (device_ >= 0) {
-        device_free(device_, arena_);
-        for (void* b : buffers_) device_free(device_, b);
-        return;
-    }
-    std::free(arena_);
-    for (void* b : buffers_) std::free(b);
+    backend_->free(arena_);
+    for (void* b : buffers_) backend_->free(b);
 }
 
 Tensor* Context::make_tensor(Type type, int n_dims, const int64_t* ne, Tensor* view_src,
@@ -154,10 +143,12 @@ Tensor* Context::view_tensor(Tensor* a) {
 }
 
 void* Context::alloc_buffer(size_t bytes) {
-    void* p = device_ >= 0 ? device_malloc(device_, bytes) : aligned_malloc(bytes);
-    if (!p) {
+    void* p;
+    try {
+        p = backend_->alloc(bytes);
+    } catch (const OutOfMemoryError& e) {
         std::ostringstream os;
-        os << "cannot allocate a compute buffer of " << bytes << " bytes";
+        os << "cannot allocate a compute buffer of " << bytes << " bytes (" << e.what() << ")";
         throw OutOfMemoryError(os.str());
     }
     buffers_.push_back(p);

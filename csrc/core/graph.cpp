@@ -1,4 +1,4 @@
-// Graph construction (post-order DFS, spec 2.2), the memory planner and compute entry.
+// Graph construction (post-order DFS), the memory planner and the compute entry.
 #include "pyggml/graph.h"
 
 #include <algorithm>
@@ -7,7 +7,6 @@
 #include <map>
 #include <unordered_map>
 
-#include "cpu/backend.h"
 #include "pyggml/backend.h"
 #include "pyggml/error.h"
 
@@ -168,32 +167,18 @@ void Graph::alloc() {
     allocated_upto_ = nodes_.size() + leafs_.size();
 }
 
-void Graph::compute(int n_threads) {
+void Graph::compute(int n_threads, const std::function<bool()>& abort) {
     if (n_threads < 1) throw ShapeError("Graph.compute: n_threads must be >= 1");
-    if (!allocated()) alloc();
-    for (auto* list : {&leafs_, &nodes_})
-        for (Tensor* t : *list) {
-            if (!t->data && t->view_src && t->view_src->data)
-                t->data = (char*)t->view_src->data + t->view_offs;
-            const int dev = t->ctx ? t->ctx->device() : -1;
-            if (dev != ctx_->device()) {
-                std::ostringstream os;
-                os << "Graph.compute: tensor '" << t->name << "' lives on "
-                   << (dev < 0 ? std::string("cpu") : "cuda:" + std::to_string(dev)) << " but the graph computes on "
-                   << (ctx_->device() < 0 ? std::string("cpu") : "cuda:" + std::to_string(ctx_->device()));
-                throw ShapeError(os.str());
-            }
-            if (!t->data && t->nbytes() > 0) {
-                std::ostringstream os;
-                os << "Graph.compute: tensor '" << t->name << "' (" << describe(t) << ") has no storage";
-                throw ShapeError(os.str());
-            }
-        }
-    if (ctx_->device() >= 0) {
-        device_compute_graph(ctx_->device(), nodes_);
-        return;
-    }
+    Backend* backend = ctx_->backend();
+    // Everything that can be refused is refused before a buffer is planned or a node runs.
     for (Tensor* n : nodes_) {
+        const std::string why = backend->unsupported_reason(n);
+        if (!why.empty()) {
+            std::ostringstream os;
+            os << "[" << op_name(n->op) << "] node '" << n->name << "' is not supported by the " << backend->name()
+               << " backend: " << why << " (" << describe(n) << ")";
+            throw UnsupportedError(os.str());
+        }
         const Tensor* root = n->view_src ? n->view_src : n;
         if (!op_is_layout_only(n->op) && (root->flags & kFlagReadOnly)) {
             std::ostringstream os;
@@ -202,7 +187,33 @@ void Graph::compute(int n_threads) {
             throw ShapeError(os.str());
         }
     }
-    cpu::compute_graph(nodes_, n_threads, work_, profiling_ ? &node_times_ : nullptr);
+    for (auto* list : {&leafs_, &nodes_})
+        for (Tensor* t : *list) {
+            Backend* home = t->ctx ? t->ctx->backend() : cpu_backend();
+            if (home != backend) {
+                std::ostringstream os;
+                os << "Graph.compute: tensor '" << t->name << "' lives on " << home->name()
+                   << " but the graph computes on " << backend->name();
+                throw ShapeError(os.str());
+            }
+        }
+    if (!allocated()) alloc();
+    for (auto* list : {&leafs_, &nodes_})
+        for (Tensor* t : *list) {
+            if (!t->data && t->view_src && t->view_src->data)
+                t->data = (char*)t->view_src->data + t->view_offs;
+            if (!t->data && t->nbytes() > 0) {
+                std::ostringstream os;
+                os << "Graph.compute: tensor '" << t->name << "' (" << describe(t) << ") has no storage";
+                throw ShapeError(os.str());
+            }
+        }
+    ComputeOptions opts;
+    opts.n_threads = n_threads;
+    opts.abort = abort;
+    opts.node_times = profiling_ ? &node_times_ : nullptr;
+    opts.scratch = &work_;
+    backend->compute_graph(nodes_, opts);
 }
 
 }  // namespace pyggml

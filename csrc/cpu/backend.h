@@ -1,16 +1,32 @@
-// The CPU backend entry: run a node list on the persistent thread pool.
+// The CPU backend: host buffers, every op of the op table, nodes run on the persistent thread
+// pool (every thread calls each node's kernel, then all meet at a barrier).
 #pragma once
-#include <cstdint>
-#include <vector>
-
-#include "pyggml/tensor.h"
+#include "pyggml/backend.h"
 
 namespace pyggml::cpu {
 
-// Runs nodes in order; every thread calls each node's kernel, then all meet at a barrier.
-// `work` is grown to the largest per-node scratch need. `times` (optional) receives the
-// wall time of every node in seconds.
-void compute_graph(const std::vector<Tensor*>& nodes, int n_threads, std::vector<uint8_t>& work,
-                   std::vector<double>* times);
+// Worker threads beyond this add no speed (each node is split by rows) and each costs a stack,
+// so a larger n_threads is lowered to it: 4x the CPU count, at least 64.
+int max_threads();
+
+class CpuBackend final : public Backend {
+public:
+    std::string name() const override { return "cpu"; }
+    std::string kind() const override { return "cpu"; }
+    int device_index() const override { return -1; }
+    bool host_memory() const override { return true; }
+    DeviceInfo info() const override;
+
+    void* alloc(size_t bytes) override;
+    void free(void* ptr) override;
+    void set(void* dst, const void* host_src, size_t bytes) override;
+    void get(void* host_dst, const void* src, size_t bytes) override;
+    void copy(void* dst, const void* src, size_t bytes) override;
+
+    void compute_graph(const std::vector<Tensor*>& nodes, const ComputeOptions& opts) override;
+
+protected:
+    std::string op_unsupported_reason(const Tensor*) const override { return ""; }  // every op has a CPU kernel
+};
 
 }  // namespace pyggml::cpu

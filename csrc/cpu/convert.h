@@ -1,7 +1,7 @@
 // Row and strided element conversions between f32/f16/bf16/i32 used by the copy, rows and
-// misc kernels. Bit exact with the scalar rules of spec 1.4 (types.h); the contiguous
-// f32 -> f16/bf16 rows have AVX2 variants picked at run time (the plain loops stay the
-// reference path).
+// misc kernels. Bit exact with the scalar rules of types.h; the contiguous f32 <-> f16/bf16
+// rows go through a function table per SIMD level (simd/isa.h; the AVX2 one lives in
+// simd/convert_avx2.cpp), the plain loops here stay the reference path.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -10,14 +10,9 @@
 #include "cpu/mul_mat_kernels.h"
 #include "pyggml/types.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PYGGML_CONVERT_X86 1
-#endif
-
 namespace pyggml::cpu::conv {
 
-// F32 -> I32 (pyggml's documented choice, spec 3.2): truncate toward zero; NaN -> 0;
+// F32 -> I32 (pyggml's documented choice; ggml leaves it to the C cast): truncate toward zero; NaN -> 0;
 // values >= 2^31 (and +inf) -> INT32_MAX, values < -2^31 (and -inf) -> INT32_MIN.
 inline int32_t f32_to_i32(float x) {
     if (x != x) return 0;
@@ -38,75 +33,12 @@ inline uint16_t bf16_bits(float f) {
 inline void f32_to_bf16_plain(const float* x, uint16_t* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = bf16_bits(x[i]);
 }
-#ifdef PYGGML_CONVERT_X86
-__attribute__((target("avx2"))) inline void f32_to_bf16_avx2(const float* x, uint16_t* y, int64_t n) {
-    int64_t i = 0;
-    const __m256i absm = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
-    const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), qb = _mm256_set1_epi32(64);
-    for (; i + 16 <= n; i += 16) {
-        __m256i r2[2];
-        for (int h = 0; h < 2; ++h) {
-            const __m256i u = _mm256_loadu_si256((const __m256i*)(x + i + 8 * h));
-            const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-            const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, bias), lsb), 16);
-            const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), qb);
-            const __m256i isnan = _mm256_cmpgt_epi32(_mm256_and_si256(u, absm), inf);
-            r2[h] = _mm256_blendv_epi8(r, q, isnan);
-        }
-        // pack 2x8 u32 (values < 65536) to 16 u16, fixing the lane interleave
-        const __m256i packed = _mm256_packus_epi32(r2[0], r2[1]);
-        _mm256_storeu_si256((__m256i*)(y + i), _mm256_permute4x64_epi64(packed, 0xD8));
-    }
-    for (; i < n; ++i) y[i] = bf16_bits(x[i]);
-}
-#endif
 
 // ---- contiguous rows: f32 -> f16 ----
 inline void f32_to_f16_plain(const float* x, uint16_t* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
 }
-#ifdef PYGGML_CONVERT_X86
-// F16C rounds to nearest even, overflows to inf and produces subnormals like spec 1.4; only
-// NaN differs (hardware keeps payload bits), so blocks holding a NaN take the scalar path.
-__attribute__((target("avx2,f16c"))) inline void f32_to_f16_f16c(const float* x, uint16_t* y, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_loadu_ps(x + i);
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q))) {
-            for (int j = 0; j < 8; ++j) y[i + j] = fp32_to_fp16(x[i + j]);
-        } else {
-            _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-        }
-    }
-    for (; i < n; ++i) y[i] = fp32_to_fp16(x[i]);
-}
-#endif
 
-using RowFn16 = void (*)(const float*, uint16_t*, int64_t);
-
-inline RowFn16 pick_f32_to_f16() {
-#ifdef PYGGML_CONVERT_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return f32_to_f16_f16c;
-#endif
-    return f32_to_f16_plain;
-}
-inline RowFn16 pick_f32_to_bf16() {
-#ifdef PYGGML_CONVERT_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2")) return f32_to_bf16_avx2;
-#endif
-    return f32_to_bf16_plain;
-}
-
-inline void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
-    static const RowFn16 fn = pick_f32_to_f16();
-    fn(x, y, n);
-}
-inline void f32_to_bf16_row(const float* x, uint16_t* y, int64_t n) {
-    static const RowFn16 fn = pick_f32_to_bf16();
-    fn(x, y, n);
-}
 inline void bf16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) {
         const uint32_t u = uint32_t(x[i]) << 16;
@@ -114,34 +46,29 @@ inline void bf16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
     }
 }
 inline void f16_to_f32_plain(const uint16_t* x, float* y, int64_t n) { to_float_row(Type::F16, x, y, n); }
-#ifdef PYGGML_CONVERT_X86
-// F16C widening is exact except that it quiets signalling NaNs; chunks holding an inf/NaN
-// pattern take the table path so NaN payloads stay bit exact.
-__attribute__((target("avx2,f16c"))) inline void f16_to_f32_f16c(const uint16_t* x, float* y, int64_t n) {
-    int64_t i = 0;
-    const __m128i expm = _mm_set1_epi16(0x7c00);
-    for (; i + 8 <= n; i += 8) {
-        const __m128i h = _mm_loadu_si128((const __m128i*)(x + i));
-        if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_and_si128(h, expm), expm))) {
-            to_float_row(Type::F16, x + i, y + i, 8);
-        } else {
-            _mm256_storeu_ps(y + i, _mm256_cvtph_ps(h));
-        }
-    }
-    if (i < n) to_float_row(Type::F16, x + i, y + i, n - i);
+
+// The contract every level implements: bit exact with the plain loops above.
+struct ConvertOps {
+    void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+    void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
+    void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+};
+
+const ConvertOps& convert_scalar();  // simd/convert_scalar.cpp
+const ConvertOps& convert_avx2();    // simd/convert_avx2.cpp (the scalar table off x86)
+// No AVX-512 variants: conversions are memory bound, the AVX2 table serves that level too.
+inline const ConvertOps& kernels_for(simd::Isa l) {
+    return l == simd::Isa::Scalar ? convert_scalar() : convert_avx2();
 }
-#endif
-using RowFnF16In = void (*)(const uint16_t*, float*, int64_t);
-inline RowFnF16In pick_f16_to_f32() {
-#ifdef PYGGML_CONVERT_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) return f16_to_f32_f16c;
-#endif
-    return f16_to_f32_plain;
+
+inline void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
+    kernels_for(simd::cpu_isa()).f32_to_f16(x, y, n);
+}
+inline void f32_to_bf16_row(const float* x, uint16_t* y, int64_t n) {
+    kernels_for(simd::cpu_isa()).f32_to_bf16(x, y, n);
 }
 inline void f16_to_f32_row(const uint16_t* x, float* y, int64_t n) {
-    static const RowFnF16In fn = pick_f16_to_f32();
-    fn(x, y, n);
+    kernels_for(simd::cpu_isa()).f16_to_f32(x, y, n);
 }
 
 // from_float_row (types.h) with the fast row converters where one exists.

@@ -1,4 +1,4 @@
-// CPU kernels of the DeepSeek-V4 hyper-connection ops (spec 3.5-3.7).
+// CPU kernels of the DeepSeek-V4 hyper-connection ops (combine, pre, post).
 //  - DSV4_HC_COMB: one 4x4 Sinkhorn problem per token, tokens split across threads.
 //  - DSV4_HC_PRE / DSV4_HC_POST: (token, slice of n_embd) work units split across threads; rows
 //    with element-sized strides take a vectorised path (AVX-512 / AVX2 picked at run time),
@@ -65,59 +65,6 @@ void hc_comb_token(const Tensor* mixes, const Tensor* base, float s2, float eps,
     }
 }
 
-// ------------------------------------------------------------------ pre (packed rows)
-
-// o[i] = sum_h xs[h][i] * w[h]
-__attribute__((always_inline)) inline void pre_plain_body(float* __restrict o, const char* x0, size_t xnb1,
-                                                          const float* w, int64_t hc, int64_t n) {
-    const float* x = (const float*)x0;
-    const float w0 = w[0];
-    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * w0;
-    for (int64_t h = 1; h < hc; ++h) {
-        const float* __restrict xh = (const float*)(x0 + h * xnb1);
-        const float wh = w[h];
-        for (int64_t i = 0; i < n; ++i) o[i] += xh[i] * wh;
-    }
-}
-void pre_plain_scalar(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
-    pre_plain_body(o, x0, xnb1, w, hc, n);
-}
-PG_SEED_AVX2 void pre_plain_avx2(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
-    pre_plain_body(o, x0, xnb1, w, hc, n);
-}
-PG_SEED_AVX512 void pre_plain_avx512(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
-    pre_plain_body(o, x0, xnb1, w, hc, n);
-}
-
-// o[i] = comb given: x[i]*p + sum_s r_s[i]*c[s];  identity: x[i]*p + r_d[i]
-__attribute__((always_inline)) inline void post_body(float* __restrict o, const float* __restrict x, float p,
-                                                     const char* r0, size_t rnb1, const float* c, int64_t hc,
-                                                     int64_t d, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * p;
-    if (!c) {
-        const float* __restrict r = (const float*)(r0 + d * rnb1);
-        for (int64_t i = 0; i < n; ++i) o[i] += r[i];
-        return;
-    }
-    for (int64_t s = 0; s < hc; ++s) {
-        const float* __restrict r = (const float*)(r0 + s * rnb1);
-        const float cs = c[s];
-        for (int64_t i = 0; i < n; ++i) o[i] += r[i] * cs;
-    }
-}
-void post_scalar(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c, int64_t hc,
-                 int64_t d, int64_t n) {
-    post_body(o, x, p, r0, rnb1, c, hc, d, n);
-}
-PG_SEED_AVX2 void post_avx2(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c,
-                            int64_t hc, int64_t d, int64_t n) {
-    post_body(o, x, p, r0, rnb1, c, hc, d, n);
-}
-PG_SEED_AVX512 void post_avx512(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c,
-                                int64_t hc, int64_t d, int64_t n) {
-    post_body(o, x, p, r0, rnb1, c, hc, d, n);
-}
-
 }  // namespace
 
 void cpu_forward_DSV4_HC_COMB(const ComputeParams& p, Tensor* dst) {
@@ -150,7 +97,7 @@ void cpu_forward_DSV4_HC_PRE(const ComputeParams& p, Tensor* dst) {
     const int64_t n_chunks = (n_embd + kChunk - 1) / kChunk;
     int64_t u0, u1;
     split_range(T * n_chunks, p.ith, p.nth, u0, u1);
-    const seed::Isa isa = seed::isa();
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     const bool packed = x->nb[0] == sizeof(float) && w->nb[0] == sizeof(float);
     std::vector<float> wv(gated ? 0 : hc);
     for (int64_t u = u0; u < u1; ++u) {
@@ -172,11 +119,7 @@ void cpu_forward_DSV4_HC_PRE(const ComputeParams& p, Tensor* dst) {
         for (int64_t h = 0; h < hc; ++h) wv[h] = ld(w, h, t);
         if (packed && hc > 0) {
             const char* x0 = x->ptr(i0, 0, t);
-            switch (isa) {
-                case seed::Isa::Avx512: pre_plain_avx512(o, x0, x->nb[1], wv.data(), hc, n); break;
-                case seed::Isa::Avx2: pre_plain_avx2(o, x0, x->nb[1], wv.data(), hc, n); break;
-                default: pre_plain_scalar(o, x0, x->nb[1], wv.data(), hc, n); break;
-            }
+            kern.hc_pre(o, x0, x->nb[1], wv.data(), hc, n);
         } else {
             for (int64_t i = i0; i < i1; ++i) {
                 float sum = 0.0f;
@@ -198,7 +141,7 @@ void cpu_forward_DSV4_HC_POST(const ComputeParams& p, Tensor* dst) {
     const int64_t n_chunks = (n_embd + kChunk - 1) / kChunk;
     int64_t u0, u1;
     split_range(T * hc * n_chunks, p.ith, p.nth, u0, u1);
-    const seed::Isa isa = seed::isa();
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     const bool packed = x->nb[0] == sizeof(float) && res->nb[0] == sizeof(float);
     std::vector<float> cv(comb ? hc : 0);
     for (int64_t u = u0; u < u1; ++u) {
@@ -212,11 +155,7 @@ void cpu_forward_DSV4_HC_POST(const ComputeParams& p, Tensor* dst) {
         if (packed) {
             const float* xr = (const float*)x->ptr(i0, t);
             const char* r0 = res->ptr(i0, 0, t);
-            switch (isa) {
-                case seed::Isa::Avx512: post_avx512(o, xr, pd, r0, res->nb[1], cp, hc, d, n); break;
-                case seed::Isa::Avx2: post_avx2(o, xr, pd, r0, res->nb[1], cp, hc, d, n); break;
-                default: post_scalar(o, xr, pd, r0, res->nb[1], cp, hc, d, n); break;
-            }
+            kern.hc_post(o, xr, pd, r0, res->nb[1], cp, hc, d, n);
         } else {
             for (int64_t i = i0; i < i1; ++i) {
                 float v = ld(x, i, t) * pd;

@@ -1,10 +1,12 @@
 // Inner kernels of the CPU flash attention (csrc/cpu/flash_attn.cpp): Q·K tiles, P·V
 // accumulation, the online-softmax row step, mask scans and K/V row widening.
 // Three variants with the same contract: a plain loop (the reference), AVX2+FMA+F16C and
-// AVX-512 (F/BW/VL/DQ), picked at run time with __builtin_cpu_supports. Include this file
+// AVX-512 (F/BW/VL/DQ), picked by the SIMD level of cpu/simd/isa.h. Include this file
 // from exactly one translation unit (it defines internal functions).
 #pragma once
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +16,7 @@
 #include <limits>
 
 #include "cpu/simd/exp_simd.h"
+#include "cpu/simd/isa.h"
 #include "pyggml/types.h"
 
 // GCC 12 reports its own AVX-512 intrinsics (_mm512_undefined_*) as "maybe uninitialized".
@@ -603,34 +606,19 @@ inline const Kernels& ref_kernels() {
     return k;
 }
 
-// The best variant this CPU runs, capped by the environment (read on every call, so tests can
-// run every path on one machine): PYGGML_ISA (the convention of cpu/simd/isa.h) or
-// PYGGML_CPU_SIMD (cpu/rowops_simd.h) = scalar|avx2|avx512. A level the CPU lacks is never used.
-inline int isa_cap_from_env() {
-    int cap = 2;
-    for (const char* var : {"PYGGML_ISA", "PYGGML_CPU_SIMD"}) {
-        const char* e = std::getenv(var);
-        if (!e) continue;
-        if (!std::strcmp(e, "scalar")) cap = std::min(cap, 0);
-        else if (!std::strcmp(e, "avx2")) cap = std::min(cap, 1);
-    }
-    return cap;
-}
-
+// The variant of the current SIMD level (simd/isa.h: the CPU's, capped by PYGGML_ISA or
+// gg.set_isa).
 inline const Kernels& select_kernels() {
 #ifdef PG_FA_X86
     static const Kernels k512{"avx512", avx512::qk, avx512::pv, avx512::qk_f16, avx512::pv_f16, avx512::logits, avx512::exp_sum,
                               avx512::scale, avx512::f16_to_f32, avx512::scan, avx512::count_finite};
     static const Kernels k2{"avx2", avx2::qk, avx2::pv, nullptr, nullptr, avx2::logits, avx2::exp_sum, avx2::scale,
                             avx2::f16_to_f32, avx2::scan, avx2::count_finite};
-    static const bool has512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-    static const bool has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                             __builtin_cpu_supports("f16c");
-    const int cap = isa_cap_from_env();
-    if (has512 && cap >= 2) return k512;
-    if (has2 && cap >= 1) return k2;
+    switch (simd::cpu_isa()) {
+        case simd::Isa::Avx512: return k512;
+        case simd::Isa::Avx2: return k2;
+        default: break;
+    }
 #endif
     return ref_kernels();
 }

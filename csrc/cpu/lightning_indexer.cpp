@@ -1,4 +1,4 @@
-// CPU kernel of LIGHTNING_INDEXER (spec 3.8).
+// CPU kernel of LIGHTNING_INDEXER (DeepSeek sparse-attention top-k scores).
 // Phase 1: all threads widen the K rows to f32 into the shared scratch, transposed (KT[s][d][j]).
 // Phase 2: work units (stream, block of 64 kv rows, query token) are split across threads; each
 // score is sum_h relu(q_h . k_j) * w_h (h increasing, f32) plus the f16 mask value. The blocks
@@ -18,7 +18,7 @@ namespace {
 // K is widened to f32 and stored transposed per stream, KT[s][d][j] with the kv axis padded to
 // a multiple of kJ (zeros), so a block of kJ scores is a plain sum of broadcast(q[d]) * KT[d][j..]
 // vectors: no horizontal reductions, each lane accumulates its dot product in increasing d.
-constexpr int64_t kJ = 64;  // kv rows per block (4 AVX-512 vectors)
+constexpr int64_t kJ = seed::kLiBlock;  // kv rows per block
 
 struct Dims {
     int64_t D, H, N, n_kv, S, ldk;
@@ -30,102 +30,6 @@ inline Dims dims_of(const Tensor* dst) {
     Dims d{q->ne[0], q->ne[1], q->ne[2], k->ne[2], q->ne[3], 0};
     d.ldk = (d.n_kv + kJ - 1) / kJ * kJ;
     return d;
-}
-
-// scores[0..kJ) = sum_h relu(q_h . KT[:, j]) * w[h]   (h increasing)
-void block_scalar(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H, int64_t D,
-                  float* sc) {
-    for (int64_t j = 0; j < kJ; ++j) sc[j] = 0.0f;
-    float acc[kJ];
-    for (int64_t h = 0; h < H; ++h) {
-        const float* q = (const float*)(q0 + h * qnb1);
-        for (int64_t j = 0; j < kJ; ++j) acc[j] = 0.0f;
-        for (int64_t d = 0; d < D; ++d) {
-            const float* kr = KT + d * ldk;
-            const float qd = q[d];
-            for (int64_t j = 0; j < kJ; ++j) acc[j] += qd * kr[j];
-        }
-        for (int64_t j = 0; j < kJ; ++j) sc[j] += (acc[j] > 0.0f ? acc[j] : 0.0f) * w[h];
-    }
-}
-
-PG_SEED_AVX2 void block_avx2(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H,
-                             int64_t D, float* sc) {
-    const __m256 zero = _mm256_setzero_ps();
-    for (int half = 0; half < 2; ++half) {  // 32 kv rows at a time: 4 vectors x 2 heads
-        const float* K = KT + 32 * half;
-        __m256 s[4] = {zero, zero, zero, zero};
-        int64_t h = 0;
-        for (; h + 2 <= H; h += 2) {
-            const float* qa = (const float*)(q0 + h * qnb1);
-            const float* qb = (const float*)(q0 + (h + 1) * qnb1);
-            __m256 a[4] = {zero, zero, zero, zero}, b[4] = {zero, zero, zero, zero};
-            for (int64_t d = 0; d < D; ++d) {
-                const float* kr = K + d * ldk;
-                const __m256 va = _mm256_broadcast_ss(qa + d), vb = _mm256_broadcast_ss(qb + d);
-                for (int i = 0; i < 4; ++i) {
-                    const __m256 kv = _mm256_loadu_ps(kr + 8 * i);
-                    a[i] = _mm256_fmadd_ps(va, kv, a[i]);
-                    b[i] = _mm256_fmadd_ps(vb, kv, b[i]);
-                }
-            }
-            const __m256 wa = _mm256_set1_ps(w[h]), wb = _mm256_set1_ps(w[h + 1]);
-            for (int i = 0; i < 4; ++i) {
-                s[i] = _mm256_fmadd_ps(_mm256_max_ps(a[i], zero), wa, s[i]);
-                s[i] = _mm256_fmadd_ps(_mm256_max_ps(b[i], zero), wb, s[i]);
-            }
-        }
-        for (; h < H; ++h) {
-            const float* qa = (const float*)(q0 + h * qnb1);
-            __m256 a[4] = {zero, zero, zero, zero};
-            for (int64_t d = 0; d < D; ++d) {
-                const float* kr = K + d * ldk;
-                const __m256 va = _mm256_broadcast_ss(qa + d);
-                for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(va, _mm256_loadu_ps(kr + 8 * i), a[i]);
-            }
-            const __m256 wa = _mm256_set1_ps(w[h]);
-            for (int i = 0; i < 4; ++i) s[i] = _mm256_fmadd_ps(_mm256_max_ps(a[i], zero), wa, s[i]);
-        }
-        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(sc + 32 * half + 8 * i, s[i]);
-    }
-}
-
-PG_SEED_AVX512 void block_avx512(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w,
-                                 int64_t H, int64_t D, float* sc) {
-    const __m512 zero = _mm512_setzero_ps();
-    __m512 s[4] = {zero, zero, zero, zero};
-    int64_t h = 0;
-    for (; h + 2 <= H; h += 2) {  // 4 vectors x 2 heads = 8 independent accumulators
-        const float* qa = (const float*)(q0 + h * qnb1);
-        const float* qb = (const float*)(q0 + (h + 1) * qnb1);
-        __m512 a[4] = {zero, zero, zero, zero}, b[4] = {zero, zero, zero, zero};
-        for (int64_t d = 0; d < D; ++d) {
-            const float* kr = KT + d * ldk;
-            const __m512 va = _mm512_set1_ps(qa[d]), vb = _mm512_set1_ps(qb[d]);
-            for (int i = 0; i < 4; ++i) {
-                const __m512 kv = _mm512_loadu_ps(kr + 16 * i);
-                a[i] = _mm512_fmadd_ps(va, kv, a[i]);
-                b[i] = _mm512_fmadd_ps(vb, kv, b[i]);
-            }
-        }
-        const __m512 wa = _mm512_set1_ps(w[h]), wb = _mm512_set1_ps(w[h + 1]);
-        for (int i = 0; i < 4; ++i) {
-            s[i] = _mm512_fmadd_ps(_mm512_max_ps(a[i], zero), wa, s[i]);
-            s[i] = _mm512_fmadd_ps(_mm512_max_ps(b[i], zero), wb, s[i]);
-        }
-    }
-    for (; h < H; ++h) {
-        const float* qa = (const float*)(q0 + h * qnb1);
-        __m512 a[4] = {zero, zero, zero, zero};
-        for (int64_t d = 0; d < D; ++d) {
-            const float* kr = KT + d * ldk;
-            const __m512 va = _mm512_set1_ps(qa[d]);
-            for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(va, _mm512_loadu_ps(kr + 16 * i), a[i]);
-        }
-        const __m512 wa = _mm512_set1_ps(w[h]);
-        for (int i = 0; i < 4; ++i) s[i] = _mm512_fmadd_ps(_mm512_max_ps(a[i], zero), wa, s[i]);
-    }
-    for (int i = 0; i < 4; ++i) _mm512_storeu_ps(sc + 16 * i, s[i]);
 }
 
 }  // namespace
@@ -157,7 +61,7 @@ void cpu_forward_LIGHTNING_INDEXER(const ComputeParams& p, Tensor* dst) {
     const int64_t n_jb = ldk / kJ;
     int64_t u0, u1;
     split_range(S * n_jb * N, p.ith, p.nth, u0, u1);
-    const seed::Isa isa = seed::isa();
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     alignas(64) float sc[kJ];
     for (int64_t u = u0; u < u1; ++u) {
         const int64_t t = u % N, jb = (u / N) % n_jb, s = u / (N * n_jb);
@@ -165,11 +69,7 @@ void cpu_forward_LIGHTNING_INDEXER(const ComputeParams& p, Tensor* dst) {
         const float* Kb = KT + s * D * ldk + j0;
         const char* q0 = q->row(0, t, s);
         const float* wrow = (const float*)w->row(t, 0, s);
-        switch (isa) {
-            case seed::Isa::Avx512: block_avx512(Kb, ldk, q0, q->nb[1], wrow, dm.H, D, sc); break;
-            case seed::Isa::Avx2: block_avx2(Kb, ldk, q0, q->nb[1], wrow, dm.H, D, sc); break;
-            default: block_scalar(Kb, ldk, q0, q->nb[1], wrow, dm.H, D, sc); break;
-        }
+        kern.li_block(Kb, ldk, q0, q->nb[1], wrow, dm.H, D, sc);
         const uint16_t* mrow = (const uint16_t*)mask->row(t, 0, s % S_m);
         float* orow = (float*)dst->row(t, 0, s);
         for (int64_t j = j0; j < j1; ++j) orow[j] = sc[j - j0] + fp16_to_fp32(mrow[j]);

@@ -1,106 +1,25 @@
-// SIMD helpers of the seed-op kernels (DSV4 hyper-connections, lightning indexer, SSM scan).
-// Each helper has a plain loop (the reference path) plus AVX2+FMA and AVX-512 variants that are
-// compiled with target attributes and picked once at run time (the wheel stays portable).
+// SIMD helpers of the seed-op kernels (DSV4 hyper-connections, lightning indexer, SSM scan):
+// one function table per SIMD level (simd/isa.h). The plain loops below are the reference
+// and the scalar table; the AVX2 and AVX-512 tables live in simd/seed_avx2.cpp and
+// simd/seed_avx512.cpp.
 #pragma once
-// GCC 12's AVX-512 headers initialise "undefined" vectors as `__m512 __Y = __Y;`, which trips
-// -W(maybe-)uninitialized at every inlined call site; silence that false positive in the seed-op
-// translation units (they are the only includers of this header).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
+#include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+
+#include "cpu/simd/isa.h"
 
 namespace pyggml::cpu::seed {
 
-enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
+using Isa = simd::Isa;
+// The level a kernel call uses (the one detector, capped by PYGGML_ISA / gg.set_isa).
+inline Isa isa() { return simd::cpu_isa(); }
 
-inline Isa detect_isa() {
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        return Isa::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
-    return Isa::Scalar;
-}
+// Lightning indexer: kv rows per score block (4 AVX-512 vectors).
+constexpr int64_t kLiBlock = 64;
 
-// PYGGML_ISA=scalar|avx2 (the project-wide cap; PYGGML_SEED_ISA is an older alias) lowers the
-// level (tests use it to cover the plain loops); read once.
-inline Isa isa() {
-    static const Isa level = [] {
-        Isa l = detect_isa();
-        const char* e = std::getenv("PYGGML_ISA");
-        if (!e) e = std::getenv("PYGGML_SEED_ISA");
-        if (e) {
-            if (std::strcmp(e, "scalar") == 0) l = Isa::Scalar;
-            else if (std::strcmp(e, "avx2") == 0 && l == Isa::Avx512) l = Isa::Avx2;
-        }
-        return l;
-    }();
-    return level;
-}
+// ---- plain loops (reference) ----
 
-#define PG_SEED_AVX2 __attribute__((target("avx2,fma")))
-#define PG_SEED_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
-
-// ---- dot product of two packed f32 vectors ----
-inline float dot_scalar(const float* a, const float* b, int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
-
-PG_SEED_AVX2 inline float hsum256(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
-    return _mm_cvtss_f32(lo);
-}
-
-PG_SEED_AVX2 inline float dot_avx2(const float* a, const float* b, int64_t n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    float s = hsum256(_mm256_add_ps(s0, s1));
-    for (; i < n; ++i) s += a[i] * b[i];
-    return s;
-}
-
-PG_SEED_AVX512 inline float dot_avx512(const float* a, const float* b, int64_t n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
-    }
-    s0 = _mm512_add_ps(s0, s1);
-    if (i < n) {  // masked tail
-        for (; i < n; i += 16) {
-            const int64_t r = n - i;
-            const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-            s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-        }
-    }
-    return _mm512_reduce_add_ps(s0);
-}
-
-inline float dot(Isa l, const float* a, const float* b, int64_t n) {
-    switch (l) {
-        case Isa::Avx512: return dot_avx512(a, b, n);
-        case Isa::Avx2: return dot_avx2(a, b, n);
-        default: return dot_scalar(a, b, n);
-    }
-}
-
-// ---- SSM state update fused with the output dot:
+// SSM state update fused with the output dot:
 //      st[i] = st[i]*dA + B[i]*xdt;  return sum_i st[i]*C[i]
 inline float ssm_update_dot_scalar(float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
     float s = 0.0f;
@@ -112,80 +31,63 @@ inline float ssm_update_dot_scalar(float* st, const float* B, const float* C, fl
     return s;
 }
 
-PG_SEED_AVX2 inline float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, float xdt,
-                                              int64_t n) {
-    const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
-    __m256 s0 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(st + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
-        _mm256_storeu_ps(st + i, v);
-        s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), s0);
+// o[i] = sum_h xs[h][i] * w[h]
+__attribute__((always_inline)) inline void hc_pre_body(float* __restrict o, const char* x0, size_t xnb1,
+                                                          const float* w, int64_t hc, int64_t n) {
+    const float* x = (const float*)x0;
+    const float w0 = w[0];
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * w0;
+    for (int64_t h = 1; h < hc; ++h) {
+        const float* __restrict xh = (const float*)(x0 + h * xnb1);
+        const float wh = w[h];
+        for (int64_t i = 0; i < n; ++i) o[i] += xh[i] * wh;
     }
-    float s = hsum256(s0);
-    for (; i < n; ++i) {
-        const float v = st[i] * dA + B[i] * xdt;
-        st[i] = v;
-        s += v * C[i];
-    }
-    return s;
 }
 
-PG_SEED_AVX512 inline float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA, float xdt,
-                                                  int64_t n) {
-    const __m512 va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(xdt);
-    __m512 s0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t r = n - i;
-        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-        const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, st + i), va,
-                                         _mm512_mul_ps(_mm512_maskz_loadu_ps(m, B + i), vx));
-        _mm512_mask_storeu_ps(st + i, m, v);
-        s0 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, C + i), s0);
+// o[i] = comb given: x[i]*p + sum_s r_s[i]*c[s];  identity: x[i]*p + r_d[i]
+__attribute__((always_inline)) inline void hc_post_body(float* __restrict o, const float* __restrict x, float p,
+                                                     const char* r0, size_t rnb1, const float* c, int64_t hc,
+                                                     int64_t d, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = x[i] * p;
+    if (!c) {
+        const float* __restrict r = (const float*)(r0 + d * rnb1);
+        for (int64_t i = 0; i < n; ++i) o[i] += r[i];
+        return;
     }
-    return _mm512_reduce_add_ps(s0);
+    for (int64_t s = 0; s < hc; ++s) {
+        const float* __restrict r = (const float*)(r0 + s * rnb1);
+        const float cs = c[s];
+        for (int64_t i = 0; i < n; ++i) o[i] += r[i] * cs;
+    }
 }
 
-// Four state rows (consecutive, stride d_state = n) sharing B and C: same per-row arithmetic
-// and lane assignment as ssm_update_dot_avx512, so results are bit-identical to four calls.
-PG_SEED_AVX512 inline void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA,
-                                                  const float* xdt, int64_t n, float* y) {
-    const __m512 va = _mm512_set1_ps(dA);
-    const __m512 x0 = _mm512_set1_ps(xdt[0]), x1 = _mm512_set1_ps(xdt[1]), x2 = _mm512_set1_ps(xdt[2]),
-                 x3 = _mm512_set1_ps(xdt[3]);
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    float* r0 = st;
-    float* r1 = st + n;
-    float* r2 = st + 2 * n;
-    float* r3 = st + 3 * n;
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t r = n - i;
-        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-        const __m512 b = _mm512_maskz_loadu_ps(m, B + i), c = _mm512_maskz_loadu_ps(m, C + i);
-        const __m512 v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r0 + i), va, _mm512_mul_ps(b, x0));
-        const __m512 v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r1 + i), va, _mm512_mul_ps(b, x1));
-        const __m512 v2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r2 + i), va, _mm512_mul_ps(b, x2));
-        const __m512 v3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r3 + i), va, _mm512_mul_ps(b, x3));
-        _mm512_mask_storeu_ps(r0 + i, m, v0);
-        _mm512_mask_storeu_ps(r1 + i, m, v1);
-        _mm512_mask_storeu_ps(r2 + i, m, v2);
-        _mm512_mask_storeu_ps(r3 + i, m, v3);
-        s0 = _mm512_fmadd_ps(v0, c, s0);
-        s1 = _mm512_fmadd_ps(v1, c, s1);
-        s2 = _mm512_fmadd_ps(v2, c, s2);
-        s3 = _mm512_fmadd_ps(v3, c, s3);
-    }
-    y[0] = _mm512_reduce_add_ps(s0);
-    y[1] = _mm512_reduce_add_ps(s1);
-    y[2] = _mm512_reduce_add_ps(s2);
-    y[3] = _mm512_reduce_add_ps(s3);
-}
+// The contract every level implements.
+struct SeedOps {
+    // ssm_update_dot_scalar above.
+    float (*ssm_update_dot)(float* st, const float* B, const float* C, float dA, float xdt, int64_t n);
+    // Four consecutive state rows (stride n) sharing B and C, bit-identical to four
+    // ssm_update_dot calls; null where a level has none (callers loop over ssm_update_dot).
+    void (*ssm_update_dot4)(float* st, const float* B, const float* C, float dA, const float* xdt, int64_t n,
+                            float* y);
+    // hc_pre_body above (packed rows).
+    void (*hc_pre)(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n);
+    // hc_post_body above (packed rows).
+    void (*hc_post)(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c, int64_t hc,
+                    int64_t d, int64_t n);
+    // scores[0..kLiBlock) = sum_h relu(q_h . KT[:, j]) * w[h] (h increasing); KT is d-major with
+    // row stride ldk.
+    void (*li_block)(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H,
+                     int64_t D, float* sc);
+};
 
-inline float ssm_update_dot(Isa l, float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
+const SeedOps& seed_scalar();   // simd/seed_scalar.cpp
+const SeedOps& seed_avx2();     // simd/seed_avx2.cpp (the scalar table off x86)
+const SeedOps& seed_avx512();   // simd/seed_avx512.cpp (the scalar table off x86)
+inline const SeedOps& kernels_for(Isa l) {
     switch (l) {
-        case Isa::Avx512: return ssm_update_dot_avx512(st, B, C, dA, xdt, n);
-        case Isa::Avx2: return ssm_update_dot_avx2(st, B, C, dA, xdt, n);
-        default: return ssm_update_dot_scalar(st, B, C, dA, xdt, n);
+        case Isa::Avx512: return seed_avx512();
+        case Isa::Avx2: return seed_avx2();
+        default: return seed_scalar();
     }
 }
 

@@ -1,9 +1,9 @@
-// CPU kernels of SSM_CONV and SSM_SCAN (spec 3.9-3.10).
+// CPU kernels of SSM_CONV and SSM_SCAN (Mamba-1/2 convolution and selective scan).
 //  - SSM_CONV: channels split across threads; f32 accumulation in increasing tap order.
 //  - SSM_SCAN: heads split across threads. Each (sequence, head) state is copied from the pool
 //    slot ids[q] into plane 0 of the result and updated there token by token; snapshots copy it
 //    into plane j after token n_tokens-1-j. Mamba-2 fuses the state update with the y dot product
-//    (AVX-512 / AVX2 at run time).
+//    (a function table per SIMD level, cpu/seed_simd.h).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -71,7 +71,7 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
     float* y = (float*)dst->data;
     float* planes = y + Ny;
     const int64_t heads_per_group = n_head / n_group;
-    const seed::Isa isa = seed::isa();
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     int64_t h0, h1;
     split_range(n_head, p.ith, p.nth, h0, h1);
     std::vector<float> dA(mamba1 ? d_state : 0);
@@ -89,14 +89,14 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
                 if (!mamba1) {
                     const float a = std::exp(dl * *(const float*)A->ptr(0, h));
                     int64_t pp = 0;
-                    if (isa == seed::Isa::Avx512) {
+                    if (kern.ssm_update_dot4) {
                         for (; pp + 4 <= head_dim; pp += 4) {
                             const float xdt[4] = {xr[pp] * dl, xr[pp + 1] * dl, xr[pp + 2] * dl, xr[pp + 3] * dl};
-                            seed::ssm_update_dot4_avx512(st + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
+                            kern.ssm_update_dot4(st + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
                         }
                     }
                     for (; pp < head_dim; ++pp)
-                        yr[pp] = seed::ssm_update_dot(isa, st + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
+                        yr[pp] = kern.ssm_update_dot(st + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
                 } else {
                     const float* Ar = (const float*)A->ptr(0, h);
                     for (int64_t n = 0; n < d_state; ++n) dA[n] = std::exp(dl * Ar[n]);

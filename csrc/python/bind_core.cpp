@@ -1,7 +1,9 @@
 // Bindings of Type, Tensor, Context, Graph and the error mapping.
+#include <chrono>
 #include <thread>
 
 #include "bind_common.h"
+#include "cpu/simd/isa.h"
 #include "dlpack_export.h"
 #include "pyggml/backend.h"
 #include "pyggml/error.h"
@@ -26,7 +28,8 @@ void* resolve_data(Tensor* t) {
     return t->data;
 }
 
-int device_of(const Tensor* t) { return t->ctx ? t->ctx->device() : -1; }
+Backend* backend_of(const Tensor* t) { return t->ctx ? t->ctx->backend() : cpu_backend(); }
+int device_of(const Tensor* t) { return backend_of(t)->device_index(); }
 
 // Zero-copy numpy view: shape reversed from ne, strides from nb; block types expose bytes.
 // For a tensor in device memory the result is a read-only host copy.
@@ -53,10 +56,10 @@ py::array tensor_numpy(py::object self) {
     strides.erase(strides.begin(), strides.begin() + (4 - keep));
     static char dummy[64];
     void* ptr = t->data ? t->data : dummy;
-    if (device_of(t) >= 0 && t->data) {
+    if (!backend_of(t)->host_memory() && t->data) {
         const size_t n = t->nbytes();
         char* host = new char[n ? n : 1];
-        copy_to_host(device_of(t), host, t->data, n);
+        backend_of(t)->get(host, t->data, n);
         py::capsule owner(host, [](void* p) { delete[] (char*)p; });
         py::array copy(storage_dtype(t->type), shape, strides, host, owner);
         py::detail::array_proxy(copy.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
@@ -80,8 +83,14 @@ void tensor_upload(Tensor* t, py::buffer buf) {
     if (have != t->nbytes())
         throw py::value_error("upload: tensor '" + t->name + "' holds " + std::to_string(t->nbytes()) +
                               " bytes, got " + std::to_string(have));
-    if (device_of(t) >= 0) copy_to_device(device_of(t), t->data, info.ptr, have);
-    else std::memcpy(t->data, info.ptr, have);
+    backend_of(t)->set(t->data, info.ptr, have);
+}
+
+dlpack::Device dl_device(const Tensor* t) {
+    const Backend* b = backend_of(t);
+    if (b->host_memory()) return {dlpack::kDLCPU, 0};
+    if (b->kind() == "cuda") return {dlpack::kDLCUDA, b->device_index()};
+    throw py::type_error("__dlpack__: backend " + b->name() + " has no DLPack device type");
 }
 
 dlpack::DataType dl_dtype(Type t) {
@@ -105,6 +114,7 @@ struct DLHolder {
 py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
     Tensor* t = self.cast<Tensor*>();
     if (!resolve_data(t)) throw py::value_error("__dlpack__: tensor '" + t->name + "' has no storage yet");
+    dl_device(t);  // throws for a backend DLPack cannot name, before anything is allocated
     auto* h = new DLHolder();
     const int nd = t->n_dims();
     const size_t es = type_size(t->type);
@@ -115,8 +125,7 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
         h->strides[i] = (int64_t)(t->nb[nd - 1 - i] / es);
     }
     h->managed.dl_tensor.data = t->data;
-    h->managed.dl_tensor.device = device_of(t) >= 0 ? dlpack::Device{dlpack::kDLCUDA, device_of(t)}
-                                                   : dlpack::Device{dlpack::kDLCPU, 0};
+    h->managed.dl_tensor.device = dl_device(t);
     h->managed.dl_tensor.ndim = nd;
     h->managed.dl_tensor.shape = h->shape;
     h->managed.dl_tensor.strides = h->strides;
@@ -138,6 +147,32 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
             if (m && m->deleter) m->deleter(m);
         }
     });
+}
+
+// Graph.compute without the GIL; Ctrl-C stops it between nodes. The abort callback runs on the
+// calling thread (thread 0 of the CPU pool, the host loop of a device backend): at most every
+// 20 ms it takes the GIL and runs Python's pending signal handlers. When one raises (SIGINT ->
+// KeyboardInterrupt) the compute stops and that exception propagates; the graph and its
+// context stay usable.
+void graph_compute(Graph& g, int n_threads) {
+    if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
+    bool interrupted = false;
+    auto last = std::chrono::steady_clock::now();
+    auto abort = [&]() -> bool {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last < std::chrono::milliseconds(20)) return false;
+        last = now;
+        py::gil_scoped_acquire gil;
+        if (PyErr_CheckSignals() != 0) interrupted = true;  // the exception stays set on this thread
+        return interrupted;
+    };
+    try {
+        py::gil_scoped_release release;
+        g.compute(n_threads, abort);  // off the main thread PyErr_CheckSignals answers 0 at once
+    } catch (const AbortedError&) {
+        if (interrupted) throw py::error_already_set();
+        throw;
+    }
 }
 
 std::vector<int64_t> ne_list(const Tensor* t) { return {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}; }
@@ -189,15 +224,53 @@ void bind_core(py::module_& m) {
             out.append(py::make_tuple(op_name((Op)i), op_family((Op)i), op_constructors((Op)i)));
         return out;
     }, "The op table: (name, family, constructors) for every op.");
-    m.def("cuda_built", &cuda_built, "Whether this build includes the CUDA backend.");
-    m.def("cuda_device_count", &cuda_device_count);
+    m.def("cuda_built", [] { return find_backend_kind("cuda") != nullptr; },
+          "Whether this build includes the CUDA backend.");
+    m.def("cuda_device_count", [] {
+        const BackendKind* k = find_backend_kind("cuda");
+        return k ? k->device_count() : 0;
+    });
+    m.def("backend_kinds", [] {
+        py::list out;
+        for (const BackendKind& k : backend_kinds()) out.append(py::make_tuple(k.name, k.device_count()));
+        return out;
+    }, "(kind, device count) of every backend kind in this build, 'cpu' first.");
+    m.def("backend_names", &backend_names, "Every present backend device: 'cpu', then e.g. 'cuda:0'.");
+    m.def("backend_unsupported_reason", [](const std::string& name, const Tensor* node) {
+        if (!node) throw py::type_error("backend_unsupported_reason: tensor is None");
+        if (name.find(':') == std::string::npos) {  // a kind: answerable without a device
+            const BackendKind* k = find_backend_kind(name);
+            if (!k) find_backend(name);  // throws naming what exists
+            return op_is_layout_only(node->op) ? std::string() : k->unsupported_reason(node);
+        }
+        return find_backend(name)->unsupported_reason(node);
+    }, py::arg("backend"), py::arg("tensor"),
+       "Why `backend` (a device such as 'cuda:0', or a kind such as 'cuda') cannot compute "
+       "`tensor`'s op with its types and parameters; '' when it can.");
     m.def("cuda_device_info", [](int dev) {
-        DeviceInfo i = cuda_device_info(dev);
+        DeviceInfo i = find_backend("cuda:" + std::to_string(dev))->info();
         py::dict d;
         d["name"] = i.name; d["total_bytes"] = i.total_bytes; d["free_bytes"] = i.free_bytes;
         d["compute_capability"] = py::make_tuple(i.cc_major, i.cc_minor); d["sm_count"] = i.sm_count;
         return d;
     });
+    m.def("isa", [](bool detected) {
+        return std::string(cpu::simd::isa_name(detected ? cpu::simd::detected_isa() : cpu::simd::cpu_isa()));
+    }, py::arg("detected") = false,
+          "The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best "
+          "level this CPU runs, ignoring the cap).");
+    m.def("set_isa", [](const std::string& level) {
+        namespace simd = cpu::simd;
+        simd::Isa cap = simd::Isa::Avx512;
+        if (level != "native" && !simd::parse_isa(level, &cap))
+            throw py::value_error("set_isa: unknown level '" + level + "'; expected 'scalar', 'avx2', 'avx512' or 'native'");
+        const simd::Isa prev = simd::isa_cap();
+        simd::set_isa_cap(cap);
+        return std::string(prev == simd::Isa::Avx512 ? "native" : simd::isa_name(prev));
+    }, py::arg("level"),
+          "Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, "
+          "as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the "
+          "next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`.");
     m.def("set_debug", &set_debug, py::arg("on"),
           "Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise.");
     m.def("debug_enabled", &debug_enabled);
@@ -235,12 +308,13 @@ void bind_core(py::module_& m) {
         .def("set_input", [](Tensor& t) { t.flags |= kFlagInput; })
         .def("_upload", &tensor_upload, py::arg("buffer"))
         .def_property_readonly("device", [](const Tensor& t) { return device_of(&t); },
-                               "-1 for host memory, else the CUDA device index")
+                               "-1 for host memory, else the device index on its backend")
+        .def_property_readonly("backend_name", [](const Tensor& t) { return backend_of(&t)->name(); })
         .def("__dlpack__", &tensor_dlpack, py::arg("stream") = py::none(),
              "DLPack capsule (zero copy) for torch.from_dlpack / numpy.from_dlpack.")
         .def("__dlpack_device__", [](const Tensor& t) {
-            return device_of(&t) >= 0 ? py::make_tuple((int)dlpack::kDLCUDA, device_of(&t))
-                                      : py::make_tuple((int)dlpack::kDLCPU, 0);
+            const dlpack::Device d = dl_device(&t);
+            return py::make_tuple((int)d.device_type, (int)d.device_id);
         })
         .def("to_dlpack", [](py::object self) { return tensor_dlpack(self, py::none()); })
         .def("numpy", &tensor_numpy,
@@ -253,9 +327,13 @@ void bind_core(py::module_& m) {
     py::class_<Context>(m, "Context", py::dynamic_attr(),
         "Creates tensors. With no_alloc=False every tensor gets storage in an arena of "
         "mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc().")
-        .def(py::init<size_t, bool, int>(), py::arg("mem_size") = size_t(64) << 20,
-             py::arg("no_alloc") = false, py::arg("device") = -1)
-        .def_property_readonly("device", &Context::device)
+        .def(py::init([](size_t mem_size, bool no_alloc, const std::string& backend) {
+            return new Context(mem_size, no_alloc, find_backend(backend));
+        }), py::arg("mem_size") = size_t(64) << 20, py::arg("no_alloc") = false, py::arg("backend") = "cpu")
+        .def_property_readonly("backend_name", [](const Context& c) { return c.backend()->name(); },
+                               "The backend holding this context's tensors: 'cpu', 'cuda:0', ...")
+        .def_property_readonly("device", [](const Context& c) { return c.backend()->device_index(); },
+                               "-1 for host memory, else the device index on its backend")
         .def("new_tensor", [](Context& c, Type type, const std::vector<int64_t>& ne) {
             return c.new_tensor(type, (int)ne.size(), ne.data());
         }, py::arg("type"), py::arg("ne"), py::return_value_policy::reference, keep_ctx_alive(),
@@ -295,11 +373,10 @@ void bind_core(py::module_& m) {
         .def("build_forward_expand", &Graph::build_forward_expand, py::arg("tensor"),
              "Add the tensor and everything it depends on (post-order, deduplicated).")
         .def("alloc", &Graph::alloc, "Assign storage to tensors that have none (memory planner).")
-        .def("compute", [](Graph& g, int n_threads) {
-            if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
-            py::gil_scoped_release release;
-            g.compute(n_threads);
-        }, py::arg("n_threads") = 0, "Compute every node in order (the GIL is released).")
+        .def("compute", &graph_compute, py::arg("n_threads") = 0,
+             "Compute every node in order on the context's backend (the GIL is released; Ctrl-C "
+             "raises KeyboardInterrupt between nodes). Raises NotImplementedError before anything "
+             "runs when a node's op is not supported by the backend.")
         .def_property_readonly("nodes", &Graph::nodes, py::return_value_policy::reference_internal)
         .def_property_readonly("leafs", &Graph::leafs, py::return_value_policy::reference_internal)
         .def_property_readonly("n_nodes", [](const Graph& g) { return g.nodes().size(); })

@@ -31,10 +31,7 @@ CLAMP_ACTIVATED, CLAMP_GATE_INPUT = 0, 1
 GATING_SOFTMAX, GATING_SIGMOID, GATING_SOFTMAX_WEIGHT, GATING_SQRT_SOFTPLUS = 1, 2, 3, 4
 
 
-def cast(ctx, t, type):
-    """ggml_cast spelled as cpy into a fresh tensor: ggml_cast's result lists itself as src[1],
-    which the graph walker does not guard against yet (infinite recursion)."""
-    return gg.cpy(ctx, t, ctx.new_tensor(type, t.ne))
+cast = gg.cast  # ggml_cast(ctx, t, type)
 
 
 def graph_max_nodes(n_tensors: int) -> int:

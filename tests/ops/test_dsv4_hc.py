@@ -273,23 +273,18 @@ def test_post_rejects():
     assert list(gg.dsv4_hc_post(ctx, x, res, post, None).ne) == [8, 4, 3, 1]
 
 
-def test_scalar_isa_path_matches(tmp_path):
-    """The plain loops (PYGGML_ISA=scalar) give the reference results too."""
-    from util import run_python
-    code = (
-        "import numpy as np, pyggml as gg\n"
-        "ctx = gg.Context(1 << 22)\n"
-        "rng = np.random.default_rng(0)\n"
-        "x = ctx.new_tensor(gg.F32, [77, 4, 3]); xv = rng.uniform(-1, 1, (3, 4, 77)).astype(np.float32); x.set(xv)\n"
-        "w = ctx.new_tensor(gg.F32, [4, 3]); wv = rng.uniform(0, 1, (3, 4)).astype(np.float32); w.set(wv)\n"
-        "r = gg.dsv4_hc_pre(ctx, x, w)\n"
-        "g = gg.Graph(ctx); g.build_forward_expand(r); g.compute(n_threads=1)\n"
-        "exp = np.einsum('thi,th->ti', xv.astype(np.float64), wv)\n"
-        "got = r.to_f32().reshape(3, 77)\n"
-        "assert np.sum((got - exp) ** 2) / np.sum(exp ** 2) < 1e-12\n"
-        "print('ok')\n")
-    out = run_python(code, {"PYGGML_ISA": "scalar"}, timeout=60)
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+@pytest.mark.parametrize("simd", ["scalar", "avx2"], indirect=True)
+def test_other_isa_paths_match(simd):
+    """The plain loops and the AVX2 kernels (gg.set_isa) give the reference results too."""
+    ctx = gg.Context(1 << 22)
+    rng = np.random.default_rng(0)
+    x = ctx.new_tensor(gg.F32, [77, 4, 3]); xv = rng.uniform(-1, 1, (3, 4, 77)).astype(np.float32); x.set(xv)
+    w = ctx.new_tensor(gg.F32, [4, 3]); wv = rng.uniform(0, 1, (3, 4)).astype(np.float32); w.set(wv)
+    r = gg.dsv4_hc_pre(ctx, x, w)
+    g = gg.Graph(ctx); g.build_forward_expand(r); g.compute(n_threads=1)
+    exp = np.einsum('thi,th->ti', xv.astype(np.float64), wv)
+    got = r.to_f32().reshape(3, 77)
+    assert np.sum((got - exp) ** 2) / np.sum(exp ** 2) < 1e-12
 
 
 def test_empty_token_count_is_noop():

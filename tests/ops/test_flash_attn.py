@@ -272,10 +272,9 @@ def test_nvfp4_kv():
     check(kt=gg.NVFP4, vt=gg.NVFP4, N=3, KV=50, H=4, Hkv=2, D=64)
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "avx512"], indirect=True)
 @pytest.mark.parametrize("case", ["odd", "decode", "softcap_sinks", "sparse"])
-def test_simd_paths(isa, case, monkeypatch):
-    monkeypatch.setenv("PYGGML_ISA", isa)
+def test_simd_paths(simd, case):
     if case == "odd":
         check(D=65, Dv=67, N=7, KV=93, H=6, Hkv=2, kt=gg.F32)
     elif case == "decode":

@@ -135,17 +135,10 @@ def test_rejects():
     assert list(gg.lightning_indexer(ctx, q, k, w, m).ne) == [10, 3, 1, 2]
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2"])
-def test_other_isa_paths(isa):
-    """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
-    from util import run_python
-    code = (
-        "from test_lightning_indexer import _run\n"
-        "from util import assert_close\n"
-        "got, exp = _run(37, 5, 3, 70, 2, 1, 'f16', seed=1)\n"
-        "assert_close(got, exp, 1e-6)\n"
-        "got, exp = _run(128, 64, 4, 65, 1, 1, 'q8_0', seed=2)\n"
-        "assert_close(got, exp, 1e-6)\n"
-        "print('ok')\n")
-    out = run_python(code, {"PYGGML_ISA": isa})
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+@pytest.mark.parametrize("simd", ["scalar", "avx2"], indirect=True)
+def test_other_isa_paths(simd):
+    """The plain loop and the AVX2 kernel (gg.set_isa) match the reference too."""
+    got, exp = _run(37, 5, 3, 70, 2, 1, 'f16', seed=1)
+    assert_close(got, exp, 1e-6)
+    got, exp = _run(128, 64, 4, 65, 1, 1, 'q8_0', seed=2)
+    assert_close(got, exp, 1e-6)

@@ -4,7 +4,7 @@ Every result is checked twice: against the exact float64 product of the stored w
 bound, NMSE 5e-4) and against the same product with the activations converted as ggml's CPU
 converts them (f16/bf16 rounding, q8_0 quantization), with a bound tight enough (1e-9) to show
 that conversion is really done. Every kernel set (scalar, AVX2, AVX-512) is run through the
-PYGGML_ISA cap; the GEMM path starts at N >= 8 (float weights) / N >= 16 (block weights).
+gg.set_isa cap; the GEMM path starts at N >= 8 (float weights) / N >= 16 (block weights).
 """
 import numpy as np
 import pytest
@@ -39,9 +39,10 @@ def _run(wtype, K, M, N, bt=gg.F32, a_batch=(1, 1), b_batch=(1, 1), seed=0, n_th
 
 
 @pytest.fixture(params=["scalar", "avx2", "avx512"])
-def isa(request, monkeypatch):
-    monkeypatch.setenv("PYGGML_ISA", request.param)
-    return request.param
+def isa(request):
+    previous = gg.set_isa(request.param)
+    yield request.param
+    gg.set_isa(previous)
 
 
 @pytest.mark.parametrize("wtype", list(WTYPES))

@@ -307,17 +307,11 @@ def test_scan_rejects():
     assert np.all(np.isfinite(values(ok)))
 
 
-@pytest.mark.parametrize("isa", ["scalar", "avx2"])
-def test_scan_other_isa_paths(isa):
-    """The plain loop and the AVX2 kernel (PYGGML_ISA) match the reference too."""
-    from util import run_python
-    code = (
-        "from test_ssm import test_scan_mamba2\n"
-        "test_scan_mamba2(17, 3, 6, 3, 9, 3, 2)\n"
-        "test_scan_mamba2(128, 64, 16, 2, 4, 2, 4)\n"
-        "print('ok')\n")
-    out = run_python(code, {"PYGGML_ISA": isa})
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+@pytest.mark.parametrize("simd", ["scalar", "avx2"], indirect=True)
+def test_scan_other_isa_paths(simd):
+    """The plain loop and the AVX2 kernel (gg.set_isa) match the reference too."""
+    test_scan_mamba2(17, 3, 6, 3, 9, 3, 2)
+    test_scan_mamba2(128, 64, 16, 2, 4, 2, 4)
 
 
 def test_empty_inputs():

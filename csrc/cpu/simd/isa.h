@@ -1,48 +1,38 @@
-// Run-time selection of the SIMD instruction set (the wheel is built without -march=native).
+// The one run-time choice of SIMD instruction set (the wheel is built without -march=native).
 // Levels: Scalar (plain loops, the reference), Avx2 (AVX2+FMA+F16C), Avx512 (F/BW/VL/DQ +
-// VNNI). The environment variable PYGGML_ISA=scalar|avx2|avx512 caps the level (tests use it to
-// run every path on one machine); it is read on every call, so it can change between computes.
+// VNNI, plus the AVX2 set). Every SIMD family (mul_mat, row ops, seed ops, conversions, flash
+// attention) fills a function table per level from simd/<family>_<level>.cpp and picks the
+// table of cpu_isa(); nothing else looks at CPU features.
+//
+// The cap: PYGGML_ISA=scalar|avx2|avx512 sets it once at start-up; set_isa_cap() changes it at
+// run time (gg.set_isa from Python; tests run every path on one machine). A level the CPU lacks
+// is never used. A compute pins the level for its whole run (IsaPin), so every thread of a
+// graph uses the same tables even if the cap changes meanwhile.
 #pragma once
-#include <cstdlib>
-#include <cstring>
+#include <string>
 
 namespace pyggml::cpu::simd {
 
 enum class Isa { Scalar = 0, Avx2 = 1, Avx512 = 2 };
 
-inline Isa cpu_isa_detected() {
-#if defined(__x86_64__) || defined(__i386__)
-    static const Isa detected = [] {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c"))
-            return Isa::Avx512;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-            return Isa::Avx2;
-        return Isa::Scalar;
-    }();
-    return detected;
-#else
-    return Isa::Scalar;
-#endif
-}
+Isa detected_isa();          // the best level this CPU runs
+Isa isa_cap();               // the current cap (Avx512 when uncapped)
+void set_isa_cap(Isa cap);
+Isa cpu_isa();               // min(detected, cap), or the pinned level inside a compute
 
-// The detected level, capped by PYGGML_ISA.
-inline Isa cpu_isa() {
-    Isa isa = cpu_isa_detected();
-    if (const char* e = std::getenv("PYGGML_ISA")) {
-        Isa cap = isa;
-        if (!std::strcmp(e, "scalar")) cap = Isa::Scalar;
-        else if (!std::strcmp(e, "avx2")) cap = Isa::Avx2;
-        if ((int)cap < (int)isa) isa = cap;
-    }
-    return isa;
-}
+const char* isa_name(Isa i);  // "scalar", "avx2", "avx512"
+// Parses a level name (case-sensitive, as isa_name spells it); false when unknown.
+bool parse_isa(const std::string& name, Isa* out);
 
-inline const char* isa_name(Isa i) {
-    return i == Isa::Avx512 ? "avx512" : i == Isa::Avx2 ? "avx2" : "scalar";
-}
+// Pins cpu_isa() on this thread for the pin's lifetime (one per compute thread).
+class IsaPin {
+public:
+    explicit IsaPin(Isa isa);
+    ~IsaPin();
+    IsaPin(const IsaPin&) = delete;
+    IsaPin& operator=(const IsaPin&) = delete;
+private:
+    int saved_;
+};
 
 }  // namespace pyggml::cpu::simd

@@ -1,9 +1,9 @@
 // AVX2 + FMA + F16C MUL_MAT kernels (256-bit). Selected at run time (simd/isa.h).
-#include <immintrin.h>
-
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 

@@ -1,10 +1,10 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) MUL_MAT kernels: 512-bit float dots, a 32 x 12 GEMM
 // micro-kernel, VNNI integer dots for the block types. Selected at run time (simd/isa.h).
-#include <immintrin.h>
-
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
 #pragma GCC push_options
 // GCC 12 flags the _mm512_undefined_* inside its own intrinsic headers.
 #pragma GCC diagnostic push

@@ -8,10 +8,13 @@
 
 namespace pyggml {
 
+class Backend;
+
 class Context {
 public:
-    // device < 0: tensors live in host memory (CPU backend); device >= 0: CUDA device memory.
-    Context(size_t mem_size, bool no_alloc = false, int device = -1);
+    // Tensor storage comes from `backend`'s buffers (nullptr: the CPU backend); graphs over
+    // this context compute on it.
+    Context(size_t mem_size, bool no_alloc = false, Backend* backend = nullptr);
     ~Context();
     Context(const Context&) = delete;
     Context& operator=(const Context&) = delete;
@@ -35,7 +38,7 @@ public:
     size_t mem_size() const { return mem_size_; }
     size_t mem_used() const { return used_; }
     bool no_alloc() const { return no_alloc_; }
-    int device() const { return device_; }
+    Backend* backend() const { return backend_; }
     const std::deque<std::unique_ptr<Tensor>>& tensors() const { return tensors_; }
 
 private:
@@ -43,7 +46,7 @@ private:
                         bool allocate = true);
     size_t mem_size_;
     bool no_alloc_;
-    int device_ = -1;
+    Backend* backend_;
     size_t used_ = 0;
     uint8_t* arena_ = nullptr;
     std::deque<std::unique_ptr<Tensor>> tensors_;

@@ -13,6 +13,9 @@ struct ShapeError : Error { using Error::Error; };        // -> ValueError
 struct TypeMismatchError : Error { using Error::Error; }; // -> TypeError
 struct OutOfMemoryError : Error { using Error::Error; };  // -> MemoryError
 struct UnsupportedError : Error { using Error::Error; };  // -> NotImplementedError
+// A compute stopped by its abort callback (ComputeOptions::abort); the context stays usable.
+// From Python, Ctrl-C during Graph.compute raises KeyboardInterrupt instead.
+struct AbortedError : Error { using Error::Error; };      // -> RuntimeError
 
 // "f32 [4, 5, 1, 1]" (plus ", nb=[...]" when not contiguous)
 std::string describe(const Tensor* t);
@@ -35,6 +38,7 @@ private:
 
 }  // namespace pyggml
 
-// PG_REQUIRE(cond, ShapeError-thrower, message-builder): validate in op constructors.
+// Validation in op constructors: PG_SHAPE_CHECK(cond, OpMessage("op") << ...) throws ShapeError
+// (-> ValueError) when cond is false, PG_TYPE_CHECK throws TypeMismatchError (-> TypeError).
 #define PG_SHAPE_CHECK(cond, msg) do { if (!(cond)) ::pyggml::throw_shape(msg); } while (0)
 #define PG_TYPE_CHECK(cond, msg) do { if (!(cond)) ::pyggml::throw_type(msg); } while (0)

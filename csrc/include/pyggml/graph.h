@@ -1,5 +1,7 @@
-// Computation graphs (spec 2.2): nodes in insertion order, leafs, the memory planner.
+// Computation graphs: nodes in insertion order (a post-order walk from the outputs, each tensor
+// once), leafs (inputs and weights), the memory planner, and compute on the context's backend.
 #pragma once
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -29,8 +31,11 @@ public:
     bool allocated() const { return allocated_upto_ == nodes_.size() + leafs_.size(); }
     const PlanStats& plan_stats() const { return stats_; }
 
-    // Run every node in order on the CPU backend.
-    void compute(int n_threads);
+    // Run every node in order on the backend of the graph's context. Before anything runs, every
+    // node must be supported by that backend (else UnsupportedError naming the op and the
+    // backend) and every tensor must live on it. `abort` is polled between nodes; when it
+    // returns true the compute stops with AbortedError and the graph can be computed again.
+    void compute(int n_threads, const std::function<bool()>& abort = {});
 
     // Per-node wall time (seconds) of the last compute when profiling is on.
     void set_profiling(bool on) { profiling_ = on; }
@@ -46,7 +51,7 @@ private:
     PlanStats stats_;
     bool profiling_ = false;
     std::vector<double> node_times_;
-    std::vector<uint8_t> work_;  // shared scratch of the CPU kernels
+    std::vector<uint8_t> work_;  // kernel scratch, kept between computes
 };
 
 // Debug mode: kernels validate contracts (e.g. flash attention n_kv_max) and raise.

@@ -1,0 +1,104 @@
+// AVX2 + FMA seed-op helpers (the SeedOps contract of cpu/seed_simd.h).
+#include "cpu/seed_simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+
+namespace pyggml::cpu::seed {
+
+namespace {
+float hsum256(__m256 v) {
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+    return _mm_cvtss_f32(lo);
+}
+
+float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, float xdt,
+                                              int64_t n) {
+    const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
+    __m256 s0 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(st + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
+        _mm256_storeu_ps(st + i, v);
+        s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), s0);
+    }
+    float s = hsum256(s0);
+    for (; i < n; ++i) {
+        const float v = st[i] * dA + B[i] * xdt;
+        st[i] = v;
+        s += v * C[i];
+    }
+    return s;
+}
+
+void hc_pre(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
+    hc_pre_body(o, x0, xnb1, w, hc, n);
+}
+void hc_post(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c, int64_t hc, int64_t d,
+             int64_t n) {
+    hc_post_body(o, x, p, r0, rnb1, c, hc, d, n);
+}
+
+void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H,
+                             int64_t D, float* sc) {
+    const __m256 zero = _mm256_setzero_ps();
+    for (int half = 0; half < 2; ++half) {  // 32 kv rows at a time: 4 vectors x 2 heads
+        const float* K = KT + 32 * half;
+        __m256 s[4] = {zero, zero, zero, zero};
+        int64_t h = 0;
+        for (; h + 2 <= H; h += 2) {
+            const float* qa = (const float*)(q0 + h * qnb1);
+            const float* qb = (const float*)(q0 + (h + 1) * qnb1);
+            __m256 a[4] = {zero, zero, zero, zero}, b[4] = {zero, zero, zero, zero};
+            for (int64_t d = 0; d < D; ++d) {
+                const float* kr = K + d * ldk;
+                const __m256 va = _mm256_broadcast_ss(qa + d), vb = _mm256_broadcast_ss(qb + d);
+                for (int i = 0; i < 4; ++i) {
+                    const __m256 kv = _mm256_loadu_ps(kr + 8 * i);
+                    a[i] = _mm256_fmadd_ps(va, kv, a[i]);
+                    b[i] = _mm256_fmadd_ps(vb, kv, b[i]);
+                }
+            }
+            const __m256 wa = _mm256_set1_ps(w[h]), wb = _mm256_set1_ps(w[h + 1]);
+            for (int i = 0; i < 4; ++i) {
+                s[i] = _mm256_fmadd_ps(_mm256_max_ps(a[i], zero), wa, s[i]);
+                s[i] = _mm256_fmadd_ps(_mm256_max_ps(b[i], zero), wb, s[i]);
+            }
+        }
+        for (; h < H; ++h) {
+            const float* qa = (const float*)(q0 + h * qnb1);
+            __m256 a[4] = {zero, zero, zero, zero};
+            for (int64_t d = 0; d < D; ++d) {
+                const float* kr = K + d * ldk;
+                const __m256 va = _mm256_broadcast_ss(qa + d);
+                for (int i = 0; i < 4; ++i) a[i] = _mm256_fmadd_ps(va, _mm256_loadu_ps(kr + 8 * i), a[i]);
+            }
+            const __m256 wa = _mm256_set1_ps(w[h]);
+            for (int i = 0; i < 4; ++i) s[i] = _mm256_fmadd_ps(_mm256_max_ps(a[i], zero), wa, s[i]);
+        }
+        for (int i = 0; i < 4; ++i) _mm256_storeu_ps(sc + 32 * half + 8 * i, s[i]);
+    }
+}
+
+
+}  // namespace
+
+const SeedOps& seed_avx2() {
+    static const SeedOps k{ssm_update_dot_avx2, nullptr, hc_pre, hc_post, li_block};
+    return k;
+}
+
+}  // namespace pyggml::cpu::seed
+
+#pragma GCC pop_options
+#else
+namespace pyggml::cpu::seed {
+const SeedOps& seed_avx2() { return seed_scalar(); }
+}
+#endif

@@ -1,0 +1,128 @@
+// AVX-512 (F/BW/VL/DQ) seed-op helpers (the SeedOps contract of cpu/seed_simd.h).
+#include "cpu/seed_simd.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 headers initialise "undefined" vectors as `__m512 __Y = __Y;`, which trips
+// -W(maybe-)uninitialized at every inlined call site (a false positive).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")
+
+namespace pyggml::cpu::seed {
+
+namespace {
+float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA, float xdt,
+                                                  int64_t n) {
+    const __m512 va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(xdt);
+    __m512 s0 = _mm512_setzero_ps();
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t r = n - i;
+        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
+        const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, st + i), va,
+                                         _mm512_mul_ps(_mm512_maskz_loadu_ps(m, B + i), vx));
+        _mm512_mask_storeu_ps(st + i, m, v);
+        s0 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, C + i), s0);
+    }
+    return _mm512_reduce_add_ps(s0);
+}
+
+// Four state rows (consecutive, stride d_state = n) sharing B and C: same per-row arithmetic
+// and lane assignment as ssm_update_dot_avx512, so results are bit-identical to four calls.
+void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA,
+                                                  const float* xdt, int64_t n, float* y) {
+    const __m512 va = _mm512_set1_ps(dA);
+    const __m512 x0 = _mm512_set1_ps(xdt[0]), x1 = _mm512_set1_ps(xdt[1]), x2 = _mm512_set1_ps(xdt[2]),
+                 x3 = _mm512_set1_ps(xdt[3]);
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    float* r0 = st;
+    float* r1 = st + n;
+    float* r2 = st + 2 * n;
+    float* r3 = st + 3 * n;
+    for (int64_t i = 0; i < n; i += 16) {
+        const int64_t r = n - i;
+        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
+        const __m512 b = _mm512_maskz_loadu_ps(m, B + i), c = _mm512_maskz_loadu_ps(m, C + i);
+        const __m512 v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r0 + i), va, _mm512_mul_ps(b, x0));
+        const __m512 v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r1 + i), va, _mm512_mul_ps(b, x1));
+        const __m512 v2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r2 + i), va, _mm512_mul_ps(b, x2));
+        const __m512 v3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r3 + i), va, _mm512_mul_ps(b, x3));
+        _mm512_mask_storeu_ps(r0 + i, m, v0);
+        _mm512_mask_storeu_ps(r1 + i, m, v1);
+        _mm512_mask_storeu_ps(r2 + i, m, v2);
+        _mm512_mask_storeu_ps(r3 + i, m, v3);
+        s0 = _mm512_fmadd_ps(v0, c, s0);
+        s1 = _mm512_fmadd_ps(v1, c, s1);
+        s2 = _mm512_fmadd_ps(v2, c, s2);
+        s3 = _mm512_fmadd_ps(v3, c, s3);
+    }
+    y[0] = _mm512_reduce_add_ps(s0);
+    y[1] = _mm512_reduce_add_ps(s1);
+    y[2] = _mm512_reduce_add_ps(s2);
+    y[3] = _mm512_reduce_add_ps(s3);
+}
+
+void hc_pre(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
+    hc_pre_body(o, x0, xnb1, w, hc, n);
+}
+void hc_post(float* o, const float* x, float p, const char* r0, size_t rnb1, const float* c, int64_t hc, int64_t d,
+             int64_t n) {
+    hc_post_body(o, x, p, r0, rnb1, c, hc, d, n);
+}
+
+void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w,
+                                 int64_t H, int64_t D, float* sc) {
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 s[4] = {zero, zero, zero, zero};
+    int64_t h = 0;
+    for (; h + 2 <= H; h += 2) {  // 4 vectors x 2 heads = 8 independent accumulators
+        const float* qa = (const float*)(q0 + h * qnb1);
+        const float* qb = (const float*)(q0 + (h + 1) * qnb1);
+        __m512 a[4] = {zero, zero, zero, zero}, b[4] = {zero, zero, zero, zero};
+        for (int64_t d = 0; d < D; ++d) {
+            const float* kr = KT + d * ldk;
+            const __m512 va = _mm512_set1_ps(qa[d]), vb = _mm512_set1_ps(qb[d]);
+            for (int i = 0; i < 4; ++i) {
+                const __m512 kv = _mm512_loadu_ps(kr + 16 * i);
+                a[i] = _mm512_fmadd_ps(va, kv, a[i]);
+                b[i] = _mm512_fmadd_ps(vb, kv, b[i]);
+            }
+        }
+        const __m512 wa = _mm512_set1_ps(w[h]), wb = _mm512_set1_ps(w[h + 1]);
+        for (int i = 0; i < 4; ++i) {
+            s[i] = _mm512_fmadd_ps(_mm512_max_ps(a[i], zero), wa, s[i]);
+            s[i] = _mm512_fmadd_ps(_mm512_max_ps(b[i], zero), wb, s[i]);
+        }
+    }
+    for (; h < H; ++h) {
+        const float* qa = (const float*)(q0 + h * qnb1);
+        __m512 a[4] = {zero, zero, zero, zero};
+        for (int64_t d = 0; d < D; ++d) {
+            const float* kr = KT + d * ldk;
+            const __m512 va = _mm512_set1_ps(qa[d]);
+            for (int i = 0; i < 4; ++i) a[i] = _mm512_fmadd_ps(va, _mm512_loadu_ps(kr + 16 * i), a[i]);
+        }
+        const __m512 wa = _mm512_set1_ps(w[h]);
+        for (int i = 0; i < 4; ++i) s[i] = _mm512_fmadd_ps(_mm512_max_ps(a[i], zero), wa, s[i]);
+    }
+    for (int i = 0; i < 4; ++i) _mm512_storeu_ps(sc + 16 * i, s[i]);
+}
+
+
+}  // namespace
+
+const SeedOps& seed_avx512() {
+    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block};
+    return k;
+}
+
+}  // namespace pyggml::cpu::seed
+
+#pragma GCC pop_options
+#else
+namespace pyggml::cpu::seed {
+const SeedOps& seed_avx512() { return seed_scalar(); }
+}
+#endif
