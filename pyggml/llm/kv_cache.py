@@ -96,7 +96,8 @@ class KVCache(Memory):
     def __init__(self, *, n_layer: int, n_embd_k_gqa: int, n_embd_v_gqa: int, head_dim_k: int,
                  head_dim_v: int, n_head_kv: int, size: int, type_k=gg.F16, type_v=gg.F16,
                  v_trans: bool = False, n_seq_max: int = 1, n_swa: int = 0,
-                 swa_type: int = SWA_NONE, n_pad: int = N_PAD, layers=None, k_shift=None):
+                 swa_type: int = SWA_NONE, n_pad: int = N_PAD, layers=None, k_shift=None,
+                 k_only: bool = False):
         if size <= 0:
             raise ValueError(f"KVCache: size must be positive, got {size}")
         self.layers = list(range(n_layer)) if layers is None else [int(i) for i in layers]
@@ -106,21 +107,28 @@ class KVCache(Memory):
         self.size, self.n_layer, self.n_seq_max = size, n_layer, n_seq_max
         self.head_dim_k, self.head_dim_v, self.n_head_kv = head_dim_k, head_dim_v, n_head_kv
         self.e_k, self.e_v = n_embd_k_gqa, n_embd_v_gqa
+        self.k_only = k_only              # V is a view of K (MLA-style, dsv4's K=V head)
+        if k_only:
+            n_embd_v_gqa, head_dim_v, v_trans, type_v = n_embd_k_gqa, head_dim_k, False, type_k
+            self.e_v, self.head_dim_v = n_embd_v_gqa, head_dim_v
         self.type_k, self.type_v, self.v_trans = type_k, type_v, v_trans
         self.n_swa, self.swa_type, self.n_pad = n_swa, swa_type, max(n_pad, N_PAD)
         self.cells = KVCells(size, n_seq_max)
         self.head = 0
-        per_layer = gg.row_size(type_k, self.e_k) * size + gg.row_size(type_v, self.e_v) * size
+        per_layer = gg.row_size(type_k, self.e_k) * size + \
+            (0 if k_only else gg.row_size(type_v, self.e_v) * size)
         self.ctx = gg.Context(mem_size=n_layer * (per_layer + 1024) + 4096)
         self.k_l, self.v_l = [], []
         for il in range(n_layer):
             k = self.ctx.new_tensor(type_k, [self.e_k, size])
-            v = self.ctx.new_tensor(type_v, [self.e_v, size])
-            k.name, v.name = f"cache_k_l{self.layers[il]}", f"cache_v_l{self.layers[il]}"
+            k.name = f"cache_k_l{self.layers[il]}"
             k.numpy()[...] = 0  # garbage could turn into NaN through 0-weight products
-            v.numpy()[...] = 0
             self.k_l.append(k)
-            self.v_l.append(v)
+            if not k_only:
+                v = self.ctx.new_tensor(type_v, [self.e_v, size])
+                v.name = f"cache_v_l{self.layers[il]}"
+                v.numpy()[...] = 0
+                self.v_l.append(v)
 
     @classmethod
     def for_model(cls, hp, size: int, **kw) -> "KVCache":
@@ -333,6 +341,8 @@ class KVCache(Memory):
         return gg.set_rows(ctx, self.k_l[self._layer(il)], k_cur, k_idxs)
 
     def cpy_v(self, ctx, v_cur, v_idxs, il: int):
+        if self.k_only:
+            return None
         v = self.v_l[self._layer(il)]
         n_tokens = v_cur.ne[2]
         if not self.v_trans:
@@ -356,6 +366,8 @@ class KVCache(Memory):
     def get_v(self, ctx, il: int, n_kv: int):
         """View of the layer's V: [d_v, Hkv, n_kv, 1], or transposed [n_kv, Hkv, d_v, 1]
         with nb1 > nb2 (how the attention core recognises a transposed V)."""
+        if self.k_only:
+            return self.get_k(ctx, il, n_kv)
         v = self.v_l[self._layer(il)]
         if not self.v_trans:
             es = gg.row_size(self.type_v, self.head_dim_v)
@@ -421,6 +433,8 @@ class KVCacheContext(MemoryContext, AttnPart):
         return self.kv.get_v(ctx, il, self.n_kv)
 
     def v_idxs_len(self, n_tokens):
+        if self.kv.k_only:
+            return 0
         return n_tokens * self.kv.e_v if self.kv.v_trans else n_tokens
 
     def set_input_k_idxs(self, dst, ub):
