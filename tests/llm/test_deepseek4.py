@@ -1,0 +1,139 @@
+"""DeepSeek V4 end to end on tiny random GGUFs: pyggml.llm's logits against the float64 numpy
+forward in dsv4_ref.py (raw, CSA and HCA layers, a hash layer, YaRN on and off), and
+self-consistency: ubatches of 37 (compressor state carried across ubatches) equal one
+ubatch, incremental decoding equals the prompt, several sequences equal independent runs,
+decode/seq_rm/decode equals the shorter decode, flash attention on and off agree."""
+import os
+
+import numpy as np
+import pytest
+
+import pyggml as gg
+from dsv4_ref import config, forward, load_weights
+from util import assert_close, nmse
+
+from pyggml.llm import Context, Model
+from pyggml.llm.kv_cache_dsv4 import DSV4Memory
+from pyggml.llm.tiny import write_tiny_deepseek4
+
+VARIANTS = {
+    "mixed": dict(seed=0),
+    "yarn": dict(seed=1, yarn_factor=4.0, compress_ratios=(4, 128, 0, 4)),
+}
+N_PROMPT = 270       # > 2*128: HCA blocks complete
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS))
+def tiny(request, tmp_path_factory):
+    kw = VARIANTS[request.param]
+    path = write_tiny_deepseek4(tmp_path_factory.mktemp("dsv4") / f"{request.param}.gguf", **kw)
+    return path, config(**kw), Model.load(path)
+
+
+def prompt(n=N_PROMPT, seed=3):
+    return [int(t) for t in np.random.default_rng(seed).integers(3, 256, size=n)]
+
+
+def f32_ctx(model, **kw):
+    kw.setdefault("n_ctx", 512)
+    kw.setdefault("flash_attn", False)
+    return Context(model, type_k=gg.F32, type_v=gg.F32, **kw)
+
+
+def test_hparams_and_memory(tiny):
+    path, cfg, model = tiny
+    ctx = f32_ctx(model)
+    hp = ctx.hparams
+    assert hp.compress_ratios == tuple(cfg["compress_ratios"]) and hp.hc == 4
+    assert hp.indexer_top_k == 8 and hp.swiglu_clamp_exp == (2.0,) * 4
+    assert (hp.ext_factor == 1.0) == (cfg["yarn_factor"] is not None)
+    mem = ctx.memory
+    assert isinstance(mem, DSV4Memory)
+    assert mem.csa.size == 256 and mem.hca.size == 256            # pad256(ceil(512/r))
+    assert mem.csa.layers == [i for i, r in enumerate(cfg["compress_ratios"]) if r == 4]
+
+
+def test_logits_match_the_numpy_reference(tiny):
+    path, cfg, model = tiny
+    toks = prompt()
+    sel = {}
+    ref = forward(cfg, load_weights(path), toks, selections=sel)
+    # the indexer's top-k must be well defined where it matters: the k-th and (k+1)-th
+    # visible scores differ by more than rounding
+    k = cfg["indexer_top_k"]
+    for il, score in sel.items():
+        for t in range(len(toks)):
+            s = np.sort(score[t][np.isfinite(score[t])])[::-1]
+            if len(s) > k:
+                assert s[k - 1] - s[k] > 1e-5 * max(1.0, abs(s[k - 1])), (il, t)
+    got = f32_ctx(model).decode(toks, logits_all=True)
+    e = nmse(ref, got)
+    print(f"\n{os.path.basename(path)}: logits NMSE vs numpy {e:.2e}")
+    assert_close(got, ref, 1e-9, "dsv4 prompt")
+
+
+def test_ubatch_37_and_incremental_equal_one_ubatch(tiny):
+    _, _, model = tiny
+    toks = prompt()
+    one = f32_ctx(model).decode(toks, logits_all=True)
+    split = f32_ctx(model, n_ubatch=37)
+    got = split.decode(toks, logits_all=True)
+    assert_close(got, one, 1e-10, "n_ubatch 37")
+    assert split.timings["n_ubatch"] == -(-len(toks) // 37)
+    inc = f32_ctx(model)
+    rows = [inc.decode(toks[:250], logits_all=True)]
+    rows += [inc.decode(toks[i:i + 1]) for i in range(250, len(toks))]
+    assert_close(np.concatenate(rows), one, 1e-10, "incremental")
+    assert inc.timings["n_graph_reuse"] >= 10
+
+
+def test_flash_attention_agrees(tiny):
+    _, _, model = tiny
+    toks = prompt(140, seed=4)
+    a = f32_ctx(model, flash_attn=False).decode(toks, logits_all=True)
+    b = f32_ctx(model, flash_attn=True).decode(toks, logits_all=True)
+    c = Context(model, n_ctx=512, flash_attn=True).decode(toks, logits_all=True)  # F16 caches
+    assert nmse(a, b) < 1e-4 and nmse(a, c) < 1e-3
+
+
+def test_several_sequences_equal_independent_runs(tiny):
+    _, _, model = tiny
+    seqs = [prompt(n, seed=10 + n) for n in (150, 134, 40)]
+    shared = f32_ctx(model, n_seq_max=3, n_ubatch=64)
+    got = {s: [] for s in range(3)}
+    cut = [0, 0, 0]
+    for step in ([100, 5, 40], [1, 128, 0], [49, 0, 0], [0, 1, 0]):
+        for s, n in enumerate(step):
+            if n:
+                got[s].append(shared.decode(seqs[s][cut[s]:cut[s] + n], seq_id=s, logits_all=True))
+                cut[s] += n
+    for s in range(3):
+        ref = f32_ctx(model, n_ubatch=64).decode(seqs[s][:cut[s]], logits_all=True)
+        assert_close(np.concatenate(got[s]), ref, 1e-10, f"sequence {s}")
+
+
+def test_decode_seq_rm_decode_equals_the_shorter_decode(tiny):
+    _, _, model = tiny
+    toks = prompt(266, seed=5)
+    ctx = f32_ctx(model, n_seq_max=2)
+    ctx.decode(toks)
+    ctx.decode(toks[:20], seq_id=1)
+    # roll back across a CSA block boundary and an HCA block (positions 128..255 complete at 255)
+    assert ctx.seq_rm(0, 203, -1)
+    assert ctx.n_past(0) == 203 and ctx.n_past(1) == 20
+    tail = prompt(60, seed=6)
+    got = ctx.decode(tail, logits_all=True)
+    ref = f32_ctx(model).decode(toks[:203] + tail, logits_all=True)[203:]
+    assert_close(got, ref, 1e-10, "after seq_rm")
+    assert not ctx.seq_rm(0, 10, 20)          # a hole in the middle is refused
+    assert ctx.n_past(0) == 263
+    ctx.seq_cp(0, 1)
+    assert_close(ctx.decode([7], seq_id=1), ctx.decode([7], seq_id=0), 1e-12, "seq_cp")
+
+
+def test_greedy_generation_is_stable_across_paths(tiny):
+    _, _, model = tiny
+    toks = prompt(40, seed=7)
+    a = f32_ctx(model).generate(toks, 16)
+    b = f32_ctx(model, n_ubatch=7).generate(toks, 16)
+    assert list(a) == list(b) and len(a) == 16
