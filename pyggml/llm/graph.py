@@ -517,10 +517,8 @@ class GraphContext:
         if self.flash_attn and kq_b is None:
             if v_trans:
                 v = gg.transpose(c, v)
-            if k.type == gg.F32:
-                k = gg.cast(c, k, gg.F16)
-            if v.type == gg.F32:
-                v = gg.cast(c, v, gg.F16)
+            # upstream casts F32 K/V to F16 here (its kernels want F16); pyggml's kernel reads
+            # F32 directly, so F32 caches stay exact with flash attention too
             cur = gg.flash_attn_ext(c, q, k, v, kq_mask, kq_scale, self.max_alibi_bias,
                                     self.attn_soft_cap)
             if sinks is not None:

@@ -87,13 +87,23 @@ def test_ubatch_37_and_incremental_equal_one_ubatch(tiny):
     assert inc.timings["n_graph_reuse"] >= 10
 
 
-def test_flash_attention_agrees(tiny):
-    _, _, model = tiny
+def test_flash_attention_agrees_and_keeps_the_sparse_promise(tiny):
+    _, cfg, model = tiny
     toks = prompt(140, seed=4)
     a = f32_ctx(model, flash_attn=False).decode(toks, logits_all=True)
-    b = f32_ctx(model, flash_attn=True).decode(toks, logits_all=True)
+    gg.set_debug(True)       # the kernel checks that no mask row exceeds n_kv_max finite entries
+    try:
+        fa = f32_ctx(model, flash_attn=True)
+        b = fa.decode(toks, logits_all=True)
+    finally:
+        gg.set_debug(False)
+    assert_close(b, a, 1e-10, "flash attention, F32 caches")
     c = Context(model, n_ctx=512, flash_attn=True).decode(toks, logits_all=True)  # F16 caches
-    assert nmse(a, b) < 1e-4 and nmse(a, c) < 1e-3
+    assert nmse(a, c) < 1e-3
+    res = fa._last
+    for il, r in enumerate(cfg["compress_ratios"]):
+        n_kv_max = res.get(f"fattn-{il}").op_params[4]
+        assert n_kv_max == (min(256, cfg["n_swa"]) + cfg["indexer_top_k"] if r == 4 else 0), il
 
 
 def test_several_sequences_equal_independent_runs(tiny):
