@@ -17,24 +17,31 @@ from .kv_cache_dsv4 import CSA_RATIO
 
 
 class CompInput:
+    FIELDS = (("state_pos", gg.I32), ("read_idxs", gg.I32), ("write_idxs", gg.I64),
+              ("write_pos", gg.I32), ("persist_src", gg.I32), ("persist_dst", gg.I64),
+              ("restore_src", gg.I32), ("restore_dst", gg.I64), ("snap_src", gg.I32),
+              ("snap_dst", gg.I64))
+
     def __init__(self, ctx, plan, n_tokens: int, flash_attn: bool, name: str, with_lid: bool):
         self.name = name
-        self.state_rows = _input(ctx, gg.I64, [n_tokens], f"dsv4_{name}_state_rows")
-        self.state_pos = _input(ctx, gg.I32, [n_tokens], f"dsv4_{name}_state_pos")
-        self.read_idxs = _input(ctx, gg.I32, [len(plan.read_idxs)], f"dsv4_{name}_state_read_idxs")
-        self.write_idxs = _input(ctx, gg.I64, [len(plan.write_idxs)], f"dsv4_{name}_state_write_idxs")
-        self.write_pos = _input(ctx, gg.I32, [len(plan.write_pos)], f"dsv4_{name}_state_write_pos")
+        for f, type in self.FIELDS:   # restore/snapshot lists are empty without n_rs_seq
+            n = len(getattr(plan, f))
+            setattr(self, f, _input(ctx, type, [n], f"dsv4_{name}_state_{f}") if n else None)
         self.kq_mask = _input(ctx, mask_type(flash_attn), [plan.n_kv, n_tokens, 1, 1], f"dsv4_{name}_kq_mask")
         self.lid_mask = (_input(ctx, gg.F16, [plan.n_kv, n_tokens, 1, 1], "dsv4_lid_kq_mask")
                          if with_lid else None)
         self.n_kv, self.stream, self.n_blocks = plan.n_kv, plan.stream, len(plan.write_idxs)
+        self.lens = self._lens(plan)
+
+    @classmethod
+    def _lens(cls, plan):
+        return tuple(len(getattr(plan, f)) for f, _ in cls.FIELDS)
 
     def set_input(self, plan):
-        for t, v in ((self.state_rows, plan.state_rows), (self.state_pos, plan.state_pos),
-                     (self.read_idxs, plan.read_idxs), (self.write_idxs, plan.write_idxs),
-                     (self.write_pos, plan.write_pos)):
+        for f, _ in self.FIELDS:
+            t = getattr(self, f)
             if _allocated(t):
-                t.numpy()[...] = v
+                t.numpy()[...] = getattr(plan, f)
         m = None
         for t in (self.kq_mask, self.lid_mask):
             if _allocated(t):
@@ -44,8 +51,7 @@ class CompInput:
                 t.numpy()[...] = m.reshape(t.numpy().shape)
 
     def matches(self, plan) -> bool:
-        return (plan.n_kv, plan.stream, len(plan.write_idxs), len(plan.read_idxs)) == \
-            (self.n_kv, self.stream, self.n_blocks, self.read_idxs.ne[0])
+        return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)
 
 
 class InpDSV4(GraphInput):

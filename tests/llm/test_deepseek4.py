@@ -122,23 +122,59 @@ def test_several_sequences_equal_independent_runs(tiny):
         assert_close(np.concatenate(got[s]), ref, 1e-10, f"sequence {s}")
 
 
-def test_decode_seq_rm_decode_equals_the_shorter_decode(tiny):
+@pytest.mark.parametrize("n_prompt,steps,back", [(259, [], 4), (254, [1, 1, 1, 1], 4),
+                                                   (250, [3, 1], 3), (126, [1, 1], 3)])
+def test_decode_seq_rm_decode_equals_the_shorter_decode(tiny, n_prompt, steps, back):
+    # rollbacks across CSA block ends and the HCA block end at 255 (positions 128..255), from
+    # one ubatch or from several single-token ones (snapshot planes chained across ubatches)
     _, _, model = tiny
-    toks = prompt(266, seed=5)
+    toks = prompt(n_prompt + sum(steps), seed=5)
+    ctx = f32_ctx(model, n_seq_max=2, n_rs_seq=4)
+    ctx.decode(toks[:n_prompt])
+    ctx.decode(toks[:20], seq_id=1)
+    p = n_prompt
+    for n in steps:
+        ctx.decode(toks[p:p + n])
+        p += n
+    assert ctx.seq_rm(0, p - back, -1)
+    assert ctx.n_past(0) == p - back and ctx.n_past(1) == 20
+    tail = prompt(9, seed=6)
+    got = ctx.decode(tail, logits_all=True)
+    ref = f32_ctx(model).decode(toks[:p - back] + tail, logits_all=True)[-len(tail):]
+    assert_close(got, ref, 1e-10, "after seq_rm")
+    assert_close(ctx.decode([7], seq_id=1), f32_ctx(model).decode(toks[:20] + [7]), 1e-10, "other seq")
+
+
+def test_seq_rm_refuses_what_the_rings_cannot_undo(tiny):
+    _, _, model = tiny
+    toks = prompt(40, seed=8)
+    ctx = f32_ctx(model, n_rs_seq=2)
+    ctx.decode(toks)
+    assert not ctx.seq_rm(0, 37, -1)          # 3 > n_rs_seq positions
+    assert not ctx.seq_rm(0, 10, 20)          # a hole in the middle
+    assert ctx.n_past(0) == 40
+    assert ctx.seq_rm(0, 38, -1) and ctx.n_past(0) == 38
+    assert not ctx.seq_rm(0, 37, -1)          # pending rollbacks stack only within the planes
+    assert ctx.seq_rm(0, 50, -1)              # beyond the end: nothing to do
+    assert ctx.seq_rm(0, 0, -1) and ctx.n_past(0) == 0     # the whole sequence
+    ref = f32_ctx(model).decode(toks[:5], logits_all=True)
+    assert_close(ctx.decode(toks[:5], logits_all=True), ref, 1e-12, "after clearing")
+    no_planes = f32_ctx(model)
+    no_planes.decode(toks)
+    assert not no_planes.seq_rm(0, 39, -1)
+
+
+def test_seq_cp_copies_the_whole_state(tiny):
+    _, _, model = tiny
+    toks = prompt(140, seed=9)
     ctx = f32_ctx(model, n_seq_max=2)
     ctx.decode(toks)
-    ctx.decode(toks[:20], seq_id=1)
-    # roll back across a CSA block boundary and an HCA block (positions 128..255 complete at 255)
-    assert ctx.seq_rm(0, 203, -1)
-    assert ctx.n_past(0) == 203 and ctx.n_past(1) == 20
-    tail = prompt(60, seed=6)
-    got = ctx.decode(tail, logits_all=True)
-    ref = f32_ctx(model).decode(toks[:203] + tail, logits_all=True)[203:]
-    assert_close(got, ref, 1e-10, "after seq_rm")
-    assert not ctx.seq_rm(0, 10, 20)          # a hole in the middle is refused
-    assert ctx.n_past(0) == 263
     ctx.seq_cp(0, 1)
-    assert_close(ctx.decode([7], seq_id=1), ctx.decode([7], seq_id=0), 1e-12, "seq_cp")
+    a, b = ctx.decode([7, 8], seq_id=1, logits_all=True), ctx.decode([7, 8], seq_id=0, logits_all=True)
+    assert_close(a, b, 1e-12, "seq_cp")
+    assert_close(a, f32_ctx(model).decode(toks + [7, 8], logits_all=True)[-2:], 1e-10, "seq_cp vs fresh")
+    with pytest.raises(ValueError, match="whole sequences"):
+        ctx.seq_cp(0, 1, 10, 20)
 
 
 def test_greedy_generation_is_stable_across_paths(tiny):

@@ -238,19 +238,33 @@ class DeepSeek4Graph(GraphContext):
     # ---- compressors --------------------------------------------------------------------------
     def build_compressor(self, a, ci, cache, wkv, wgate, ape, norm, width: int, overlap: bool,
                          name: str, il: int):
-        """Write this ubatch's value/score rows into the compressor state, compress every block
-        completed in this ubatch (softmax over its window per channel) and store the blocks
-        (normed, tail-roped at the block start) into the compressed cache."""
+        """This ubatch's value/score rows, the ring (restored from a snapshot plane after a
+        rollback), every block completed in this ubatch compressed (softmax over its window
+        per channel, normed, tail-roped at the block start) into the compressed cache, then
+        the snapshot planes and the ring updated. Order: restore -> compress -> snapshot ->
+        persist (writes in place; the graph runs nodes in insertion order)."""
         c = self.ctx0
-        r = cache.ratio
+        r, nb = cache.ratio, ci.n_blocks
         kv = self.cb(gg.mul_mat(c, wkv, a), f"{name}_state_kv", il)
         sc = gg.add(c, gg.mul_mat(c, wgate, a), gg.get_rows(c, ape, ci.state_pos))
         self.cb(sc, f"{name}_state_score_ape", il)
-        st_kv = self.expand(gg.set_rows(c, cache.s_kv[il], kv, ci.state_rows))
-        st_sc = self.expand(gg.set_rows(c, cache.s_score[il], sc, ci.state_rows))
-        nb = ci.n_blocks
-        rows_kv = gg.get_rows(c, st_kv, ci.read_idxs)
-        rows_sc = gg.get_rows(c, st_sc, ci.read_idxs)
+        st_kv, st_sc = cache.s_kv[il], cache.s_score[il]
+        if ci.restore_src is not None:
+            st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, st_kv, ci.restore_src), ci.restore_dst))
+            st_sc = self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, st_sc, ci.restore_src), ci.restore_dst))
+
+        def source(state, new, neg_inf):
+            """[ring plane 0 | this ubatch's rows | synthetic row (0, or -inf for scores)]."""
+            ring = gg.view_2d(c, state, state.ne[0], cache.rows_state, state.nb[1], 0)
+            t = gg.concat(c, ring, new, 1)
+            if overlap:
+                row = gg.view_2d(c, new, new.ne[0], 1, new.nb[1], 0)
+                row = gg.scale_bias(c, row, 0.0, -math.inf) if neg_inf else gg.scale(c, row, 0.0)
+                t = gg.concat(c, t, row, 1)
+            return t
+
+        rows_kv = gg.get_rows(c, source(st_kv, kv, False), ci.read_idxs)
+        rows_sc = gg.get_rows(c, source(st_sc, sc, True), ci.read_idxs)
         if overlap:
             n_read = r * nb
             es = gg.type_size(rows_kv.type)
@@ -271,7 +285,14 @@ class DeepSeek4Graph(GraphContext):
         self.cb(comp, f"{name}_state_compress", il)
         comp = self.build_norm(comp, norm, type=NormType.RMS, il=il)
         comp = self.cb(self.rope_tail(comp, ci.write_pos, compressed=True), f"{name}_state_compress", il)
-        return self.expand(gg.set_rows(c, cache.k[il], gg.reshape_2d(c, comp, width, nb), ci.write_idxs))
+        self.expand(gg.set_rows(c, cache.k[il], gg.reshape_2d(c, comp, width, nb), ci.write_idxs))
+        if ci.snap_src is not None:
+            st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, gg.concat(c, st_kv, kv, 1), ci.snap_src),
+                                            ci.snap_dst))
+            st_sc = self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, gg.concat(c, st_sc, sc, 1), ci.snap_src),
+                                            ci.snap_dst))
+        self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, kv, ci.persist_src), ci.persist_dst))
+        self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, sc, ci.persist_src), ci.persist_dst))
 
     # ---- attention ------------------------------------------------------------------------------
     def build_lid_top_k(self, L, ci, qr, a, pos, il):
