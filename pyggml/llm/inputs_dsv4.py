@@ -54,9 +54,33 @@ class CompInput:
         return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)
 
 
+def hadamard(n: int) -> np.ndarray:
+    """Orthonormal Walsh-Hadamard matrix in Sylvester order: R[i, j] = (-1)^popcount(i & j) / sqrt(n)."""
+    r = np.ones((1, 1))
+    while r.shape[0] < n:
+        r = np.block([[r, r], [r, -r]])
+    return (r / np.sqrt(n)).astype(np.float32)
+
+
+def hadamard_size(head_dim: int) -> int:
+    """The rotation block of a head: the largest power of two >= 64 that divides it."""
+    n = 64
+    while head_dim % (2 * n) == 0:
+        n *= 2
+    if head_dim % n:
+        raise ValueError(f"dsv4: head size {head_dim} has no Hadamard block (a multiple of 64 is needed)")
+    return n
+
+
 class InpDSV4(GraphInput):
-    def __init__(self, ctx, mctx, n_tokens: int, flash_attn: bool):
+    """`k_rot` maps a cache name ("lid", and "raw"/"csa"/"hca" when the model's key head
+    equals the indexer head) to its Hadamard input [n, n]: those caches store rotated keys."""
+
+    def __init__(self, ctx, mctx, n_tokens: int, flash_attn: bool, rotations: dict):
         self.mctx = mctx
+        self.k_rot = {}
+        for name, n in rotations.items():
+            self.k_rot[name] = _input(ctx, gg.F32, [n, n], f"dsv4_{name}_k_rot")
         self.raw = InpAttn(ctx, mctx, n_tokens, flash_attn, causal=True)
         self.comp = {}
         for ratio, name in ((4, "csa"), (128, "hca")):
@@ -66,6 +90,9 @@ class InpDSV4(GraphInput):
                                              with_lid=ratio == CSA_RATIO)
 
     def set_input(self, ub):
+        for t in self.k_rot.values():
+            if _allocated(t):
+                t.numpy()[...] = hadamard(t.ne[0])
         self.raw.set_input(ub)
         for ratio, ci in self.comp.items():
             ci.set_input(self.mctx.plan(ratio))

@@ -183,3 +183,32 @@ def test_greedy_generation_is_stable_across_paths(tiny):
     a = f32_ctx(model).generate(toks, 16)
     b = f32_ctx(model, n_ubatch=7).generate(toks, 16)
     assert list(a) == list(b) and len(a) == 16
+
+
+def test_rotated_caches_when_the_key_head_equals_the_indexer_head(tmp_path):
+    # then the raw, CSA and HCA caches hold Hadamard-rotated keys too (q rotated alike, the
+    # output rotated back): the logits must not change
+    kw = dict(seed=4, head_dim=64)
+    path = write_tiny_deepseek4(tmp_path / "rot.gguf", **kw)
+    toks = prompt(140, seed=12)
+    ref = forward(config(**kw), load_weights(path), toks)
+    ctx = f32_ctx(Model.load(path), n_ubatch=64)
+    assert_close(ctx.decode(toks, logits_all=True), ref, 1e-9, "rotated caches")
+    names = ctx._last.names()
+    for nm in ("dsv4_raw_k_rot", "dsv4_csa_k_rot", "dsv4_hca_k_rot", "dsv4_lid_k_rot",
+               "lid_q_rot-1", "lid_state_compress_rot-1", "csa_state_compress_rot-1"):
+        assert nm in names, nm
+    r = names["dsv4_lid_k_rot"].numpy().astype(np.float64)
+    assert r.shape == (64, 64) and np.allclose(r @ r, np.eye(64), atol=1e-6)
+    assert np.allclose(np.abs(r), 1 / 8) and r[0, 0] > 0 and r[1, 1] < 0
+
+
+def test_taps_layer_inputs_and_h_nextn(tiny):
+    _, cfg, model = tiny
+    toks = prompt(9, seed=13)
+    ctx = f32_ctx(model, outputs=("layer_inp-0", "layer_inp-2", "h_nextn"))
+    ctx.decode(toks, logits_all=True)
+    emb = load_weights(tiny[0])["token_embd.weight"][toks]
+    assert_close(ctx.output("layer_inp-0").reshape(9, -1), emb, 1e-12, "layer 0 input = embedding")
+    assert ctx.output("layer_inp-2").shape[-1] == cfg["n_embd"]
+    assert ctx.output("h_nextn").reshape(9, -1).shape == (9, 4 * cfg["n_embd"])   # all hc streams

@@ -20,7 +20,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import ClampMode, FfnGate, FfnOp, Gating, GraphContext, NormType
-from ..inputs_dsv4 import InpDSV4
+from ..inputs_dsv4 import InpDSV4, hadamard_size
 from ..kv_cache_dsv4 import CSA_RATIO, HCA_RATIO, DSV4Memory
 from ..model import ROPE_TYPE_NORM
 from . import register
@@ -235,6 +235,24 @@ class DeepSeek4Graph(GraphContext):
                rope_attn_factor(fs, ext), bf, bs)
         return gg.rope_set_offset(y, x.ne[0] - hp.n_rot)
 
+    def rotate(self, x, rot):
+        """Blockwise Hadamard rotation of x's rows (blocks of rot.ne[0] values)."""
+        c, n = self.ctx0, rot.ne[0]
+        flat = gg.reshape_2d(c, gg.cont(c, x), n, x.nelements // n)
+        return gg.reshape_4d(c, gg.mul_mat(c, rot, flat), *x.ne)
+
+    def rotations(self) -> dict:
+        """Which caches hold rotated keys: the indexer's always; the raw and compressed ones
+        when the key head equals the indexer head (whatever the cache type)."""
+        hp = self.hparams
+        rot = {"lid": hadamard_size(hp.indexer_head_size)}
+        if hp.head_dim_k == hp.indexer_head_size:
+            n = hadamard_size(hp.head_dim_k)
+            rot.update(raw=n, csa=n, hca=n)
+        if not any(r == CSA_RATIO for r in hp.compress_ratios[:hp.n_layer]):
+            rot.pop("lid")
+        return rot
+
     # ---- compressors --------------------------------------------------------------------------
     def build_compressor(self, a, ci, cache, wkv, wgate, ape, norm, width: int, overlap: bool,
                          name: str, il: int):
@@ -285,6 +303,8 @@ class DeepSeek4Graph(GraphContext):
         self.cb(comp, f"{name}_state_compress", il)
         comp = self.build_norm(comp, norm, type=NormType.RMS, il=il)
         comp = self.cb(self.rope_tail(comp, ci.write_pos, compressed=True), f"{name}_state_compress", il)
+        if name in self.inp.k_rot:   # the cache stores rotated keys
+            comp = self.cb(self.rotate(comp, self.inp.k_rot[name]), f"{name}_state_compress_rot", il)
         self.expand(gg.set_rows(c, cache.k[il], gg.reshape_2d(c, comp, width, nb), ci.write_idxs))
         if ci.snap_src is not None:
             st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, gg.concat(c, st_kv, kv, 1), ci.snap_src),
@@ -300,6 +320,7 @@ class DeepSeek4Graph(GraphContext):
         di, Hi, T = hp.indexer_head_size, hp.indexer_n_head, a.ne[1]
         iq = gg.reshape_3d(c, gg.mul_mat(c, L.indexer_q_b, qr), di, Hi, T)
         iq = self.cb(self.rope_tail(iq, pos, compressed=True), "lid_q_rope", il)
+        iq = self.cb(self.rotate(iq, self.inp.k_rot["lid"]), "lid_q_rot", il)
         iw = gg.scale(c, gg.mul_mat(c, L.indexer_proj, a), 1.0 / math.sqrt(di * Hi))
         self.cb(iw, "lid_weights", il)
         k = self.mctx.get_comp_k(c, mem.lid, il, ci.n_kv, ci.stream)
@@ -315,7 +336,7 @@ class DeepSeek4Graph(GraphContext):
         n_kv, T = kq_mask.ne[0], kq_mask.ne[1]
         m = gg.fill(c, kq_mask, -math.inf)
         m = gg.view_4d(c, m, 1, n_kv, T, 1, m.nb[0], m.nb[1], m.nb[1] * T, 0)
-        zeros = gg.fill(c, c_new(c, kq_mask.type, [1, top.ne[0], T, 1]), 0.0)
+        zeros = gg.fill(c, c.new_tensor(kq_mask.type, [1, top.ne[0], T, 1]), 0.0)
         m = gg.set_rows(c, m, zeros, gg.reshape_3d(c, top, top.ne[0], T, 1))
         m = gg.view_4d(c, m, n_kv, T, 1, 1, m.nb[2], m.nb[2] * T, m.nb[2] * T, 0)
         return self.cb(gg.add(c, m, kq_mask), "csa_top_k_mask", il)
@@ -348,6 +369,9 @@ class DeepSeek4Graph(GraphContext):
                                   d, False, "hca", il)
 
         lay = inp.raw.layer(il)
+        raw_rot = inp.k_rot.get("raw")
+        if raw_rot is not None:      # rotated raw keys: rotate q alike, the output back below
+            q, kv = self.rotate(q, raw_rot), self.rotate(kv, raw_rot)
         self.expand(q)
         self.expand(kv)
         self.expand(lay.part.cpy_k(c, kv, lay.k_idxs, il))
@@ -371,6 +395,8 @@ class DeepSeek4Graph(GraphContext):
         self.cb(k_all, "k_all", il)
         out = self.build_attn_mha(q, k_all, k_all, None, mask, L.attn_sinks, None,
                                   1.0 / math.sqrt(d), il, n_kv_max)
+        if raw_rot is not None:
+            out = self.rotate(out, raw_rot)
         out = self.rope_tail(gg.reshape_3d(c, out, d, H, T), pos, compressed, back=True)
         self.cb(out, "attn_derope", il)
         g = hp.o_groups
@@ -390,7 +416,7 @@ class DeepSeek4Graph(GraphContext):
         e = self.build_inp_embd(m.get(GLOBAL_TENSORS["tok_embd"]))
         pos = self.build_inp_pos()
         out_ids = self.build_inp_out_ids()
-        inp = self.res.add_input(InpDSV4(c, self.mctx, T, self.flash_attn))
+        inp = self.inp = self.res.add_input(InpDSV4(c, self.mctx, T, self.flash_attn, self.rotations()))
         x = self.cb(gg.repeat_4d(c, gg.reshape_3d(c, e, D, 1, T), D, hc, T, 1), "hc_init")
 
         for il in range(self.n_layer):
@@ -444,6 +470,3 @@ class DeepSeek4Graph(GraphContext):
         self.build_sampling()
         return self.res
 
-
-def c_new(ctx, type, ne):
-    return ctx.new_tensor(type, ne)
