@@ -89,8 +89,8 @@ class Context:
         self.outputs = tuple(outputs)
         self.memory = cls.create_memory(model, hp, cp)
         self._graphs: OrderedDict = OrderedDict()
-        self._max_nodes = graph_max_nodes(len(getattr(model, "tensors", ()) or ()), self.n_ubatch,
-                                          hybrid=getattr(cls, "HYBRID_NODE_BUDGET", False))
+        self._max_nodes = graph_max_nodes(len(model.tensors), self.n_ubatch,
+                                          hybrid=cls.HYBRID_NODE_BUDGET)
         self._last: GraphResult | None = None
         self.logits: np.ndarray | None = None
         self.reset_timings()

@@ -189,6 +189,7 @@ class GraphContext:
     swiglu_clamp_exp = None      # per-layer limits (sequence) for MoE experts
     swiglu_clamp_shexp = None    # per-layer limits for dense / shared-expert FFNs
     swiglu_clamp_mode = ClampMode.ACTIVATED
+    HYBRID_NODE_BUDGET = False   # dsv4 / hybrid families: the larger node budget
 
     def __init__(self, model, params: GraphParams, res: GraphResult):
         hp = params.hparams

@@ -32,7 +32,7 @@ def load_hparams(model):
     """The architecture's own hyperparameters for `model`, from its GGUF metadata."""
     import dataclasses
     cls = builder_for(model.arch)
-    hp = cls.HParams.from_gguf(getattr(model, "kv", None) or {}, model.arch)
+    hp = cls.HParams.from_gguf(model.kv, model.arch)
     if not hp.n_vocab:
         emb = model.get("token_embd.weight", required=False)
         if emb is not None:
