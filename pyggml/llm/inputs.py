@@ -14,6 +14,8 @@ import numpy as np
 
 import pyggml as gg
 
+from .memory import NoCacheContext
+
 
 @dataclass
 class UBatch:
@@ -182,7 +184,6 @@ class InpAttn(GraphInput):
                 part.set_input_kq_mask(m, ub, self.causal)
 
     def can_reuse(self, params):
-        from .memory import NoCacheContext
         mctx = params.mctx if params.mctx is not None else NoCacheContext(params.ubatch.n_tokens)
         parts = mctx.parts()
         T = params.ubatch.n_tokens
