@@ -15,7 +15,10 @@ from .context import Context  # noqa: E402
 from .graph import GraphContext, GraphParams, GraphResult  # noqa: E402
 from .inputs import UBatch  # noqa: E402
 from .kv_cache import KVCache  # noqa: E402
+from .kv_cache_iswa import KVCacheISWA  # noqa: E402
+from .memory import Memory, MemoryContext  # noqa: E402
 from .sampling import Sampler, greedy  # noqa: E402
+from .tiny import write_tiny_deepseek4  # noqa: E402
 
 __all__ += ["Context", "GraphContext", "GraphParams", "GraphResult", "UBatch", "KVCache",
-            "Sampler", "greedy"]
+            "KVCacheISWA", "Memory", "MemoryContext", "Sampler", "greedy", "write_tiny_deepseek4"]

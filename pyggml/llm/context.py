@@ -1,14 +1,16 @@
-"""Decoding (llama.cpp's llama_context), spec graph.md 1.4 and 1.6.
+"""Decoding (llama.cpp's llama_context).
 
-`decode(tokens)` splits the tokens into ubatches; for each it plans cache cells, gets a graph
-for the ubatch's shape key (built once, then reused: only the inputs are refilled), computes
-it and copies out the logits rows. Later calls continue the sequence.
+`decode(ids)` splits the ids into ubatches, asks the memory to plan all of them, and for each
+commits the plan, gets a graph for the ubatch's shape key (built once, then reused: only the
+inputs are refilled), computes it and copies out the logits rows. Later calls continue the
+sequence; `seq_rm`, `seq_cp`, `seq_keep` edit the memory as llama_memory_seq_* do.
 """
 from __future__ import annotations
 
 import os
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,47 +18,87 @@ import pyggml as gg
 
 from .graph import GraphParams, GraphResult, graph_max_nodes
 from .inputs import UBatch
-from .kv_cache import KVCache, pad_to
-from .models import build_graph, builder_for
-from .models.llama import get_tensor
+from .models import build_graph, builder_for, load_hparams
 from .sampling import greedy
+
+
+@dataclass(frozen=True)
+class ContextParams:
+    """llama_context_params that shape the memory and the graphs."""
+    n_ctx: int
+    n_threads: int
+    flash_attn: bool
+    type_k: object
+    type_v: object
+    n_batch: int
+    n_ubatch: int
+    n_seq_max: int
+    n_rs_seq: int
+
+
+class Generation(list):
+    """The ids `generate` sampled, with why it stopped: "n" (as many as asked) or "n_ctx"
+    (the sequence reached the context size; `truncated` is then True)."""
+
+    def __init__(self, ids=(), stop_reason: str = "n"):
+        super().__init__(ids)
+        self.stop_reason = stop_reason
+
+    @property
+    def truncated(self) -> bool:
+        return self.stop_reason == "n_ctx"
 
 
 class Context:
     """A decoding context over a loaded model (pyggml.llm.model.Model).
 
-    n_ctx is the longest sequence (positions 0..n_ctx-1); the KV cache holds n_ctx padded to
-    256 cells as upstream. flash_attn selects the flash-attention path (F16 KQ mask, V cache
-    not transposed) or mul_mat + soft_max_ext (F32 mask, V cache transposed).
+    n_ctx is the longest sequence (positions 0..n_ctx-1); caches hold n_ctx padded to 256
+    cells as upstream. flash_attn selects the flash-attention path (F16 KQ masks, V cache not
+    transposed) or mul_mat + soft_max_ext (F32 masks, V cache transposed). Caches are F16 by
+    default; type_k=type_v=gg.F32 gives llama.cpp's exact settings. n_seq_max sequences
+    share the memory; n_rs_seq is the rollback depth of recurrent/compressor states (how
+    many trailing positions seq_rm may remove from them). `outputs` names extra tensors
+    (cb names such as "l_out-1") to keep after each ubatch: read them with `output(name)`.
     """
 
     MAX_GRAPHS = 4  # built graphs kept (one per shape key); clear_graphs() drops them
 
     def __init__(self, model, n_ctx: int = 512, n_threads: int = 2, flash_attn: bool = True,
-                 n_batch: int = 2048, n_ubatch: int = 512, n_seq_max: int = 1,
+                 n_batch: int = 2048, n_ubatch: int = 512, n_seq_max: int = 1, n_rs_seq: int = 0,
                  type_k=gg.F16, type_v=gg.F16, graph_reuse: bool | None = None,
-                 backend_sampling: bool = False):
-        hp = model.hparams
-        builder_for(hp.arch)  # fail early on an unknown architecture
-        if n_ctx <= 0 or n_batch <= 0 or n_ubatch <= 0 or n_threads <= 0:
-            raise ValueError(f"Context: n_ctx={n_ctx}, n_batch={n_batch}, n_ubatch={n_ubatch}, "
-                             f"n_threads={n_threads} must all be positive")
-        self.model, self.hparams = model, hp
-        self.n_ctx, self.n_threads, self.flash_attn = int(n_ctx), int(n_threads), bool(flash_attn)
-        self.n_batch, self.n_ubatch = int(n_batch), int(min(n_ubatch, n_batch))
-        self.n_seq_max = n_seq_max
+                 backend_sampling: bool = False, outputs: tuple = ()):
+        cls = builder_for(model.arch)  # fail early on an unknown architecture
+        for name, v in (("n_ctx", n_ctx), ("n_batch", n_batch), ("n_ubatch", n_ubatch),
+                        ("n_threads", n_threads), ("n_seq_max", n_seq_max)):
+            if not isinstance(v, (int, np.integer)) or v <= 0:
+                raise ValueError(f"Context: {name}={v!r} must be a positive integer")
+        if not isinstance(n_rs_seq, (int, np.integer)) or n_rs_seq < 0:
+            raise ValueError(f"Context: n_rs_seq={n_rs_seq!r} must be a non-negative integer")
+        self.model = model
+        self.hparams = hp = load_hparams(model)
+        self.cparams = cp = ContextParams(
+            n_ctx=int(n_ctx), n_threads=int(n_threads), flash_attn=bool(flash_attn),
+            type_k=type_k, type_v=type_v, n_batch=int(n_batch),
+            n_ubatch=int(min(n_ubatch, n_batch)), n_seq_max=int(n_seq_max), n_rs_seq=int(n_rs_seq))
+        self.n_ctx, self.n_threads, self.flash_attn = cp.n_ctx, cp.n_threads, cp.flash_attn
+        self.n_batch, self.n_ubatch, self.n_seq_max = cp.n_batch, cp.n_ubatch, cp.n_seq_max
         if graph_reuse is None:
             graph_reuse = not os.environ.get("PYGGML_GRAPH_REUSE_DISABLE")
         self.graph_reuse = graph_reuse
         self.samplers = ("greedy",) if backend_sampling else ()
-        self.kv = KVCache.for_model(hp, pad_to(self.n_ctx, 256), type_k=type_k, type_v=type_v,
-                                    v_trans=not self.flash_attn, n_seq_max=n_seq_max,
-                                    n_swa=getattr(hp, "n_swa", 0) or 0,
-                                    swa_type=getattr(hp, "swa_type", 0) or 0)
+        self.outputs = tuple(outputs)
+        self.memory = cls.create_memory(model, hp, cp)
         self._graphs: OrderedDict = OrderedDict()
-        self._max_nodes = graph_max_nodes(len(getattr(model, "tensors", ()) or ()))
+        self._max_nodes = graph_max_nodes(len(model.tensors), self.n_ubatch,
+                                          hybrid=cls.HYBRID_NODE_BUDGET)
+        self._last: GraphResult | None = None
         self.logits: np.ndarray | None = None
         self.reset_timings()
+
+    @property
+    def kv(self):
+        """The memory (a KVCache for the llama family)."""
+        return self.memory
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def reset_timings(self) -> None:
@@ -66,22 +108,59 @@ class Context:
 
     def clear_graphs(self) -> None:
         self._graphs.clear()
+        self._last = None
 
     def reset(self) -> None:
-        """Forget every sequence (the cache) and the last logits."""
-        self.kv.clear()
+        """Forget every sequence (the memory) and the last logits."""
+        self.memory.clear()
         self.logits = None
 
     def n_past(self, seq_id: int = 0) -> int:
-        return self.kv.seq_pos_max(seq_id) + 1
+        return self.memory.seq_pos_max(self._check_seq(seq_id, "n_past")) + 1
+
+    # ---- sequence operations (llama_memory_seq_*) ----------------------------------------
+    def _check_seq(self, seq_id, what: str, allow_all: bool = False) -> int:
+        if isinstance(seq_id, bool) or not isinstance(seq_id, (int, np.integer)):
+            raise TypeError(f"{what}: seq_id must be an int, got {type(seq_id).__name__}")
+        if allow_all and seq_id < 0:
+            return -1
+        if not 0 <= seq_id < self.n_seq_max:
+            raise ValueError(f"{what}: seq_id {seq_id} out of range [0, {self.n_seq_max})")
+        return int(seq_id)
+
+    def seq_rm(self, seq_id: int, p0: int = -1, p1: int = -1) -> bool:
+        """Remove positions [p0, p1) of seq_id (p0 < 0: from 0, p1 < 0: to the end; seq_id < 0:
+        every sequence). False when the memory cannot remove that range (it is unchanged)."""
+        return bool(self.memory.seq_rm(self._check_seq(seq_id, "seq_rm", True), p0, p1))
+
+    def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:
+        """Let dst see positions [p0, p1) of src."""
+        self.memory.seq_cp(self._check_seq(src, "seq_cp"), self._check_seq(dst, "seq_cp"), p0, p1)
+
+    def seq_keep(self, seq_id: int) -> None:
+        """Drop every sequence but seq_id."""
+        self.memory.seq_keep(self._check_seq(seq_id, "seq_keep"))
+
+    def seq_add(self, seq_id: int, p0: int, p1: int, delta: int) -> None:
+        """Shift positions [p0, p1) of seq_id by delta (cached keys are re-roped)."""
+        self.memory.seq_add(self._check_seq(seq_id, "seq_add"), p0, p1, delta)
 
     # ---- decode ---------------------------------------------------------------------------
     def _check_tokens(self, tokens) -> np.ndarray:
-        arr = np.asarray(tokens)
+        if isinstance(tokens, (str, bytes)):
+            raise TypeError(f"decode: expected token ids (a sequence of ints), got "
+                            f"{type(tokens).__name__} {tokens[:20]!r}; tokenize the text first")
+        try:
+            arr = np.asarray(tokens)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"decode: expected token ids (a sequence of ints): {e}") from None
         if arr.ndim != 1:
             arr = arr.ravel()
         if arr.size == 0:
             raise ValueError("decode: empty batch (pass at least one token id)")
+        if arr.dtype == bool or not (np.issubdtype(arr.dtype, np.integer)
+                                     or np.issubdtype(arr.dtype, np.floating)):
+            raise TypeError(f"decode: expected token ids (ints), got an array of {arr.dtype}")
         if not np.issubdtype(arr.dtype, np.integer):
             if not np.all(np.equal(np.mod(arr, 1), 0)):
                 raise ValueError(f"decode: token ids must be integers, got dtype {arr.dtype}")
@@ -94,13 +173,12 @@ class Context:
                              f"[0, {n_vocab}) for this model's vocabulary")
         return arr.astype(np.int32)
 
-    def decode(self, tokens, logits_all: bool = False, seq_id: int = 0) -> np.ndarray:
-        """Append tokens to sequence seq_id. Returns logits float32 [n_outputs, n_vocab]:
-        every token's row when logits_all, else only the last token's."""
-        tok = self._check_tokens(tokens)
-        if not 0 <= seq_id < self.n_seq_max:
-            raise ValueError(f"decode: seq_id {seq_id} out of range [0, {self.n_seq_max})")
-        self._apply_shift()
+    def decode(self, ids, logits_all: bool = False, seq_id: int = 0) -> np.ndarray:
+        """Append ids to sequence seq_id. Returns logits float32 [n_outputs, n_vocab]: every
+        token's row when logits_all, else only the last token's."""
+        tok = self._check_tokens(ids)
+        seq_id = self._check_seq(seq_id, "decode")
+        self.memory.update(self.n_threads)
         pos0 = self.n_past(seq_id)
         if pos0 + len(tok) > self.n_ctx:
             raise ValueError(f"decode: sequence {seq_id} would reach {pos0 + len(tok)} tokens "
@@ -108,34 +186,36 @@ class Context:
         out = np.zeros(len(tok), bool)
         out[:] = logits_all
         out[-1] = True
-        rows = []
+        ubs, wanted = [], []
         for b0 in range(0, len(tok), self.n_ubatch):
             b1 = min(b0 + self.n_ubatch, len(tok))
             flags = out[b0:b1].copy()
-            wanted = flags.any()
+            wanted.append(flags.any())
             flags[-1] = True  # a ubatch always has an output row: its shape then matches the
             #                   final ubatch's (graph reuse) and no graph has 0-row tensors
-            ub = UBatch(pos=np.arange(pos0 + b0, pos0 + b1, dtype=np.int32),
-                        seq_id=np.full(b1 - b0, seq_id, np.int32), output=flags,
-                        token=tok[b0:b1])
-            r = self._process_ubatch(ub)
-            if wanted:
+            ubs.append(UBatch(pos=np.arange(pos0 + b0, pos0 + b1, dtype=np.int32),
+                              seq_id=np.full(b1 - b0, seq_id, np.int32), output=flags,
+                              token=tok[b0:b1]))
+        plans = self.memory.init_batch(ubs)
+        if plans is None:
+            raise ValueError(f"decode: the memory has no room for {len(tok)} more tokens of "
+                             f"sequence {seq_id}")
+        rows = []
+        for ub, mctx, want in zip(ubs, plans, wanted):
+            r = self._process_ubatch(ub, mctx)
+            if want:
                 rows.append(r)
         self.logits = np.concatenate(rows) if len(rows) > 1 else rows[0]
         return self.logits
 
-    def _process_ubatch(self, ub: UBatch):
+    def _process_ubatch(self, ub: UBatch, mctx):
         t0 = time.perf_counter()
         t_build0 = self.timings["t_build_s"]
-        slot = self.kv.find_slot(ub)
-        if slot is None:
-            raise ValueError(f"decode: the KV cache ({self.kv.size} cells) has no room for "
-                             f"{ub.n_tokens} more tokens")
-        self.kv.apply_ubatch(slot, ub)
+        mctx.apply()
         try:
             params = GraphParams(arch=self.hparams.arch, hparams=self.hparams, ubatch=ub,
-                                 n_outputs=ub.n_outputs, flash_attn=self.flash_attn, kv=self.kv,
-                                 slot=slot, n_kv=self.kv.get_n_kv(), samplers=self.samplers)
+                                 n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
+                                 samplers=self.samplers, outputs=self.outputs)
             res = self._get_graph(params)
             t1 = time.perf_counter()
             res.set_inputs(ub)
@@ -143,9 +223,10 @@ class Context:
             res.gf.compute(self.n_threads)
             t3 = time.perf_counter()
         except BaseException:
-            # the cells of this ubatch hold no valid K/V: forget them
-            self.kv.seq_rm(int(ub.seq_id[0]), int(ub.pos[0]), int(ub.pos[-1]) + 1)
+            # this ubatch's cells hold no valid state: forget them
+            self.memory.seq_rm(int(ub.seq_id[0]), int(ub.pos[0]), -1)
             raise
+        self._last = res
         logits = None
         if ub.n_outputs:
             logits = np.array(res.t_logits.numpy(), np.float32).reshape(ub.n_outputs, -1)
@@ -156,6 +237,15 @@ class Context:
         tm["n_ubatch"] += 1
         tm["n_tokens"] += ub.n_tokens
         return logits
+
+    def output(self, name: str) -> np.ndarray:
+        """A copy of the tensor named `name` from the last ubatch's graph (the name must be
+        in the Context's `outputs`)."""
+        if name not in self.outputs:
+            raise KeyError(f"output: {name!r} is not kept; pass outputs=({name!r},) to Context")
+        if self._last is None:
+            raise RuntimeError("output: nothing decoded yet")
+        return np.array(self._last.get(name).to_f32())
 
     def _get_graph(self, params: GraphParams) -> GraphResult:
         key = params.key()
@@ -175,33 +265,37 @@ class Context:
                 self._graphs.popitem(last=False)
         return res
 
-    def _apply_shift(self) -> None:
-        if self.kv.cells.has_shift:
-            self.kv.apply_k_shift(self.hparams, self.n_threads,
-                                  get_tensor(self.model, "rope_freqs.weight"))
-
     # ---- generation -----------------------------------------------------------------------
-    def generate(self, tokens, n: int, sampler=None, seq_id: int = 0) -> list[int]:
-        """Decode tokens, then sample n new ids (greedy by default). Every sampled id but the
-        last is decoded; pass the last one as the next call's tokens to continue."""
-        if n < 0:
-            raise ValueError(f"generate: n must be >= 0, got {n}")
+    def generate(self, tokens, n: int, sampler=None, seq_id: int = 0) -> Generation:
+        """Decode tokens, then sample up to n new ids (greedy by default). Every sampled id
+        but the last is decoded; pass the last one as the next call's tokens to continue.
+        Stops early, keeping what it sampled, when the sequence reaches n_ctx (the result's
+        stop_reason is then "n_ctx")."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
         sampler = sampler or greedy
         t0 = time.perf_counter()
         logits = self.decode(tokens, seq_id=seq_id)
         t1 = time.perf_counter()
-        out: list[int] = []
+        out = Generation()
         for i in range(n):
             tok = int(sampler(logits[-1]))
             out.append(tok)
             if i + 1 < n:
+                if self.n_past(seq_id) >= self.n_ctx:
+                    out.stop_reason = "n_ctx"
+                    break
                 logits = self.decode([tok], seq_id=seq_id)
         t2 = time.perf_counter()
         n_tok = len(np.asarray(tokens).ravel())
         self.last_timings = {
             "prompt_tokens": n_tok, "prompt_s": t1 - t0,
             "prompt_tokens_per_s": n_tok / max(t1 - t0, 1e-9),
-            "gen_tokens": n, "gen_s": t2 - t1,
-            "gen_tokens_per_s": max(n - 1, 0) / max(t2 - t1, 1e-9),
+            "gen_tokens": len(out), "gen_s": t2 - t1,
+            "gen_tokens_per_s": max(len(out) - 1, 0) / max(t2 - t1, 1e-9),
+            "stop_reason": out.stop_reason,
         }
         return out
+
+    # llama-cpp-python's spelling
+    run = generate

@@ -1,64 +1,113 @@
-"""The graph builder (llama.cpp's llm_graph_context), spec graph.md sections 1 and 3.
+"""The graph builder (llama.cpp's llm_graph_context).
 
 `GraphParams` fully determines a graph's topology (its `key()`), `GraphResult` owns one
 built graph with its inputs and named outputs, `GraphContext` holds the shared builders that
 the per-architecture graphs in `models/` compose. Intermediates are named as llama.cpp's
 callback names them (`attn_norm-0`, `Qcur-0`, ..., `result_output`) so graphs can be
-compared node by node.
+compared node by node, and `GraphResult.get(name)` finds them by that name.
+
+Attention goes through the memory interface (memory.py): `build_attn` asks the input for the
+cache part of layer il and calls its `cpy_k/cpy_v` (writes) and `get_k/get_v` (views); it
+does not know which memory it talks to.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass
+from enum import IntEnum
 from typing import Any
-
-import numpy as np
 
 import pyggml as gg
 
-from .inputs import InpAttnKV, InpAttnNoCache, InpEmbd, InpOutIds, InpPos, UBatch
-
-# norm types (llm_norm_type)
-LLM_NORM, LLM_NORM_RMS = 0, 1
-# ffn activations (llm_ffn_op_type)
-FFN_SILU, FFN_GELU, FFN_RELU, FFN_RELU_SQR, FFN_SWIGLU, FFN_GEGLU, FFN_REGLU, FFN_SWIGLU_OAI_MOE = range(8)
-# ffn gate types: SEQ = gate(up(x)), PAR = gate(x) next to up(x)
-FFN_SEQ, FFN_PAR = 0, 1
-# swiglu clamp semantics (spec 3.4): clamp the gate input (dsv4 family, fused op) or the
-# activated gate (every other arch)
-CLAMP_ACTIVATED, CLAMP_GATE_INPUT = 0, 1
-# MoE gating functions
-GATING_SOFTMAX, GATING_SIGMOID, GATING_SOFTMAX_WEIGHT, GATING_SQRT_SOFTPLUS = 1, 2, 3, 4
+from .inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch
+from .memory import NoCacheContext
 
 
-cast = gg.cast  # ggml_cast(ctx, t, type)
+class NormType(IntEnum):            # llm_norm_type
+    NORM = 0                        # layer norm (norm_eps)
+    RMS = 1                         # rms norm (norm_rms_eps)
 
 
-def graph_max_nodes(n_tensors: int) -> int:
-    """Upstream's default node budget, doubled: a pyggml Graph's capacity counts leafs
-    (weights, inputs) as well as nodes."""
+class FfnOp(IntEnum):               # llm_ffn_op_type
+    SILU = 0
+    GELU = 1
+    RELU = 2
+    RELU_SQR = 3
+    SWIGLU = 4                      # one tensor, halves = gate | linear
+    GEGLU = 5
+    REGLU = 6
+    SWIGLU_OAI_MOE = 7
+
+
+class FfnGate(IntEnum):             # llm_ffn_gate_type
+    SEQ = 0                         # gate(up(x))
+    PAR = 1                         # gate(x) next to up(x)
+
+
+class ClampMode(IntEnum):
+    """SWIGLU clamp semantics: clamp the activated gate (most archs) or the gate input
+    (dsv4 family: silu(min(g, L)) * clamp(u, -L, L))."""
+    ACTIVATED = 0
+    GATE_INPUT = 1
+
+
+class Gating(IntEnum):              # llama_expert_gating_func_type
+    SOFTMAX = 1
+    SIGMOID = 2
+    SOFTMAX_WEIGHT = 3
+    SQRT_SOFTPLUS = 4
+
+
+# flat names, as llama.cpp spells the enum members
+LLM_NORM, LLM_NORM_RMS = NormType.NORM, NormType.RMS
+(FFN_SILU, FFN_GELU, FFN_RELU, FFN_RELU_SQR, FFN_SWIGLU, FFN_GEGLU, FFN_REGLU,
+ FFN_SWIGLU_OAI_MOE) = tuple(FfnOp)
+FFN_SEQ, FFN_PAR = FfnGate.SEQ, FfnGate.PAR
+CLAMP_ACTIVATED, CLAMP_GATE_INPUT = ClampMode.ACTIVATED, ClampMode.GATE_INPUT
+GATING_SOFTMAX, GATING_SIGMOID, GATING_SOFTMAX_WEIGHT, GATING_SQRT_SOFTPLUS = tuple(Gating)
+
+
+def graph_max_nodes(n_tensors: int, n_tokens: int = 0, hybrid: bool = False) -> int:
+    """Upstream's node budget (dsv4/hybrid families: max(40*T, 32*n_tensors)), doubled: a
+    pyggml Graph's capacity counts leafs (weights, inputs) as well as nodes."""
+    if hybrid:
+        return 2 * max(40 * n_tokens, 32 * n_tensors, 1024)
     return 2 * max(1024, 8 * n_tensors)
 
 
 @dataclass
 class GraphParams:
-    """Everything that decides a graph's topology, plus the per-step state inputs read."""
+    """Everything that decides a graph's topology, plus the per-step state inputs read.
+
+    `mctx` is the memory's plan for this ubatch (None: attention over the ubatch itself).
+    `outputs` names extra tensors (by their cb name) to keep readable after compute.
+    `kv`, `slot`, `n_kv`: shorthand for a unified KVCache with a planned slot."""
     arch: str
     hparams: Any
     ubatch: UBatch
     n_outputs: int
     flash_attn: bool = True
-    kv: Any = None            # KVCache, None for no-cache graphs
-    slot: Any = None          # SlotInfo of this ubatch in kv
-    n_kv: int = 0
+    mctx: Any = None
     causal_attn: bool = True
     samplers: tuple = ()      # backend samplers (only "greedy" is supported)
+    outputs: tuple = ()
+    kv: InitVar[Any] = None
+    slot: InitVar[Any] = None
+    n_kv: InitVar[int] = 0
+
+    def __post_init__(self, kv, slot, n_kv):
+        if kv is not None and self.mctx is None:
+            from .kv_cache import KVCacheContext
+            self.mctx = KVCacheContext(kv, slot, self.ubatch)
+            if n_kv:
+                self.mctx.n_kv = int(n_kv)
 
     def key(self) -> tuple:
         ub = self.ubatch
-        return (self.arch, ub.n_tokens, self.n_outputs, self.n_kv, ub.token is not None,
-                ub.embd is not None, self.flash_attn, self.kv is not None, self.causal_attn,
-                tuple(self.samplers))
+        mkey = None if self.mctx is None else (type(self.mctx).__name__, self.mctx.shape_key())
+        return (self.arch, ub.n_tokens, self.n_outputs, mkey, ub.token is not None,
+                ub.embd is not None, self.flash_attn, self.causal_attn, tuple(self.samplers),
+                tuple(self.outputs))
 
     def allow_reuse(self, other: "GraphParams") -> bool:
         return other is not None and self.key() == other.key()
@@ -72,10 +121,11 @@ class GraphResult:
         self.gf = gg.Graph(self.ctx, max_nodes)
         self.inputs: list = []
         self.t_inp_tokens = self.t_inp_embd = None
-        self.t_logits = self.t_embd = self.t_sampled = None
+        self.t_logits = self.t_embd = self.t_sampled = self.t_h_nextn = None
         self.t_layer_inp: list = []
         self.params: GraphParams | None = None
         self.model = None
+        self._by_name: dict | None = None
 
     def add_input(self, inp):
         self.inputs.append(inp)
@@ -95,20 +145,58 @@ class GraphResult:
             self.params = params
         return ok
 
+    def names(self) -> dict:
+        """cb name -> tensor (graph nodes, then leafs; a later node of the same name wins)."""
+        if self._by_name is None:
+            d = {}
+            for t in list(self.gf.leafs) + list(self.gf.nodes):
+                if t.name:
+                    d[t.name] = t
+            self._by_name = d
+        return self._by_name
+
+    def get(self, name: str):
+        """The tensor the builder named `name` (e.g. "l_out-3", "result_norm"). Its data is
+        only kept after compute when the graph was built with the name in params.outputs."""
+        t = self.names().get(name)
+        if t is None:
+            near = sorted(n for n in self.names() if n.split("-")[0] == name.split("-")[0])[:8]
+            raise KeyError(f"GraphResult: no tensor named {name!r}"
+                           + (f" (similar: {', '.join(near)})" if near else ""))
+        return t
+
     def set_outputs(self) -> None:
-        for t in (self.t_logits, self.t_embd, self.t_sampled):
+        self._by_name = None
+        for t in (self.t_logits, self.t_embd, self.t_sampled, self.t_h_nextn):
             if t is not None:
                 t.set_output()
+        if self.params is not None:
+            for name in self.params.outputs:
+                self.get(name).set_output()
 
 
 class GraphContext:
-    """Shared builders. Subclasses (models/) emit their graph in build()."""
+    """Shared builders. Subclasses (models/) emit their graph in build().
+
+    Scalars that only some architectures have (soft cap, SWIGLU clamp limits, embedding
+    scale, q/k/v clamp) are attributes with neutral defaults that a model's builder sets
+    from its own hyperparameters."""
+
+    attn_soft_cap = 0.0
+    max_alibi_bias = 0.0
+    clamp_kqv = 0.0
+    embedding_scale = 0.0
+    swiglu_clamp_exp = None      # per-layer limits (sequence) for MoE experts
+    swiglu_clamp_shexp = None    # per-layer limits for dense / shared-expert FFNs
+    swiglu_clamp_mode = ClampMode.ACTIVATED
+    HYBRID_NODE_BUDGET = False   # dsv4 / hybrid families: the larger node budget
 
     def __init__(self, model, params: GraphParams, res: GraphResult):
         hp = params.hparams
         self.model, self.params, self.res, self.hparams = model, params, res, hp
         self.ctx0, self.gf = res.ctx, res.gf
         self.ubatch = params.ubatch
+        self.mctx = params.mctx
         self.n_tokens, self.n_outputs = params.ubatch.n_tokens, params.n_outputs
         self.n_embd, self.n_layer = hp.n_embd, hp.n_layer
         self.n_head, self.n_head_kv = hp.n_head, hp.n_head_kv
@@ -119,13 +207,8 @@ class GraphContext:
         self.ext_factor, self.attn_factor = 0.0, 1.0     # no YaRN
         self.beta_fast, self.beta_slow = 32.0, 1.0
         self.norm_rms_eps = hp.rms_eps
-        self.norm_eps = getattr(hp, "norm_eps", hp.rms_eps)
+        self.norm_eps = hp.rms_eps
         self.flash_attn = params.flash_attn
-        self.attn_soft_cap = float(getattr(hp, "attn_soft_cap", 0.0) or 0.0)
-        self.max_alibi_bias = 0.0
-        self.swiglu_clamp_shexp = getattr(hp, "swiglu_clamp_shexp", None)
-        self.swiglu_clamp_exp = getattr(hp, "swiglu_clamp_exp", None)
-        self.swiglu_clamp_mode = CLAMP_ACTIVATED
         res.params = params
         res.model = model  # weights must outlive the graph that reads them
 
@@ -148,9 +231,8 @@ class GraphContext:
         self.res.t_inp_tokens = inp.tokens
         cur = inp.embd if use_embd else gg.get_rows(self.ctx0, tok_embd, inp.tokens)
         self.res.t_inp_embd = cur
-        scale = float(getattr(self.hparams, "embedding_scale", 0.0) or 0.0)
-        if scale:
-            cur = gg.scale(self.ctx0, cur, scale)
+        if self.embedding_scale:
+            cur = gg.scale(self.ctx0, cur, self.embedding_scale)
         self.cb(cur, "embd")
         return self.expand(cur)
 
@@ -160,16 +242,20 @@ class GraphContext:
     def build_inp_out_ids(self):
         return self.res.add_input(InpOutIds(self.ctx0, self.n_outputs)).out_ids
 
-    def build_attn_inp_kv(self) -> InpAttnKV:
-        p = self.params
-        if p.kv is None:
-            raise ValueError("build_attn_inp_kv: these graph params carry no KV cache")
-        return self.res.add_input(InpAttnKV(self.ctx0, p.kv, self.n_tokens, p.n_kv,
-                                            self.flash_attn, p.slot))
+    def build_attn_inp(self) -> InpAttn:
+        """The attention input of this graph's memory (every part it exposes), or over the
+        ubatch itself when the params carry no memory."""
+        mctx = self.mctx if self.mctx is not None else NoCacheContext(self.n_tokens)
+        return self.res.add_input(InpAttn(self.ctx0, mctx, self.n_tokens, self.flash_attn,
+                                          self.params.causal_attn))
 
-    def build_attn_inp_no_cache(self) -> InpAttnNoCache:
-        return self.res.add_input(InpAttnNoCache(self.ctx0, self.n_tokens, self.flash_attn,
-                                                 self.params.causal_attn))
+    # the llama.cpp spellings of the same thing
+    build_attn_inp_kv = build_attn_inp
+    build_attn_inp_kv_iswa = build_attn_inp
+
+    def build_attn_inp_no_cache(self) -> InpAttn:
+        return self.res.add_input(InpAttn(self.ctx0, NoCacheContext(self.n_tokens), self.n_tokens,
+                                          self.flash_attn, self.params.causal_attn))
 
     # ---- basic blocks ---------------------------------------------------------------------------
     def build_lora_mm(self, w, cur, w_s=None):
@@ -189,11 +275,11 @@ class GraphContext:
             res = gg.mul(self.ctx0, res, gg.get_rows(self.ctx0, s, ids))
         return res
 
-    def build_norm(self, cur, mw=None, mb=None, type: int = LLM_NORM_RMS, il: int = -1):
+    def build_norm(self, cur, mw=None, mb=None, type: NormType = NormType.RMS, il: int = -1):
         """rms (or layer) norm over ne0, then *w, then +b. On [d, H, T] it normalizes per head."""
-        if type == LLM_NORM_RMS:
+        if type == NormType.RMS:
             cur = gg.rms_norm(self.ctx0, cur, self.norm_rms_eps)
-        elif type == LLM_NORM:
+        elif type == NormType.NORM:
             cur = gg.norm(self.ctx0, cur, self.norm_eps)
         else:
             raise ValueError(f"build_norm: unknown norm type {type}")
@@ -210,21 +296,25 @@ class GraphContext:
     def build_qkv(self, layer, cur, n_embd_head_q, n_head_q, n_embd_head_k=None, n_head_k=None,
                   n_embd_head_v=None, n_head_v=None, il: int = -1):
         """Q [dq, Hq, T], K [dk, Hk, T], V [dv, Hv, T] from the fused attn_qkv (strided views)
-        or from separate wq/wk/wv (+ biases, + optional clamp)."""
+        or from separate wq/wk/wv (+ biases, + optional clamp). `layer` is a namespace of the
+        layer's tensors (absent tensors may be None or missing)."""
         dk = n_embd_head_k or n_embd_head_q
         hk = n_head_k or n_head_q
         dv = n_embd_head_v or dk
         hv = n_head_v or hk
         c, T = self.ctx0, cur.ne[1]
         e_q, e_k = n_embd_head_q * n_head_q, dk * hk
-        clamp = float(getattr(self.hparams, "clamp_kqv", 0.0) or 0.0)
-        wqkv = getattr(layer, "wqkv", None)
-        if wqkv is not None:
-            qkv = self.cb(self.build_lora_mm(wqkv, cur, getattr(layer, "wqkv_s", None)), "wqkv", il)
-            if getattr(layer, "bqkv", None) is not None:
-                qkv = self.cb(gg.add(c, qkv, layer.bqkv), "wqkv_b", il)
-            elif all(getattr(layer, b, None) is not None for b in ("bq", "bk", "bv")):
-                b = gg.concat(c, gg.concat(c, layer.bq, layer.bk, 0), layer.bv, 0)
+        clamp = self.clamp_kqv
+
+        def w(name):
+            return getattr(layer, name, None)
+
+        if w("wqkv") is not None:
+            qkv = self.cb(self.build_lora_mm(w("wqkv"), cur, w("wqkv_s")), "wqkv", il)
+            if w("bqkv") is not None:
+                qkv = self.cb(gg.add(c, qkv, w("bqkv")), "wqkv_b", il)
+            elif all(w(b) is not None for b in ("bq", "bk", "bv")):
+                b = gg.concat(c, gg.concat(c, w("bq"), w("bk"), 0), w("bv"), 0)
                 qkv = self.cb(gg.add(c, qkv, b), "wqkv_b", il)
             if clamp > 0:
                 qkv = self.cb(gg.clamp(c, qkv, -clamp, clamp), "wqkv_clamped", il)
@@ -234,12 +324,12 @@ class GraphContext:
             v = gg.view_3d(c, qkv, dv, hv, T, es * dv, qkv.nb[1], es * (e_q + e_k))
         else:
             outs = []
-            for nm, w, b, s, d, h in (("Qcur", "wq", "bq", "wq_s", n_embd_head_q, n_head_q),
-                                      ("Kcur", "wk", "bk", "wk_s", dk, hk),
-                                      ("Vcur", "wv", "bv", "wv_s", dv, hv)):
-                t = self.cb(self.build_lora_mm(getattr(layer, w), cur, getattr(layer, s, None)), nm, il)
-                if getattr(layer, b, None) is not None:
-                    t = self.cb(gg.add(c, t, getattr(layer, b)), nm, il)
+            for nm, wn, bn, sn, d, h in (("Qcur", "wq", "bq", "wq_s", n_embd_head_q, n_head_q),
+                                         ("Kcur", "wk", "bk", "wk_s", dk, hk),
+                                         ("Vcur", "wv", "bv", "wv_s", dv, hv)):
+                t = self.cb(self.build_lora_mm(w(wn), cur, w(sn)), nm, il)
+                if w(bn) is not None:
+                    t = self.cb(gg.add(c, t, w(bn)), nm, il)
                 if clamp > 0:
                     t = self.cb(gg.clamp(c, t, -clamp, clamp), nm + "_clamped", il)
                 outs.append(gg.reshape_3d(c, t, d, h, T))
@@ -254,15 +344,63 @@ class GraphContext:
                            self.beta_fast, self.beta_slow)
 
     # ---- feed-forward ---------------------------------------------------------------------------
-    def _swiglu_limit(self, table, il):
+    @staticmethod
+    def swiglu_limit(table, il: int) -> float:
+        """The clamp limit of layer il from a scalar or per-layer table (0: no clamp)."""
         if table is None or il < 0:
             return 0.0
         return float(table[il]) if hasattr(table, "__len__") else float(table)
 
+    def build_act(self, cur, up, type_op: FfnOp, par: bool, limit: float = 0.0,
+                  prefix: str = "ffn", il: int = -1, act_scales=None):
+        """The activation shared by build_ffn and build_moe_ffn. `cur` is the gate branch,
+        `up` the linear branch; `par` says whether a separate gate exists (then the GLU
+        consumes both). SILU with a limit > 1e-6 clamps as `swiglu_clamp_mode` says.
+        Returns (h, par_left): par_left is True when the caller must still multiply by up."""
+        c = self.ctx0
+        if type_op == FfnOp.SILU:
+            if par and limit > 1e-6:
+                if self.swiglu_clamp_mode == ClampMode.GATE_INPUT:
+                    cur = gg.swiglu_clamp(c, cur, up, limit)
+                else:
+                    up = self.cb(gg.clamp(c, up, -limit, limit), f"{prefix}_up_clamped", il)
+                    act = self.cb(gg.silu(c, cur), f"{prefix}_silu", il)
+                    act = self.cb(gg.clamp(c, act, -math.inf, limit), f"{prefix}_silu_clamped", il)
+                    cur = gg.mul(c, act, up)
+                return self.cb(cur, f"{prefix}_swiglu_limited", il), False
+            if par:
+                return self.cb(gg.swiglu_split(c, cur, up), f"{prefix}_swiglu", il), False
+            return self.cb(gg.silu(c, cur), f"{prefix}_silu", il), False
+        if type_op == FfnOp.GELU:
+            if par:
+                return self.cb(gg.geglu_split(c, cur, up), f"{prefix}_geglu", il), False
+            cur = self.cb(gg.gelu(c, cur), f"{prefix}_gelu", il)
+            if act_scales is not None:
+                cur = self.cb(gg.div(c, cur, act_scales), f"{prefix}_act", il)
+            return cur, False
+        if type_op == FfnOp.RELU:
+            if par:
+                return self.cb(gg.reglu_split(c, cur, up), f"{prefix}_reglu", il), False
+            return self.cb(gg.relu(c, cur), f"{prefix}_relu", il), False
+        if type_op == FfnOp.RELU_SQR:
+            cur = self.cb(gg.relu(c, cur), f"{prefix}_relu", il)
+            return self.cb(gg.sqr(c, cur), f"{prefix}_sqr(relu)", il), par
+        if type_op == FfnOp.SWIGLU:
+            return self.cb(gg.swiglu(c, cur), f"{prefix}_swiglu", il), par
+        if type_op == FfnOp.GEGLU:
+            return self.cb(gg.geglu(c, cur), f"{prefix}_geglu", il), par
+        if type_op == FfnOp.REGLU:
+            return self.cb(gg.reglu(c, cur), f"{prefix}_reglu", il), par
+        if type_op == FfnOp.SWIGLU_OAI_MOE:
+            if not par:
+                raise ValueError(f"{prefix}: SWIGLU_OAI_MOE requires a parallel gate")
+            return self.cb(gg.swiglu_oai(c, cur, up, 1.702, 7.0), f"{prefix}_swiglu_oai", il), False
+        raise ValueError(f"{prefix}: unsupported activation {type_op!r}")
+
     def build_ffn(self, cur, up=None, up_b=None, up_s=None, gate=None, gate_b=None, gate_s=None,
-                  down=None, down_b=None, down_s=None, act_scales=None, type_op=FFN_SILU,
-                  type_gate=FFN_PAR, il: int = -1):
-        """Dense FFN. Order (spec 3.4): matmul (LoRA inside), then bias, then _s scale."""
+                  down=None, down_b=None, down_s=None, act_scales=None, type_op=FfnOp.SILU,
+                  type_gate=FfnGate.PAR, il: int = -1):
+        """Dense FFN. Order: matmul (LoRA inside), then bias, then _s scale."""
         c = self.ctx0
         tmp = self.build_lora_mm(up, cur) if up is not None else cur
         self.cb(tmp, "ffn_up", il)
@@ -271,61 +409,16 @@ class GraphContext:
         if up_s is not None:
             tmp = self.cb(gg.mul(c, tmp, up_s), "ffn_up_s", il)
         if gate is not None:
-            cur = self.cb(self.build_lora_mm(gate, tmp if type_gate == FFN_SEQ else cur), "ffn_gate", il)
+            cur = self.cb(self.build_lora_mm(gate, tmp if type_gate == FfnGate.SEQ else cur), "ffn_gate", il)
             if gate_b is not None:
                 cur = self.cb(gg.add(c, cur, gate_b), "ffn_gate_b", il)
             if gate_s is not None:
                 cur = self.cb(gg.mul(c, cur, gate_s), "ffn_gate_s", il)
         else:
             cur = tmp
-        par = gate is not None and type_gate == FFN_PAR
-        if type_op == FFN_SILU:
-            limit = self._swiglu_limit(self.swiglu_clamp_shexp, il)
-            if par and limit > 1e-6:
-                if self.swiglu_clamp_mode == CLAMP_GATE_INPUT:
-                    cur = gg.swiglu_clamp(c, cur, tmp, limit)
-                else:
-                    tmp = self.cb(gg.clamp(c, tmp, -limit, limit), "ffn_up_clamped", il)
-                    act = self.cb(gg.silu(c, cur), "ffn_silu", il)
-                    act = self.cb(gg.clamp(c, act, -math.inf, limit), "ffn_silu_clamped", il)
-                    cur = gg.mul(c, act, tmp)
-                self.cb(cur, "ffn_swiglu_limited", il)
-                par = False
-            elif par:
-                cur = self.cb(gg.swiglu_split(c, cur, tmp), "ffn_swiglu", il)
-                par = False
-            else:
-                cur = self.cb(gg.silu(c, cur), "ffn_silu", il)
-        elif type_op == FFN_GELU:
-            if par:
-                cur = self.cb(gg.geglu_split(c, cur, tmp), "ffn_geglu", il)
-                par = False
-            else:
-                cur = self.cb(gg.gelu(c, cur), "ffn_gelu", il)
-                if act_scales is not None:
-                    cur = self.cb(gg.div(c, cur, act_scales), "ffn_act", il)
-        elif type_op == FFN_RELU:
-            if par:
-                cur = self.cb(gg.reglu_split(c, cur, tmp), "ffn_reglu", il)
-                par = False
-            else:
-                cur = self.cb(gg.relu(c, cur), "ffn_relu", il)
-        elif type_op == FFN_RELU_SQR:
-            cur = self.cb(gg.relu(c, cur), "ffn_relu", il)
-            cur = self.cb(gg.sqr(c, cur), "ffn_sqr(relu)", il)
-        elif type_op == FFN_SWIGLU:
-            cur = self.cb(gg.swiglu(c, cur), "ffn_swiglu", il)
-        elif type_op == FFN_GEGLU:
-            cur = self.cb(gg.geglu(c, cur), "ffn_geglu", il)
-        elif type_op == FFN_REGLU:
-            cur = self.cb(gg.reglu(c, cur), "ffn_reglu", il)
-        elif type_op == FFN_SWIGLU_OAI_MOE:
-            if not par:
-                raise ValueError("build_ffn: SWIGLU_OAI_MOE requires a parallel gate")
-            cur = self.cb(gg.swiglu_oai(c, cur, tmp, 1.702, 7.0), "ffn_swiglu_oai", il)
-            par = False
-        else:
-            raise ValueError(f"build_ffn: unsupported activation {type_op}")
+        par = gate is not None and type_gate == FfnGate.PAR
+        cur, par = self.build_act(cur, tmp, type_op, par, self.swiglu_limit(self.swiglu_clamp_shexp, il),
+                                  "ffn", il, act_scales)
         if par:
             cur = self.cb(gg.mul(c, cur, tmp), "ffn_gate_par", il)
         if down is not None:
@@ -338,11 +431,12 @@ class GraphContext:
         return cur
 
     def build_moe_ffn(self, cur, gate_inp, up_exps, gate_exps, down_exps, exp_probs_b=None, *,
-                      n_expert: int, n_expert_used: int, type_op=FFN_SILU, norm_w=True,
-                      w_scale=0.0, gating_op=GATING_SOFTMAX, il: int = -1, gate_inp_b=None,
+                      n_expert: int, n_expert_used: int, type_op=FfnOp.SILU, norm_w=True,
+                      w_scale=0.0, gating_op=Gating.SOFTMAX, il: int = -1, gate_inp_b=None,
                       up_exps_s=None, gate_exps_s=None, down_exps_s=None, probs_in=None,
                       selected_experts_in=None):
-        """Mixture of experts (spec 3.5): route, mul_mat_id per selected expert, weight, sum."""
+        """Mixture of experts route, mul_mat_id per selected expert, weight, sum.
+        `selected_experts_in` [k, T] I32 bypasses the selection (dsv4 hash layers)."""
         c = self.ctx0
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         if probs_in is None:
@@ -351,16 +445,16 @@ class GraphContext:
             logits = probs_in
         if gate_inp_b is not None:
             logits = self.cb(gg.add(c, logits, gate_inp_b), "ffn_moe_logits_biased", il)
-        if gating_op == GATING_SOFTMAX:
+        if gating_op == Gating.SOFTMAX:
             probs = gg.soft_max(c, logits)
-        elif gating_op == GATING_SIGMOID:
+        elif gating_op == Gating.SIGMOID:
             probs = gg.sigmoid(c, logits)
-        elif gating_op == GATING_SOFTMAX_WEIGHT:
+        elif gating_op == Gating.SOFTMAX_WEIGHT:
             probs = logits
-        elif gating_op == GATING_SQRT_SOFTPLUS:
+        elif gating_op == Gating.SQRT_SOFTPLUS:
             probs = gg.sqrt(c, gg.softplus(c, logits))
         else:
-            raise ValueError(f"build_moe_ffn: unknown gating function {gating_op}")
+            raise ValueError(f"build_moe_ffn: unknown gating function {gating_op!r}")
         self.cb(probs, "ffn_moe_probs", il)
         selection = probs
         if exp_probs_b is not None:  # the bias steers selection only
@@ -371,7 +465,7 @@ class GraphContext:
         self.cb(selected, "ffn_moe_topk", il)
         weights = gg.get_rows(c, gg.reshape_3d(c, probs, 1, n_expert, n_tokens), selected)
         self.cb(weights, "ffn_moe_weights", il)
-        if gating_op == GATING_SOFTMAX_WEIGHT:
+        if gating_op == Gating.SOFTMAX_WEIGHT:
             w = gg.soft_max(c, gg.reshape_2d(c, weights, n_expert_used, n_tokens))
             weights = self.cb(gg.reshape_3d(c, w, 1, n_expert_used, n_tokens), "ffn_moe_weights_softmax", il)
         if norm_w:
@@ -390,31 +484,10 @@ class GraphContext:
         else:
             cur = up
         has_gate = gate_exps is not None
-        if type_op == FFN_SILU:
-            limit = self._swiglu_limit(self.swiglu_clamp_exp, il)
-            if has_gate and limit > 1e-6:
-                if self.swiglu_clamp_mode == CLAMP_GATE_INPUT:
-                    cur = gg.swiglu_clamp(c, cur, up, limit)
-                else:
-                    up = self.cb(gg.clamp(c, up, -limit, limit), "ffn_moe_up_clamped", il)
-                    act = self.cb(gg.silu(c, cur), "ffn_moe_silu", il)
-                    act = self.cb(gg.clamp(c, act, -math.inf, limit), "ffn_moe_silu_clamped", il)
-                    cur = gg.mul(c, act, up)
-                self.cb(cur, "ffn_moe_swiglu_limited", il)
-            elif has_gate:
-                cur = self.cb(gg.swiglu_split(c, cur, up), "ffn_moe_swiglu", il)
-            else:
-                cur = self.cb(gg.silu(c, cur), "ffn_moe_silu", il)
-        elif type_op == FFN_GELU:
-            cur = gg.geglu_split(c, cur, up) if has_gate else gg.gelu(c, cur)
-            self.cb(cur, "ffn_moe_geglu" if has_gate else "ffn_moe_gelu", il)
-        elif type_op == FFN_RELU:
-            cur = gg.reglu_split(c, cur, up) if has_gate else gg.relu(c, cur)
-            self.cb(cur, "ffn_moe_reglu" if has_gate else "ffn_moe_relu", il)
-        elif type_op == FFN_SWIGLU_OAI_MOE:
-            cur = self.cb(gg.swiglu_oai(c, cur, up, 1.702, 7.0), "ffn_moe_swiglu_oai", il)
-        else:
-            raise ValueError(f"build_moe_ffn: unsupported activation {type_op}")
+        cur, par = self.build_act(cur, up, type_op, has_gate,
+                                  self.swiglu_limit(self.swiglu_clamp_exp, il), "ffn_moe", il)
+        if par:
+            cur = self.cb(gg.mul(c, cur, up), "ffn_moe_gate_par", il)
         experts = self.cb(self.build_lora_mm_id(down_exps, cur, selected, down_exps_s), "ffn_moe_down", il)
         experts = self.cb(gg.mul(c, experts, weights), "ffn_moe_weighted", il)
         self.expand(experts)
@@ -445,10 +518,8 @@ class GraphContext:
         if self.flash_attn and kq_b is None:
             if v_trans:
                 v = gg.transpose(c, v)
-            if k.type == gg.F32:
-                k = cast(c, k, gg.F16)
-            if v.type == gg.F32:
-                v = cast(c, v, gg.F16)
+            # upstream casts F32 K/V to F16 here (its kernels want F16); pyggml's kernel reads
+            # F32 directly, so F32 caches stay exact with flash attention too
             cur = gg.flash_attn_ext(c, q, k, v, kq_mask, kq_scale, self.max_alibi_bias,
                                     self.attn_soft_cap)
             if sinks is not None:
@@ -483,31 +554,37 @@ class GraphContext:
             cur = gg.cont_2d(c, cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
         return self.expand(cur)
 
-    def build_attn(self, inp, wo, wo_b, q_cur, k_cur, v_cur, kq_b=None, sinks=None, v_mla=None,
-                   kq_scale: float = 1.0, il: int = -1, wo_s=None, n_kv_max: int = 0):
-        """Attention for any input kind: with a KV cache (InpAttnKV) the K/V rows are written
-        in place first and the attention reads views of the cache; without one (InpAttnNoCache)
-        it attends the ubatch's own K/V. Then wo (+ wo_s, + wo_b)."""
+    def build_attn(self, inp: InpAttn, wo, wo_b, q_cur, k_cur, v_cur, kq_b=None, sinks=None,
+                   v_mla=None, kq_scale: float = 1.0, il: int = -1, wo_s=None, n_kv_max: int = 0):
+        """Attention through the memory interface: the input gives this layer's cache part;
+        its writes (cpy_k, cpy_v) are expanded first, then the attention reads its views
+        (get_k, get_v), then wo (+ wo_s, + wo_b). k_cur/v_cur None: the layer reuses K/V
+        that another layer wrote."""
+        c = self.ctx0
         self.expand(q_cur)
-        self.expand(v_cur)
-        self.expand(k_cur)
-        if isinstance(inp, InpAttnKV):
-            kv = inp.kv
-            # writes first: the views below have no data edge to them
-            self.expand(kv.cpy_k(self.ctx0, k_cur, inp.k_idxs, il))
-            self.expand(kv.cpy_v(self.ctx0, v_cur, inp.v_idxs, il))
-            k, v = kv.get_k(self.ctx0, il, inp.n_kv), kv.get_v(self.ctx0, il, inp.n_kv)
-        elif isinstance(inp, InpAttnNoCache):
-            k, v = k_cur, v_cur
-        else:
-            raise TypeError(f"build_attn: unsupported input kind {type(inp).__name__}")
-        cur = self.build_attn_mha(q_cur, k, v, kq_b, inp.kq_mask, sinks, v_mla, kq_scale, il,
+        if v_cur is not None:
+            self.expand(v_cur)
+        if k_cur is not None:
+            self.expand(k_cur)
+        lay = inp.layer(il)
+        part = lay.part
+        # writes first: the views below have no data edge to them
+        if k_cur is not None:
+            w = part.cpy_k(c, k_cur, lay.k_idxs, il)
+            if w is not None:
+                self.expand(w)
+        if v_cur is not None:
+            w = part.cpy_v(c, v_cur, lay.v_idxs, il)
+            if w is not None:
+                self.expand(w)
+        k, v = part.get_k(c, il), part.get_v(c, il)
+        cur = self.build_attn_mha(q_cur, k, v, kq_b, lay.kq_mask, sinks, v_mla, kq_scale, il,
                                   n_kv_max)
         self.cb(cur, "kqv_out", il)
         if wo is not None:
             cur = self.build_lora_mm(wo, cur, wo_s)
         if wo_b is not None:
-            cur = gg.add(self.ctx0, cur, wo_b)
+            cur = gg.add(c, cur, wo_b)
         return cur
 
     # ---- sampling -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Graph inputs (llama.cpp's llm_graph_input_*), spec graph.md 2.1-2.3.
+"""Graph inputs (llama.cpp's llm_graph_input_*).
 
 Each input creates its tensors at build time (named, flagged as inputs, in the no_alloc
 compute context) and fills them in `set_input(ub)` from the host. The memory planner gives
@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import pyggml as gg
+
+from .memory import NoCacheContext
 
 
 @dataclass
@@ -122,53 +124,73 @@ def mask_type(flash_attn: bool):
     return gg.F16 if flash_attn else gg.F32
 
 
-class InpAttnKV(GraphInput):
-    """Unified KV cache input: K/V row indices (I64) and the KQ mask [n_kv, T, 1, 1]."""
+@dataclass
+class LayerAttn:
+    """What build_attn needs for one layer: the cache part and its input tensors."""
+    part: object
+    k_idxs: object
+    v_idxs: object
+    kq_mask: object
 
-    def __init__(self, ctx, kv, n_tokens: int, n_kv: int, flash_attn: bool, slot=None):
-        self.kv, self.slot, self.flash_attn = kv, slot, flash_attn
-        self.k_idxs = _input(ctx, gg.I64, [n_tokens], "attn_inp_k_idxs")
-        n_v = n_tokens * kv.e_v if kv.v_trans else n_tokens
-        self.v_idxs = _input(ctx, gg.I64, [n_v], "attn_inp_v_idxs")
-        self.kq_mask = _input(ctx, mask_type(flash_attn), [n_kv, n_tokens, 1, 1], "attn_inp_kq_mask")
+
+class InpAttn(GraphInput):
+    """Attention input over a memory context: for each cache part it exposes (one for a
+    unified cache, base + `_swa` for iSWA, the ubatch itself without a cache) the K/V row
+    indices (I64) and the KQ mask [n_kv, T, 1, 1] (F16 for flash attention). The fills are
+    the part's own `set_input_*` calls."""
+
+    def __init__(self, ctx, mctx, n_tokens: int, flash_attn: bool, causal: bool = True):
+        self.mctx, self.causal, self.n_tokens = mctx, causal, n_tokens
+        self.tensors = []
+        for part in mctx.parts():
+            nk, nv = part.k_idxs_len(n_tokens), part.v_idxs_len(n_tokens)
+            sfx = part.suffix
+            k_idxs = _input(ctx, gg.I64, [nk], f"attn_inp_k_idxs{sfx}") if nk else None
+            v_idxs = _input(ctx, gg.I64, [nv], f"attn_inp_v_idxs{sfx}") if nv else None
+            name = f"attn_inp_kq_mask{sfx}" if nk else f"self_kq_mask{sfx}"
+            mask = _input(ctx, mask_type(flash_attn), [part.n_kv, n_tokens, 1, 1], name)
+            self.tensors.append((k_idxs, v_idxs, mask))
+
+    @property
+    def kq_mask(self):
+        """The mask of the first part (the only one for a unified cache)."""
+        return self.tensors[0][2]
+
+    @property
+    def k_idxs(self):
+        return self.tensors[0][0]
+
+    @property
+    def v_idxs(self):
+        return self.tensors[0][1]
 
     @property
     def n_kv(self) -> int:
         return self.kq_mask.ne[0]
 
-    def set_input(self, ub):
-        if _allocated(self.k_idxs):
-            self.kv.set_input_k_idxs(self.k_idxs, self.slot)
-        if _allocated(self.v_idxs):
-            self.kv.set_input_v_idxs(self.v_idxs, self.slot)
-        if _allocated(self.kq_mask):
-            self.kv.set_input_kq_mask(self.kq_mask, ub, causal=True)
-
-    def can_reuse(self, params):
-        self.kv, self.slot = params.kv, params.slot  # re-bind to this step's memory state
-        return (self.k_idxs.ne[0] == params.ubatch.n_tokens
-                and self.kq_mask.ne[:2] == [params.n_kv, params.ubatch.n_tokens])
-
-
-class InpAttnNoCache(GraphInput):
-    """Attention over the ubatch itself: mask [T, T, 1, 1] (causal within a sequence)."""
-
-    def __init__(self, ctx, n_tokens: int, flash_attn: bool, causal: bool = True):
-        self.causal = causal
-        self.kq_mask = _input(ctx, mask_type(flash_attn), [n_tokens, n_tokens, 1, 1],
-                              "self_kq_mask")
-
-    @staticmethod
-    def mask(ub: UBatch, causal: bool = True) -> np.ndarray:
-        pos = np.asarray(ub.pos, np.int64)
-        ok = ub.seq_id[:, None] == ub.seq_id[None, :]
-        if causal:
-            ok &= pos[None, :] <= pos[:, None]
-        return np.where(ok, np.float32(0), np.float32(-np.inf))
+    def layer(self, il: int) -> LayerAttn:
+        for part, (k, v, m) in zip(self.mctx.parts(), self.tensors):
+            if part.is_layer(il):
+                return LayerAttn(part, k, v, m)
+        raise ValueError(f"attention input: no cache part holds layer {il}")
 
     def set_input(self, ub):
-        if _allocated(self.kq_mask):
-            self.kq_mask.numpy()[...] = self.mask(ub, self.causal).reshape(self.kq_mask.numpy().shape)
+        for part, (k, v, m) in zip(self.mctx.parts(), self.tensors):
+            if _allocated(k):
+                part.set_input_k_idxs(k, ub)
+            if _allocated(v):
+                part.set_input_v_idxs(v, ub)
+            if _allocated(m):
+                part.set_input_kq_mask(m, ub, self.causal)
 
     def can_reuse(self, params):
-        return self.kq_mask.ne[0] == params.ubatch.n_tokens
+        mctx = params.mctx if params.mctx is not None else NoCacheContext(params.ubatch.n_tokens)
+        parts = mctx.parts()
+        T = params.ubatch.n_tokens
+        ok = T == self.n_tokens and len(parts) == len(self.tensors)
+        if ok:
+            for part, (k, v, m) in zip(parts, self.tensors):
+                ok = ok and (k.ne[0] if k is not None else 0) == part.k_idxs_len(T) \
+                    and m.ne[:2] == [part.n_kv, T]
+        self.mctx = mctx  # re-bind to this step's memory state
+        return ok

@@ -1,10 +1,13 @@
-"""The unified KV cache (llama.cpp's llama_kv_cache with one stream), spec graph.md 2.4-2.5.
+"""The unified KV cache (llama.cpp's llama_kv_cache with one stream).
 
 Host side: a cell table (position and sequence set per cell), slot search, the KQ mask and
 the set_rows indices. Graph side: `cpy_k`/`cpy_v` write the ubatch's K/V rows in place into
 persistent per-layer tensors (set_rows), `get_k`/`get_v` are views of those tensors of width
 n_kv. The builder expands the writes BEFORE building the attention that reads the views:
 nodes run in insertion order and the views have no data edge to the writes.
+
+`KVCache` is a `Memory`; `init_batch` plans a slot for every ubatch and returns one
+`KVCacheContext` (a `MemoryContext` that is its own single `AttnPart`) per ubatch.
 """
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import pyggml as gg
+
+from .memory import AttnPart, Memory, MemoryContext
 
 N_PAD = 256  # n_kv is padded to a multiple of this (topology stays fixed across steps)
 
@@ -79,43 +84,96 @@ class KVCells:
         return int(self.pos[sel].min()) if sel.any() else -1
 
 
-class KVCache:
+class KVCache(Memory):
     """Unified KV cache: K [E_k, size] and V [E_v, size] per layer (V transposed when v_trans).
 
     v_trans follows upstream: True without flash attention (kqv = mul_mat(V^T, softmax)
-    reads contiguous rows), False with it.
+    reads contiguous rows), False with it. `layers` lists the model layers this cache stores
+    (default: all n_layer); an iSWA memory gives each of its two caches one half.
+    `k_shift = (hparams, rope_factors)` enables re-roping cached K after seq_add.
     """
 
     def __init__(self, *, n_layer: int, n_embd_k_gqa: int, n_embd_v_gqa: int, head_dim_k: int,
                  head_dim_v: int, n_head_kv: int, size: int, type_k=gg.F16, type_v=gg.F16,
                  v_trans: bool = False, n_seq_max: int = 1, n_swa: int = 0,
-                 swa_type: int = SWA_NONE, n_pad: int = N_PAD):
+                 swa_type: int = SWA_NONE, n_pad: int = N_PAD, layers=None, k_shift=None,
+                 k_only: bool = False):
         if size <= 0:
             raise ValueError(f"KVCache: size must be positive, got {size}")
+        self.layers = list(range(n_layer)) if layers is None else [int(i) for i in layers]
+        self._slot_of = {il: i for i, il in enumerate(self.layers)}
+        n_layer = len(self.layers)
+        self.k_shift = k_shift
         self.size, self.n_layer, self.n_seq_max = size, n_layer, n_seq_max
         self.head_dim_k, self.head_dim_v, self.n_head_kv = head_dim_k, head_dim_v, n_head_kv
         self.e_k, self.e_v = n_embd_k_gqa, n_embd_v_gqa
+        self.k_only = k_only              # V is a view of K (MLA-style, dsv4's K=V head)
+        if k_only:
+            n_embd_v_gqa, head_dim_v, v_trans, type_v = n_embd_k_gqa, head_dim_k, False, type_k
+            self.e_v, self.head_dim_v = n_embd_v_gqa, head_dim_v
         self.type_k, self.type_v, self.v_trans = type_k, type_v, v_trans
         self.n_swa, self.swa_type, self.n_pad = n_swa, swa_type, max(n_pad, N_PAD)
         self.cells = KVCells(size, n_seq_max)
         self.head = 0
-        per_layer = gg.row_size(type_k, self.e_k) * size + gg.row_size(type_v, self.e_v) * size
+        per_layer = gg.row_size(type_k, self.e_k) * size + \
+            (0 if k_only else gg.row_size(type_v, self.e_v) * size)
         self.ctx = gg.Context(mem_size=n_layer * (per_layer + 1024) + 4096)
         self.k_l, self.v_l = [], []
         for il in range(n_layer):
             k = self.ctx.new_tensor(type_k, [self.e_k, size])
-            v = self.ctx.new_tensor(type_v, [self.e_v, size])
-            k.name, v.name = f"cache_k_l{il}", f"cache_v_l{il}"
+            k.name = f"cache_k_l{self.layers[il]}"
             k.numpy()[...] = 0  # garbage could turn into NaN through 0-weight products
-            v.numpy()[...] = 0
             self.k_l.append(k)
-            self.v_l.append(v)
+            if not k_only:
+                v = self.ctx.new_tensor(type_v, [self.e_v, size])
+                v.name = f"cache_v_l{self.layers[il]}"
+                v.numpy()[...] = 0
+                self.v_l.append(v)
 
     @classmethod
     def for_model(cls, hp, size: int, **kw) -> "KVCache":
         return cls(n_layer=hp.n_layer, n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv,
                    n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv, head_dim_k=hp.head_dim_k,
                    head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv, size=size, **kw)
+
+    def has_layer(self, il: int) -> bool:
+        return il in self._slot_of
+
+    def _layer(self, il: int) -> int:
+        try:
+            return self._slot_of[il]
+        except KeyError:
+            raise ValueError(f"KVCache: layer {il} is not stored in this cache "
+                             f"(layers {self.layers})") from None
+
+    # ---- memory interface ---------------------------------------------------------------
+    def init_batch(self, ubatches):
+        """Plan a slot for every ubatch (simulating their writes, then restoring the cells)."""
+        saved = self._save()
+        plans = []
+        try:
+            for ub in ubatches:
+                slot = self.find_slot(ub)
+                if slot is None:
+                    return None
+                self.apply_ubatch(slot, ub)
+                plans.append(KVCacheContext(self, slot, ub))
+        finally:
+            self._restore(saved)
+        return plans
+
+    def _save(self):
+        c = self.cells
+        return c.pos.copy(), c.seq.copy(), c.shift.copy(), c.has_shift, self.head
+
+    def _restore(self, saved) -> None:
+        c = self.cells
+        c.pos[:], c.seq[:], c.shift[:], c.has_shift, self.head = saved
+
+    def update(self, n_threads: int) -> None:
+        if self.cells.has_shift and self.k_shift is not None:
+            hp, rope_factors = self.k_shift
+            self.apply_k_shift(hp, n_threads, rope_factors)
 
     # ---- host side: slots -------------------------------------------------------------
     def clear(self) -> None:
@@ -280,10 +338,12 @@ class KVCache:
         """set_rows of k_cur [d, Hkv, T] (dims 0, 1 mergeable) into rows k_idxs of the
         layer's K, in place."""
         k_cur = gg.view_2d(ctx, k_cur, self.e_k, k_cur.ne[2], k_cur.nb[2], 0)
-        return gg.set_rows(ctx, self.k_l[il], k_cur, k_idxs)
+        return gg.set_rows(ctx, self.k_l[self._layer(il)], k_cur, k_idxs)
 
     def cpy_v(self, ctx, v_cur, v_idxs, il: int):
-        v = self.v_l[il]
+        if self.k_only:
+            return None
+        v = self.v_l[self._layer(il)]
         n_tokens = v_cur.ne[2]
         if not self.v_trans:
             v_cur = gg.view_2d(ctx, v_cur, self.e_v, n_tokens, v_cur.nb[2], 0)
@@ -298,7 +358,7 @@ class KVCache:
 
     def get_k(self, ctx, il: int, n_kv: int):
         """View [d_k, Hkv, n_kv, 1] of the layer's K."""
-        k = self.k_l[il]
+        k = self.k_l[self._layer(il)]
         es = gg.row_size(self.type_k, self.head_dim_k)
         return gg.view_4d(ctx, k, self.head_dim_k, self.n_head_kv, n_kv, 1,
                           es, k.nb[1], k.nb[1] * self.size, 0)
@@ -306,7 +366,9 @@ class KVCache:
     def get_v(self, ctx, il: int, n_kv: int):
         """View of the layer's V: [d_v, Hkv, n_kv, 1], or transposed [n_kv, Hkv, d_v, 1]
         with nb1 > nb2 (how the attention core recognises a transposed V)."""
-        v = self.v_l[il]
+        if self.k_only:
+            return self.get_k(ctx, il, n_kv)
+        v = self.v_l[self._layer(il)]
         if not self.v_trans:
             es = gg.row_size(self.type_v, self.head_dim_v)
             return gg.view_4d(ctx, v, self.head_dim_v, self.n_head_kv, n_kv, 1,
@@ -326,8 +388,7 @@ class KVCache:
         pos = ctx.new_tensor(gg.I32, [self.size])
         pos.name = "inp_k_shift"
         pos.set_input()
-        for il in range(self.n_layer):
-            k = self.k_l[il]
+        for k in self.k_l:
             view = gg.view_3d(ctx, k, self.head_dim_k, self.n_head_kv, self.size,
                               gg.row_size(k.type, self.head_dim_k), k.nb[1], 0)
             x = view if k.type == gg.F32 else gg.cpy(ctx, view, ctx.new_tensor(gg.F32, view.ne))
@@ -339,3 +400,48 @@ class KVCache:
         g.compute(n_threads)
         c.shift[:] = 0
         c.has_shift = False
+
+
+class KVCacheContext(MemoryContext, AttnPart):
+    """A unified cache's plan for one ubatch: its slot; n_kv is fixed when applied."""
+
+    def __init__(self, kv: KVCache, slot: SlotInfo, ub, suffix: str = ""):
+        self.kv, self.slot, self.ub, self.suffix = kv, slot, ub, suffix
+        self.v_trans = kv.v_trans
+        self.n_kv = kv.get_n_kv()
+
+    def apply(self) -> None:
+        self.kv.apply_ubatch(self.slot, self.ub)
+        self.n_kv = self.kv.get_n_kv()
+
+    def parts(self):
+        return [self]
+
+    def is_layer(self, il):
+        return self.kv.has_layer(il)
+
+    def cpy_k(self, ctx, k_cur, k_idxs, il):
+        return self.kv.cpy_k(ctx, k_cur, k_idxs, il)
+
+    def cpy_v(self, ctx, v_cur, v_idxs, il):
+        return self.kv.cpy_v(ctx, v_cur, v_idxs, il)
+
+    def get_k(self, ctx, il):
+        return self.kv.get_k(ctx, il, self.n_kv)
+
+    def get_v(self, ctx, il):
+        return self.kv.get_v(ctx, il, self.n_kv)
+
+    def v_idxs_len(self, n_tokens):
+        if self.kv.k_only:
+            return 0
+        return n_tokens * self.kv.e_v if self.kv.v_trans else n_tokens
+
+    def set_input_k_idxs(self, dst, ub):
+        self.kv.set_input_k_idxs(dst, self.slot)
+
+    def set_input_v_idxs(self, dst, ub):
+        self.kv.set_input_v_idxs(dst, self.slot)
+
+    def set_input_kq_mask(self, dst, ub, causal=True):
+        self.kv.set_input_kq_mask(dst, ub, causal)

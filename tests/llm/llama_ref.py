@@ -11,19 +11,39 @@ from types import SimpleNamespace
 import numpy as np
 
 import pyggml as gg
+from pyggml.llm.models.llama import LlamaHParams
 
 
-def make_hparams(*, arch="llama", n_vocab=96, n_embd=64, n_layer=2, n_head=4, n_head_kv=2,
-                 head_dim=None, n_ff=96, n_ctx_train=256, rope_type=None, rms_eps=1e-5,
-                 rope_freq_base=10000.0, **extra):
+def gguf_kv(*, arch="llama", n_vocab=96, n_embd=64, n_layer=2, n_head=4, n_head_kv=2,
+            head_dim=None, n_ff=96, n_ctx_train=256, rms_eps=1e-5, rope_freq_base=10000.0,
+            n_swa=0, swa_layers=None) -> dict:
+    """The GGUF metadata a llama-family file with these sizes carries."""
     d = head_dim or n_embd // n_head
-    if rope_type is None:
-        rope_type = 0 if arch == "llama" else 2
-    return SimpleNamespace(arch=arch, n_vocab=n_vocab, n_ctx_train=n_ctx_train, n_embd=n_embd,
-                           n_layer=n_layer, n_ff=n_ff, n_head=n_head, n_head_kv=n_head_kv,
-                           head_dim_k=d, head_dim_v=d, n_rot=d, rope_freq_base=rope_freq_base,
-                           rope_freq_scale=1.0, rope_type=rope_type, rms_eps=rms_eps, n_swa=0,
-                           bos_id=-1, eos_id=-1, **extra)
+    kv = {"general.architecture": arch, f"{arch}.vocab_size": n_vocab,
+          f"{arch}.context_length": n_ctx_train, f"{arch}.embedding_length": n_embd,
+          f"{arch}.block_count": n_layer, f"{arch}.feed_forward_length": n_ff,
+          f"{arch}.attention.head_count": n_head, f"{arch}.attention.head_count_kv": n_head_kv,
+          f"{arch}.attention.key_length": d, f"{arch}.attention.value_length": d,
+          f"{arch}.rope.dimension_count": d, f"{arch}.rope.freq_base": rope_freq_base,
+          f"{arch}.attention.layer_norm_rms_epsilon": rms_eps}
+    if n_swa:
+        kv[f"{arch}.attention.sliding_window"] = n_swa
+        kv[f"{arch}.attention.sliding_window_pattern"] = list(swa_layers)
+    return kv
+
+
+def make_hparams(**kw):
+    """LlamaHParams as the loader reads them from gguf_kv(**kw)."""
+    kv = gguf_kv(**kw)
+    return LlamaHParams.from_gguf(kv, kv["general.architecture"])
+
+
+def hparams_kv(hp) -> dict:
+    """The metadata of a file with these hparams (what ArrayModel reports as its kv)."""
+    return gguf_kv(arch=hp.arch, n_vocab=hp.n_vocab, n_embd=hp.n_embd, n_layer=hp.n_layer,
+                   n_head=hp.n_head, n_head_kv=hp.n_head_kv, head_dim=hp.head_dim_k, n_ff=hp.n_ff,
+                   n_ctx_train=hp.n_ctx_train, rms_eps=hp.rms_eps, rope_freq_base=hp.rope_freq_base,
+                   n_swa=hp.n_swa, swa_layers=hp.swa_layers)
 
 
 def make_weights(hp, seed=0, qk_norm=False, bias=False, tied=False) -> dict:
@@ -64,6 +84,7 @@ class ArrayModel:
 
     def __init__(self, hparams, weights: dict):
         self.hparams, self.arch = hparams, hparams.arch
+        self.kv = hparams_kv(hparams)
         total = sum(a.size * 4 + 256 for a in weights.values()) + 4096
         self.ctx = gg.Context(mem_size=total)
         self.tensors = {}
@@ -104,16 +125,20 @@ def silu(x):
     return x / (1 + np.exp(-x))
 
 
-def forward(hp, w: dict, tokens) -> np.ndarray:
-    """Logits [T, V] for a single causal sequence at positions 0..T-1 (float64)."""
+def forward(hp, w: dict, tokens, layer_outs: list | None = None) -> np.ndarray:
+    """Logits [T, V] for a single causal sequence at positions 0..T-1 (float64). Window
+    layers (hp.swa_layers) see the last hp.n_swa positions. layer_outs collects each layer's
+    output [T, D]."""
     tokens = np.asarray(tokens)
     T, d, H, Hkv = len(tokens), hp.head_dim_k, hp.n_head, hp.n_head_kv
     neox = hp.rope_type == 2
     pos = np.arange(T)
     x = w["token_embd.weight"][tokens].astype(np.float64)
     causal = np.tril(np.ones((T, T), bool))
+    window = causal & (pos[:, None] - pos[None, :] < max(hp.n_swa, 1))
     for il in range(hp.n_layer):
         p = f"blk.{il}."
+        allowed = window if hp.swa_layers and hp.swa_layers[il] else causal
         h = rms_norm(x, hp.rms_eps) * w[p + "attn_norm.weight"]
         q = h @ w[p + "attn_q.weight"].T + w.get(p + "attn_q.bias", 0)
         k = h @ w[p + "attn_k.weight"].T + w.get(p + "attn_k.bias", 0)
@@ -128,7 +153,7 @@ def forward(hp, w: dict, tokens) -> np.ndarray:
         for hh in range(H):
             kh = hh // (H // Hkv)                     # GQA: consecutive heads share a KV head
             s = q[:, hh, :] @ k[:, kh, :].T / np.sqrt(d)
-            s = np.where(causal, s, -np.inf)
+            s = np.where(allowed, s, -np.inf)
             s = np.exp(s - s.max(axis=1, keepdims=True))
             s /= s.sum(axis=1, keepdims=True)
             out[:, hh, :] = s @ v[:, kh, :]
@@ -137,6 +162,8 @@ def forward(hp, w: dict, tokens) -> np.ndarray:
         g = h @ w[p + "ffn_gate.weight"].T
         u = h @ w[p + "ffn_up.weight"].T
         x = x + (silu(g) * u) @ w[p + "ffn_down.weight"].T
+        if layer_outs is not None:
+            layer_outs.append(x.copy())
     h = rms_norm(x, hp.rms_eps) * w["output_norm.weight"]
     out_w = w.get("output.weight", w["token_embd.weight"])
     return h @ out_w.T

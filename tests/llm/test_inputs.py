@@ -3,8 +3,9 @@ import numpy as np
 
 import pyggml as gg
 from pyggml.llm.graph import GraphParams
-from pyggml.llm.inputs import InpAttnKV, InpAttnNoCache, InpEmbd, InpOutIds, InpPos, UBatch
-from pyggml.llm.kv_cache import KVCache
+from pyggml.llm.inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch
+from pyggml.llm.kv_cache import KVCache, KVCacheContext
+from pyggml.llm.memory import NoCacheContext
 
 
 def test_ubatch_from_tokens_defaults_to_last_output():
@@ -30,7 +31,7 @@ def test_no_cache_mask_is_causal_within_sequences():
     ctx = gg.Context(1 << 16)
     ub = UBatch(pos=np.array([0, 1, 0, 2], np.int32), seq_id=np.array([0, 0, 1, 0], np.int32),
                 output=np.ones(4, bool))
-    inp = InpAttnNoCache(ctx, 4, flash_attn=True)
+    inp = InpAttn(ctx, NoCacheContext(4), 4, flash_attn=True)
     inp.set_input(ub)
     m = inp.kq_mask.numpy().astype(np.float32).reshape(4, 4)
     exp = np.full((4, 4), -np.inf, np.float32)
@@ -40,7 +41,7 @@ def test_no_cache_mask_is_causal_within_sequences():
                 exp[i, j] = 0
     np.testing.assert_array_equal(m, exp)
     assert inp.kq_mask.type == gg.F16
-    assert InpAttnNoCache(ctx, 4, flash_attn=False).kq_mask.type == gg.F32
+    assert InpAttn(ctx, NoCacheContext(4), 4, flash_attn=False).kq_mask.type == gg.F32
 
 
 def test_attn_kv_can_reuse_compares_shapes_and_rebinds():
@@ -48,13 +49,15 @@ def test_attn_kv_can_reuse_compares_shapes_and_rebinds():
                  n_head_kv=2, size=512)
     ctx = gg.Context(1 << 20)
     ub = UBatch.from_tokens([1])
-    slot = kv.find_slot(ub)
-    kv.apply_ubatch(slot, ub)
-    inp = InpAttnKV(ctx, kv, 1, kv.get_n_kv(), True, slot)
+    mctx, = kv.init_batch([ub])
+    mctx.apply()
+    inp = InpAttn(ctx, mctx, 1, True)
     assert inp.kq_mask.ne == [256, 1, 1, 1] and inp.k_idxs.type == gg.I64
     kv2 = KVCache(n_layer=1, n_embd_k_gqa=8, n_embd_v_gqa=8, head_dim_k=4, head_dim_v=4,
                   n_head_kv=2, size=512)
-    p = GraphParams(arch="llama", hparams=None, ubatch=ub, n_outputs=1, kv=kv2, slot=slot, n_kv=256)
-    assert inp.can_reuse(p) and inp.kv is kv2
-    p.n_kv = 512
+    mctx2, = kv2.init_batch([ub])
+    mctx2.apply()
+    p = GraphParams(arch="llama", hparams=None, ubatch=ub, n_outputs=1, mctx=mctx2)
+    assert inp.can_reuse(p) and inp.mctx is mctx2
+    mctx2.n_kv = 512
     assert not inp.can_reuse(p)

@@ -86,7 +86,7 @@ def test_kv_seq_rm_then_redecode_matches():
     toks = np.random.default_rng(4).integers(0, hp.n_vocab, size=10)
     ctx = Context(model, n_ctx=64, flash_attn=False)
     ctx.decode(toks)
-    ctx.kv.seq_rm(0, 6, -1)                           # roll back to 6 tokens
+    assert ctx.seq_rm(0, 6, -1)                         # roll back to 6 tokens
     got = ctx.decode(toks[6:], logits_all=True)
     ref = forward(hp, w, toks)[6:]
     assert_close(got, ref, NMSE, "after seq_rm")
@@ -118,8 +118,8 @@ def test_seq_add_k_shift_matches_a_fresh_forward(flash_attn):
     toks = list(np.random.default_rng(8).integers(0, hp.n_vocab, size=12))
     ctx = Context(model, n_ctx=64, flash_attn=flash_attn)
     ctx.decode(toks)
-    ctx.kv.seq_rm(0, 3, 6)                            # drop positions 3, 4, 5
-    ctx.kv.seq_add(0, 6, -1, -3)                      # 6..11 -> 3..8
+    assert ctx.seq_rm(0, 3, 6)                          # drop positions 3, 4, 5
+    ctx.seq_add(0, 6, -1, -3)                      # 6..11 -> 3..8
     assert ctx.n_past() == 9
     nxt = [7, 9]
     got = ctx.decode(nxt, logits_all=True)
@@ -139,6 +139,6 @@ def test_two_sequences_share_one_cache_without_interference():
     got_a = ctx.decode(a[8:], seq_id=0)
     assert_close(got_a, forward(hp, w, a)[-1:], NMSE, "seq 0")
     assert_close(got_b, forward(hp, w, b)[4:], NMSE, "seq 1")
-    ctx.kv.seq_cp(0, 1)                               # seq 1 now also sees seq 0's cells...
-    ctx.kv.seq_keep(0)                                # ...then only seq 0 remains
+    ctx.seq_cp(0, 1)                               # seq 1 now also sees seq 0's cells...
+    ctx.seq_keep(0)                                # ...then only seq 0 remains
     assert ctx.n_past(1) == 0 and ctx.n_past(0) == 9

@@ -1,4 +1,11 @@
-"""Per-architecture graph builders, registered by their GGUF `general.architecture` name."""
+"""Per-architecture graph builders, registered by their GGUF `general.architecture` name.
+
+Each model file defines, next to its builder (a GraphContext subclass):
+* `HParams`: a dataclass with `from_gguf(kv, arch)` reading its `<arch>.*` keys with
+  llama.cpp's defaults,
+* `TENSORS`: its tensor list (attribute -> GGUF name under `blk.{il}.`),
+* `create_memory(model, hparams, cparams)`: the Memory a Context decodes with.
+"""
 from __future__ import annotations
 
 MODELS: dict = {}
@@ -21,11 +28,28 @@ def builder_for(arch: str):
                                   f"supported: {sorted(MODELS)}") from None
 
 
+def load_hparams(model):
+    """The architecture's own hyperparameters for `model`, from its GGUF metadata."""
+    import dataclasses
+    cls = builder_for(model.arch)
+    hp = cls.HParams.from_gguf(model.kv, model.arch)
+    if not hp.n_vocab:
+        emb = model.get("token_embd.weight", required=False)
+        if emb is not None:
+            hp = dataclasses.replace(hp, n_vocab=emb.ne[1])
+    return hp
+
+
 def build_graph(model, params, res):
     """Emit the graph for `params` into `res` (a GraphResult) and mark its outputs."""
-    builder_for(params.arch)(model, params, res).build()
+    cls = builder_for(params.arch)
+    if not isinstance(params.hparams, cls.HParams):
+        # a caller holding only the loader's generic hparams: use the architecture's own
+        params.hparams = load_hparams(model)
+    cls(model, params, res).build()
     res.set_outputs()
     return res
 
 
 from . import llama  # noqa: E402,F401  (registers llama, qwen2, qwen3)
+from . import deepseek4  # noqa: E402,F401
