@@ -168,6 +168,9 @@ class Vocab:
                                      self.ignore_merges, byte_level=not raw_utf8,
                                      newline_runs_whole=(pre == "gemma4"))
 
+        self.chat_template = kv.get("tokenizer.chat_template")
+        self.chat_templates = {k[len("tokenizer.chat_template."):]: v for k, v in kv.items()
+                               if k.startswith("tokenizer.chat_template.") and isinstance(v, str)}
         self._apply_model_attrs(kv.get("general.name") or "", kv.get("general.architecture") or "")
         self._special_ids = sorted((i for i, a in enumerate(self.attrs)
                                     if a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)),
@@ -178,20 +181,15 @@ class Vocab:
         """Find EOT/EOM/FIM tokens by their text when the GGUF does not name them, mark them
         control, and collect the end-of-generation set."""
         attrs, t2i = self.attrs, self.token_to_id
-        for text, i in t2i.items():
-            hit = None
-            if ids["eot"] is None and text in _EOT_TEXTS:
-                hit = "eot"
-            elif ids["eom"] is None and text == "<|eom_id|>":
-                hit = "eom"
-            else:
-                for name, texts in _FIM_TEXTS.items():
-                    if ids[name] is None and text in texts:
-                        hit = name
-                        break
-            if hit:
-                ids[hit] = i
-                attrs[i] |= ATTR_CONTROL
+        # the first listed text present wins (e.g. <|eot_id|> over <|end_of_text|>)
+        for name, texts in (("eot", _EOT_TEXTS), ("eom", ("<|eom_id|>",)), *_FIM_TEXTS.items()):
+            if ids[name] is not None:
+                continue
+            for text in texts:
+                if text in t2i:
+                    ids[name] = t2i[text]
+                    attrs[t2i[text]] |= ATTR_CONTROL
+                    break
         for text, i in t2i.items():
             if attrs[i] & ATTR_CONTROL and not attrs[i] & ATTR_UNUSED and "unused" in text:
                 attrs[i] |= ATTR_UNUSED
