@@ -160,38 +160,56 @@ def _translate_pattern(pattern: str) -> tuple[str, bool]:
 
 @lru_cache(maxsize=None)
 def compile_split(pattern: str):
-    """Compile a pre-tokenizer pattern: (compiled regex, runs on collapsed text)."""
+    """Compile a pre-tokenizer pattern: (compiled regex, runs on collapsed text, splitter).
+    The splitter is the pattern wrapped in one capturing group, for ``re.split`` (None when
+    the pattern has groups of its own)."""
     py, collapsed = _translate_pattern(pattern)
-    return re.compile(py, re.ASCII), collapsed
+    rx = re.compile(py, re.ASCII)
+    splitter = re.compile("(" + py + ")", re.ASCII) if rx.groups == 0 else None
+    return rx, collapsed, splitter
 
 
-def regex_split(text: str, patterns, per_char_gaps: bool = False) -> list[str]:
+def _pieces(rx, splitter, subject: str) -> list[int]:
+    """Lengths of the matches and of the unmatched stretches between them, in order."""
+    if splitter is not None:
+        return [len(p) for p in splitter.split(subject) if p]
+    out, prev = [], 0
+    for m in rx.finditer(subject):
+        a, b = m.span()
+        if a > prev:
+            out.append(a - prev)
+        if b > a:
+            out.append(b - a)
+        prev = max(prev, b)
+    if prev < len(subject):
+        out.append(len(subject) - prev)
+    return out
+
+
+def regex_split(text: str, patterns) -> list[str]:
     """Split `text` by each pattern in turn: every piece from the previous pattern is split
     into the matches and the unmatched stretches between them (both kept, in order)."""
     if not text:
         return []
     compiled = [compile_split(p) for p in patterns]
-    collapsed = collapse(text) if any(c for _, c in compiled) else None
-    folded = text.translate(_FOLD_WS) if not all(c for _, c in compiled) else None
-    bounds = [(0, len(text))]
-    for rx, use_collapsed in compiled:
+    ascii_text = text.isascii()
+    collapsed = text if ascii_text else (collapse(text) if any(c for _, c, _ in compiled) else None)
+    folded = text if ascii_text else (text.translate(_FOLD_WS) if not all(c for _, c, _ in compiled) else None)
+    if len(compiled) == 1 and ascii_text and compiled[0][2] is not None:
+        return [p for p in compiled[0][2].split(text) if p]
+    lengths = [len(text)]
+    for rx, use_collapsed, splitter in compiled:
         subject = collapsed if use_collapsed else folded
-        new = []
-        for start, end in bounds:
-            piece = subject[start:end] if (start, end) != (0, len(text)) else subject
-            prev = 0
-            for m in rx.finditer(piece):
-                a, b = m.span()
-                if a == b:
-                    continue
-                if a > prev:
-                    new.append((start + prev, start + a))
-                new.append((start + a, start + b))
-                prev = b
-            if prev < end - start:
-                new.append((start + prev, end))
-        bounds = new
-    return [text[a:b] for a, b in bounds]
+        new, pos = [], 0
+        for n in lengths:
+            new.extend(_pieces(rx, splitter, subject[pos:pos + n] if n != len(subject) else subject))
+            pos += n
+        lengths = new
+    out, pos = [], 0
+    for n in lengths:
+        out.append(text[pos:pos + n])
+        pos += n
+    return out
 
 
 # ---------------------------------------------------------------- GPT-2 byte mapping

@@ -17,7 +17,7 @@ import os
 
 from .unicode_split import CHAR_TO_BYTE
 from .vocab_bpe import BpeTokenizer, parse_merges, pre_tokenizer
-from .vocab_spm import spm_tokenize, wpm_tokenize
+from .vocab_spm import spans_no_space_boundary, spm_tokenize, spm_tokenize_words, wpm_tokenize
 
 __all__ = ["Vocab", "tokenize", "detokenize", "token_to_piece",
            "ATTR_UNKNOWN", "ATTR_UNUSED", "ATTR_NORMAL", "ATTR_CONTROL", "ATTR_USER_DEFINED",
@@ -160,6 +160,7 @@ class Vocab:
             setattr(self, name + "_id", v)
 
         self._bpe = None
+        self._spm_cache = {} if self.kind == "spm" and spans_no_space_boundary(self.tokens) else None
         if self.kind == "bpe":
             merges = key("merges")
             if merges is None:
@@ -333,8 +334,12 @@ class Vocab:
                 piece = text[fr[0]:fr[1]]
                 if self.add_space_prefix and prev_special:
                     piece = " " + piece
-                spm_tokenize(piece.replace(" ", _SPACE_MARK), self.token_to_id, self.scores,
-                             self.byte_to_token, out)
+                piece = piece.replace(" ", _SPACE_MARK)
+                if self._spm_cache is not None:
+                    spm_tokenize_words(piece, self.token_to_id, self.scores, self.byte_to_token,
+                                       self._spm_cache, out)
+                else:
+                    spm_tokenize(piece, self.token_to_id, self.scores, self.byte_to_token, out)
                 prev_special = False
         elif kind == "bpe":
             for fr in frags:

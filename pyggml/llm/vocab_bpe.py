@@ -138,15 +138,12 @@ class BpeTokenizer:
         self._cache: dict[str, tuple[int, ...]] = {}
 
     def tokenize(self, text: str, out: list) -> None:
-        cache = self._cache
-        words = regex_split(text, self.patterns)
-        enc = byte_encode if self.byte_level else None
-        for w in words:
-            if enc is not None:
-                w = enc(w)
-            ids = cache.get(w)
+        cache = self._cache              # piece of text -> ids (keyed before the byte mapping)
+        get = cache.get
+        for w in regex_split(text, self.patterns):
+            ids = get(w)
             if ids is None:
-                ids = self._word(w)
+                ids = self._word(byte_encode(w) if self.byte_level else w)
                 if len(cache) < 500_000:
                     cache[w] = ids
             out.extend(ids)

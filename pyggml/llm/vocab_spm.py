@@ -2,9 +2,41 @@
 from __future__ import annotations
 
 import heapq
+import re
 import unicodedata
 
 from .unicode_split import WHITESPACE, codepoint_class, to_lower
+
+
+_WORDS = re.compile("\u2581+[^\u2581]*|[^\u2581]+")
+
+
+def spans_no_space_boundary(tokens) -> bool:
+    """True when no token holds U+2581 right after another character than U+2581: then no
+    merge can cross the boundary before a space that follows a non-space, and each such word
+    can be tokenized on its own (same result, and cacheable)."""
+    mark = "\u2581"
+    for t in tokens:
+        k = t.find(mark, 1)
+        while k > 0:
+            if t[k - 1] != mark:
+                return False
+            k = t.find(mark, k + 1)
+    return True
+
+
+def spm_tokenize_words(text: str, token_to_id: dict, scores: list, byte_token, cache: dict, out: list) -> None:
+    """spm_tokenize word by word (valid when :func:`spans_no_space_boundary` holds)."""
+    get = cache.get
+    for w in _WORDS.findall(text):
+        ids = get(w)
+        if ids is None:
+            tmp: list = []
+            spm_tokenize(w, token_to_id, scores, byte_token, tmp)
+            ids = tuple(tmp)
+            if len(cache) < 500_000:
+                cache[w] = ids
+        out.extend(ids)
 
 
 def spm_tokenize(text: str, token_to_id: dict, scores: list, byte_token, out: list) -> None:
