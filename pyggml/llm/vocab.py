@@ -7,7 +7,8 @@
 
 Kinds: SPM (``llama``: score-ordered merges, ``<0xNN>`` byte fallback, a leading space),
 BPE (``gpt2``/``gemma4``: ranked merges after the pre-tokenizer split named by
-``tokenizer.ggml.pre``) and WPM (``bert``: greedy longest match). Special tokens (control,
+``tokenizer.ggml.pre``), WPM (``bert``: greedy longest match) and UGM (``t5``: SentencePiece
+normalization map, then the best-scoring segmentation). Special tokens (control,
 user-defined, unknown) are cut out of the text before tokenizing; control and unknown ones
 only when ``parse_special`` is true.
 """
@@ -17,6 +18,7 @@ import os
 
 from .unicode_split import CHAR_TO_BYTE
 from .vocab_bpe import BpeTokenizer, parse_merges, pre_tokenizer
+from .vocab_ugm import CharsMap, UgmTokenizer
 from .vocab_spm import spans_no_space_boundary, spm_tokenize, spm_tokenize_words, wpm_tokenize
 
 __all__ = ["Vocab", "tokenize", "detokenize", "token_to_piece",
@@ -113,6 +115,11 @@ class Vocab:
             ids.update(bos=101, unk=100, sep=102, pad=0, mask=103)
             self.add_bos = self.add_sep = True
             pre = "default"
+        elif model == "t5":
+            self.kind = "ugm"
+            ids.update(eos=1, unk=2, pad=0)
+            self.add_eos, self.clean_spaces = True, False
+            pre = "default"
         elif model in ("gpt2", "gemma4"):
             self.kind = "bpe"
             if model == "gemma4":
@@ -127,7 +134,7 @@ class Vocab:
             raw_utf8 = "raw_utf8" in opts
         else:
             raise NotImplementedError(f"tokenizer '{model}' (tokenizer.ggml.model) is not supported: "
-                                      f"pyggml implements llama (SPM), gpt2/gemma4 (BPE) and bert (WPM)")
+                                      f"pyggml implements llama (SPM), gpt2/gemma4 (BPE), bert (WPM) and t5 (UGM)")
         self.pre = pre
         self.add_space_prefix = bool(key("add_space_prefix", self.add_space_prefix))
 
@@ -160,6 +167,12 @@ class Vocab:
             setattr(self, name + "_id", v)
 
         self._bpe = None
+        self._ugm = None
+        if self.kind == "ugm":
+            blob = key("precompiled_charsmap")
+            charsmap = CharsMap(bytes(int(b) & 0xFF for b in blob)) if blob else None
+            self._ugm = UgmTokenizer(self.tokens, self.scores, self.attrs, self.unk_id, charsmap,
+                                     self.add_space_prefix, bool(key("remove_extra_whitespaces", False)))
         self._spm_cache = {} if self.kind == "spm" and spans_no_space_boundary(self.tokens) else None
         if self.kind == "bpe":
             merges = key("merges")
@@ -350,6 +363,12 @@ class Vocab:
                 if self.escape_whitespaces:
                     piece = piece.replace(" ", _SPACE_MARK)
                 self._bpe.tokenize(piece, out)
+        elif kind == "ugm":
+            for fr in frags:
+                if type(fr) is int:
+                    out.append(fr)
+                    continue
+                self._ugm.tokenize(text[fr[0]:fr[1]], out)
         else:
             for fr in frags:
                 if type(fr) is int:

@@ -156,3 +156,37 @@ def test_from_gguf_reader_matches_load():
     b = _vocab("llama-spm")
     text = "Hello world, 3333 \u00c4pfel \U0001F999"
     assert a.tokenize(text) == b.tokenize(text) and a.tokens == b.tokens
+
+
+# ---------------------------------------------------------------- UGM (t5)
+def test_ugm_xlm_roberta_vocabulary():
+    v = _vocab("nomic-bert-moe")
+    assert v.kind == "ugm"
+    assert v.tokenize("Hello world", add_special=True) == [0, 35378, 8999, 2]   # <s> ▁Hello ▁world </s>
+    # the precompiled map applies NFKC (full-width letters, ligatures); extra spaces merge
+    assert v.tokenize("ＡＢＣ ﬁ", add_special=False) == v.tokenize("ABC fi", add_special=False)
+    assert v.tokenize("  Hello   world  ", add_special=False) == v.tokenize("Hello world", add_special=False)
+    assert v.detokenize(v.tokenize("Hello world", add_special=False)) == "Hello world"
+
+
+def _ugm(tokens, scores, types, **extra):
+    kv = {"tokenizer.ggml.model": "t5", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": scores,
+          "tokenizer.ggml.token_type": types, "tokenizer.ggml.add_space_prefix": True}
+    kv.update(extra)
+    return Vocab.from_kv(kv)
+
+
+def test_ugm_picks_the_best_total_score_and_merges_unknowns():
+    toks = ["<pad>", "</s>", "<unk>", "\u2581ab", "\u2581a", "b", "\u2581", "c"]
+    scores = [0.0, 0.0, 0.0, -1.0, -0.4, -0.4, -2.0, -3.0]
+    types = [3, 3, 2, 1, 1, 1, 1, 1]
+    v = _ugm(toks, scores, types)
+    t = {s: i for i, s in enumerate(toks)}
+    assert v.tokenize("ab", add_special=False) == [t["\u2581a"], t["b"]]          # -0.8 beats -1.0
+    scores2 = list(scores)
+    scores2[3] = -0.5
+    v2 = _ugm(toks, scores2, types)
+    assert v2.tokenize("ab", add_special=False) == [t["\u2581ab"]]                # now -0.5 wins
+    # "xyz" has no token: the three unknown characters become one <unk>
+    assert v.tokenize("abxyzc", add_special=False) == [t["\u2581a"], t["b"], 2, t["c"]]
+    assert v.tokenize("ab", add_special=True) == [t["\u2581a"], t["b"], 1]       # EOS added, no BOS
