@@ -19,3 +19,9 @@ from .sampling import Sampler, greedy  # noqa: E402
 
 __all__ += ["Context", "GraphContext", "GraphParams", "GraphResult", "UBatch", "KVCache",
             "Sampler", "greedy"]
+
+# ---- text layer (vocab): tokenizers and chat templates ----
+from .chat import ChatTemplate, apply_chat_template  # noqa: E402
+from .vocab import Vocab  # noqa: E402
+
+__all__ += ["Vocab", "ChatTemplate", "apply_chat_template"]

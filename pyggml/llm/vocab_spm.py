@@ -47,6 +47,9 @@ def spm_tokenize(text: str, token_to_id: dict, scores: list, byte_token, out: li
     n = len(sym)
     if n == 0:
         return
+    if n <= 24:
+        _spm_short(sym, token_to_id, scores, byte_token, out)
+        return
     nxt = list(range(1, n)) + [-1]
     prv = list(range(-1, n - 1))
     heap = []
@@ -85,6 +88,27 @@ def spm_tokenize(text: str, token_to_id: dict, scores: list, byte_token, out: li
             for byte in s.encode("utf-8"):
                 out.append(byte_token(byte))
         i = nxt[i]
+
+
+def _spm_short(sym: list, token_to_id: dict, scores: list, byte_token, out: list) -> None:
+    """The same merge order by rescanning the pairs (faster than the heap on short words)."""
+    get = token_to_id.get
+    while len(sym) > 1:
+        best_i, best = -1, None
+        for i in range(len(sym) - 1):
+            tid = get(sym[i] + sym[i + 1])
+            if tid is not None and (best is None or scores[tid] > best):
+                best, best_i = scores[tid], i
+        if best_i < 0:
+            break
+        sym[best_i:best_i + 2] = [sym[best_i] + sym[best_i + 1]]
+    for s in sym:
+        tid = get(s)
+        if tid is not None:
+            out.append(tid)
+        else:
+            for byte in s.encode("utf-8"):
+                out.append(byte_token(byte))
 
 
 # ---------------------------------------------------------------- WordPiece

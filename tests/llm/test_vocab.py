@@ -190,3 +190,17 @@ def test_ugm_picks_the_best_total_score_and_merges_unknowns():
     # "xyz" has no token: the three unknown characters become one <unk>
     assert v.tokenize("abxyzc", add_special=False) == [t["\u2581a"], t["b"], 2, t["c"]]
     assert v.tokenize("ab", add_special=True) == [t["\u2581a"], t["b"], 1]       # EOS added, no BOS
+
+
+def test_spm_word_by_word_equals_whole_text_merging():
+    """The word cache is an optimization: the heap over the whole text must agree with it."""
+    v = _vocab("llama-spm")
+    assert v._spm_cache is not None
+    text = "\n".join(read_cases(vocab_path("llama-spm"))) * 2 + " aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+    fast = v.tokenize(text, add_special=False)
+    saved, v._spm_cache = v._spm_cache, None
+    try:
+        slow = v.tokenize(text, add_special=False)
+    finally:
+        v._spm_cache = saved
+    assert fast == slow
