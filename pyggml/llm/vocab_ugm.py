@@ -8,9 +8,16 @@ The double array is a trie over input bytes, XOR-compressed: each 32-bit node pa
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 _SPACE_MARK = "\u2581".encode("utf-8")
+
+
+# A word: a run of space marks and what follows up to the next mark (no token spans the
+# boundary before a mark that follows another character, so words segment independently).
+_WORDS = re.compile(b"(?:\xe2\x96\x81)+(?:(?!\xe2\x96\x81).)*|(?:(?!\xe2\x96\x81).)+", re.DOTALL)
 
 
 class CharsMap:
@@ -24,6 +31,16 @@ class CharsMap:
             raise ValueError(f"precompiled_charsmap: double array of {size} bytes does not fit in {len(blob)}")
         self.nodes = np.frombuffer(blob, dtype="<u4", count=size // 4, offset=4).tolist()
         self.strings = blob[4 + size:]
+
+    def starting_bytes(self) -> set[int]:
+        """Bytes that begin at least one mapped sequence."""
+        root = self._base(0)
+        out = set()
+        for c in range(1, 256):
+            i = root ^ c
+            if i < len(self.nodes) and self.nodes[i] & ((1 << 31) | 0xFF) == c:
+                out.add(c)
+        return out
 
     def _node(self, i: int) -> int:
         if i >= len(self.nodes):
@@ -82,6 +99,14 @@ class UgmTokenizer:
                 self.user_defined.add(b)
         self.max_len = max((len(b) for b in self.matcher), default=1)
         self.max_user_len = max((len(b) for b in self.user_defined), default=0)
+        slow = set(range(0x80, 0x100)) | {b[0] for b in self.user_defined if b}
+        if charsmap is not None:
+            slow |= charsmap.starting_bytes()
+        # positions that need the general normalization step; other ASCII bytes map to themselves
+        self._slow_start = re.compile(b"[" + b"".join(re.escape(bytes([c])) for c in sorted(slow)) + b"]")
+        from .vocab_spm import spans_no_space_boundary
+        splittable = escape_whitespaces and spans_no_space_boundary(tokens)
+        self._cache = {} if splittable else None
 
     def _normalize_prefix(self, data: bytes, pos: int):
         for n in range(min(self.max_user_len, len(data) - pos), 0, -1):
@@ -101,32 +126,57 @@ class UgmTokenizer:
         return chunk, n
 
     def normalize(self, text: str) -> bytes:
-        data = text.encode("utf-8")
-        out = bytearray()
-        prepended = in_word = False
-        pos = 0
+        data = text.encode("utf-8", "surrogatepass")
+        parts, pos = [], 0
+        search = self._slow_start.search
         while pos < len(data):
-            chunk, used = self._normalize_prefix(data, pos)
-            for c in chunk:
-                if c != 0x20:
-                    if not in_word:
-                        in_word = True
-                        if (self.prepend_space and not prepended) or self.merge_spaces:
-                            out += self.space
-                            prepended = True
-                    out.append(c)
-                else:
-                    in_word = False
-                    if not self.merge_spaces:
-                        out += self.space
-            pos += used
-        return bytes(out)
+            m = search(data, pos)
+            if m is None:
+                parts.append(data[pos:])
+                break
+            start = m.start()
+            parts.append(data[pos:start])
+            chunk, used = self._normalize_prefix(data, start)
+            parts.append(chunk)
+            pos = start + used
+        norm = b"".join(parts)
+        # spaces: merged into one mark before each word, or each kept as a mark with one
+        # extra mark before the first word
+        if self.merge_spaces:
+            return b"".join(self.space + w for w in norm.split(b" ") if w)
+        out = norm.replace(b" ", self.space)
+        if self.prepend_space:
+            first = len(norm) - len(norm.lstrip(b" "))
+            if first < len(norm):
+                k = first * len(self.space)
+                out = out[:k] + self.space + out[k:]
+        return out
 
     def tokenize(self, text: str, out: list) -> None:
         s = self.normalize(text)
+        if self._cache is None:
+            out.extend(self._viterbi(s))
+            return
+        get = self._cache.get
+        prev_unknown = False
+        for w in _WORDS.findall(s):
+            ids = get(w)
+            if ids is None:
+                ids = self._viterbi(w)
+                if len(self._cache) < 500_000:
+                    self._cache[w] = ids
+            if not ids:
+                continue
+            if prev_unknown and ids[0] == self.unk_id:
+                ids = ids[1:]                     # a run of unknowns stays one token across words
+            if ids:
+                out.extend(ids)
+                prev_unknown = ids[-1] == self.unk_id
+
+    def _viterbi(self, s: bytes) -> tuple:
         n = len(s)
         if n == 0:
-            return
+            return ()
         neg = -float("inf")
         best_score = [neg] * (n + 1)
         best_tok = [self.unk_id] * (n + 1)
@@ -166,4 +216,4 @@ class UgmTokenizer:
                 break
             prev_unknown = unknown
             i = best_from[i]
-        out.extend(reversed(res))
+        return tuple(reversed(res))

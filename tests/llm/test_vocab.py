@@ -204,3 +204,16 @@ def test_spm_word_by_word_equals_whole_text_merging():
     finally:
         v._spm_cache = saved
     assert fast == slow
+
+
+def test_ugm_word_by_word_equals_whole_text_viterbi():
+    v = _vocab("nomic-bert-moe")
+    assert v._ugm._cache is not None
+    text = "\n".join(read_cases(vocab_path("llama-spm"))) + " x\u0378\u0379 \u0378y \u0378 \u0379z ＡＢＣ ﬁ"
+    fast = v.tokenize(text, add_special=False)
+    saved, v._ugm._cache = v._ugm._cache, None
+    try:
+        slow = v.tokenize(text, add_special=False)
+    finally:
+        v._ugm._cache = saved
+    assert fast == slow
