@@ -168,6 +168,7 @@ class Vocab:
 
         self._bpe = None
         self._ugm = None
+        self._wpm_cache = {} if self.kind == "wpm" else None
         if self.kind == "ugm":
             blob = key("precompiled_charsmap")
             charsmap = CharsMap(bytes(int(b) & 0xFF for b in blob)) if blob else None
@@ -375,7 +376,7 @@ class Vocab:
                     out.append(fr)
                     continue
                 wpm_tokenize(text[fr[0]:fr[1]], self.token_to_id, self.max_token_len, self.unk_id,
-                             self.lowercase, self.strip_accents, out)
+                             self.lowercase, self.strip_accents, out, self._wpm_cache)
         if add_special:
             if kind == "wpm":
                 if self.sep_id is None:

@@ -152,10 +152,31 @@ def wpm_words(text: str, lowercase: bool, strip_accents: bool) -> list[str]:
     return words
 
 
+_WHITESPACE_RUNS = re.compile("[" + "".join(sorted(WHITESPACE)) + "]+")
+
+
 def wpm_tokenize(text: str, token_to_id: dict, max_token_len: int, unk_id, lowercase: bool,
-                 strip_accents: bool, out: list) -> None:
+                 strip_accents: bool, out: list, cache: dict | None = None) -> None:
     """Greedy longest-match over each word prefixed by U+2581; a word with an unmatchable
-    position becomes the unknown token. Lengths count UTF-8 bytes, as the vocabulary does."""
+    position becomes the unknown token. Lengths count UTF-8 bytes, as the vocabulary does.
+    Whitespace ends every word, so whitespace-separated chunks are cached independently."""
+    if cache is None:
+        _wpm_chunk(text, token_to_id, max_token_len, unk_id, lowercase, strip_accents, out)
+        return
+    for chunk in _WHITESPACE_RUNS.split(text):
+        if not chunk:
+            continue
+        ids = cache.get(chunk)
+        if ids is None:
+            tmp: list = []
+            _wpm_chunk(chunk, token_to_id, max_token_len, unk_id, lowercase, strip_accents, tmp)
+            ids = tuple(tmp)
+            if len(cache) < 500_000:
+                cache[chunk] = ids
+        out.extend(ids)
+
+
+def _wpm_chunk(text, token_to_id, max_token_len, unk_id, lowercase, strip_accents, out) -> None:
     get = token_to_id.get
     for word in wpm_words(text, lowercase, strip_accents):
         if not word:

@@ -217,3 +217,16 @@ def test_ugm_word_by_word_equals_whole_text_viterbi():
     finally:
         v._ugm._cache = saved
     assert fast == slow
+
+
+def test_wpm_chunk_cache_equals_direct_tokenization():
+    v = _vocab("bert-bge")
+    text = "\n".join(read_cases(vocab_path("bert-bge"))) + " a\u00a0b\u3000c \x1c\x1dd caf\u00e9 CAF\u00c9!"
+    fast = v.tokenize(text, add_special=False)
+    saved, v._wpm_cache = v._wpm_cache, None
+    try:
+        slow = v.tokenize(text, add_special=False)
+    finally:
+        v._wpm_cache = saved
+    assert fast == slow
+    assert v.tokenize("CAF\u00c9", add_special=False) == v.tokenize("cafe", add_special=False)  # lowercase, accents
