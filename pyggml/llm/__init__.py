@@ -22,3 +22,9 @@ from .tiny import write_tiny_deepseek4  # noqa: E402
 
 __all__ += ["Context", "GraphContext", "GraphParams", "GraphResult", "UBatch", "KVCache",
             "KVCacheISWA", "Memory", "MemoryContext", "Sampler", "greedy", "write_tiny_deepseek4"]
+
+# ---- text layer (vocab): tokenizers and chat templates ----
+from .chat import ChatTemplate, apply_chat_template  # noqa: E402
+from .vocab import Vocab  # noqa: E402
+
+__all__ += ["Vocab", "ChatTemplate", "apply_chat_template"]
