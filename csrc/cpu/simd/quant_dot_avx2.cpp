@@ -68,20 +68,21 @@ struct DecIQ4NL {
 struct DecMXFP4 {
     using Block = BlockMXFP4;
     static __m256i values(const Block& b, float& d) {
-        d = mxfp4_e8m0_to_scale(b.e);
+        const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (uint32_t(b.e) - 1) << 23;  // 2^(e-128)
+        std::memcpy(&d, &bits, 4);
         return _mm256_shuffle_epi8(lut16(kE2M1Doubled), nibbles(b.qs));
     }
 };
 
+// Two accumulator sets (even / odd blocks) hide the FMA latency.
 template <class Dec, int NC>
 void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
-    __m256 acc[NC];
-    for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
-    for (int64_t ib = 0; ib < k / 32; ++ib) {
-        _mm_prefetch((const char*)(x + ib) + 512, _MM_HINT_T0);
+    __m256 acc0[NC], acc1[NC];
+    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         float dx;
         const __m256i a = Dec::values(x[ib], dx);
         const __m256i ua = _mm256_sign_epi8(a, a);
@@ -91,8 +92,16 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
             const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i*)y.qs), a);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(ua, sy)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
         }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        step(ib, acc0);
+        step(ib + 1, acc1);
     }
-    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
 }
 
 // ---- legacy blocks with a min against q8_1: unsigned levels ----
@@ -110,11 +119,10 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     using Block = typename Dec::Block;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
-    __m256 acc[NC];
+    __m256 acc0[NC], acc1[NC];
     float mins[NC];
-    for (int j = 0; j < NC; ++j) { acc[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
-    for (int64_t ib = 0; ib < k / 32; ++ib) {
-        _mm_prefetch((const char*)(x + ib) + 512, _MM_HINT_T0);
+    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m256i u = Dec::levels(x[ib]);
         const float dx = f16(x[ib].d), mx = f16(x[ib].m);
 #pragma GCC unroll 4
@@ -124,22 +132,37 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u, q)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
             mins[j] += mx * f16(y.s);
         }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        step(ib, acc0);
+        step(ib + 1, acc1);
     }
-    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]) + mins[j];
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j])) + mins[j];
 }
 
 // ---- K-quants ----
-// One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), 16 scales
-// and mins as int16, the level offset as a shift (off = 1 << off_shift, or 0).
+// One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), the 16
+// scales and mins (int8, natural order: value i uses entry i/16), d and dmin.
 struct KBlock {
     __m256i u[8];
-    alignas(32) int16_t scale[16];
-    alignas(32) int16_t min[16];
+    __m128i scales, mins;
     float d, dmin;
 };
 
 inline __m256i low_bits(__m256i v, int shift, int mask) {
     return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
+}
+inline __m128i low_bits128(__m128i v, int shift, int mask) {
+    return _mm_and_si128(_mm_srli_epi16(v, shift), _mm_set1_epi8((char)mask));
+}
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
 }
 
 struct UnpQ2_K {
@@ -151,7 +174,9 @@ struct UnpQ2_K {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
             for (int s = 0; s < 4; ++s) w.u[4 * h + s] = low_bits(q, 2 * s, 3);
         }
-        for (int g = 0; g < 16; ++g) { w.scale[g] = b.scales[g] & 0xF; w.min[g] = b.scales[g] >> 4; }
+        const __m128i sm = _mm_loadu_si128((const __m128i*)b.scales);
+        w.scales = low_bits128(sm, 0, 0xF);
+        w.mins = low_bits128(sm, 4, 0xF);
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
     }
@@ -169,13 +194,31 @@ struct UnpQ3_K {
                 w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_slli_epi16(low_bits(hm, c, 1), 2));
             }
         }
-        int8_t sc[16];
-        q3_K_scales(b.scales, sc);
-        for (int g = 0; g < 16; ++g) w.scale[g] = sc[g];
+        // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
+        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4
+        const __m128i lo8 = _mm_loadl_epi64((const __m128i*)b.scales);
+        const __m128i lo = _mm_unpacklo_epi64(low_bits128(lo8, 0, 0xF), low_bits128(lo8, 4, 0xF));
+        const uint32_t h = load_u32(b.scales + 8);
+        const __m128i hi = _mm_and_si128(_mm_setr_epi32((int)h, (int)(h >> 2), (int)(h >> 4), (int)(h >> 6)),
+                                         _mm_set1_epi8(3));
+        w.scales = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        w.mins = _mm_setzero_si128();
         w.d = f16(b.d);
         w.dmin = 0.0f;
     }
 };
+// q4_K / q5_K: 8 six-bit scales and mins in 12 bytes; words w0, w1 hold the low 6 bits of
+// scales / mins 0..3 (their top 2 bits: the high 2 bits of scales / mins 4..7), w2 the low
+// nibbles of scales 4..7 and, in its high nibbles, of mins 4..7.
+inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
+    const uint32_t w0 = load_u32(q), w1 = load_u32(q + 4), w2 = load_u32(q + 8);
+    const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+    const __m128i s8 = _mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0), m8 = _mm_setr_epi32((int)mn_lo, (int)mn_hi, 0, 0);
+    scales = _mm_unpacklo_epi8(s8, s8);  // one scale per 32 values: two groups of 16 each
+    mins = _mm_unpacklo_epi8(m8, m8);
+}
 template <bool kFifth, class B>
 struct UnpQ45_K {
     using Block = B;
@@ -193,12 +236,7 @@ struct UnpQ45_K {
                 w.u[2 * p + 1] = _mm256_or_si256(w.u[2 * p + 1], _mm256_slli_epi16(low_bits(hb, 2 * p + 1, 1), 4));
             }
         }
-        for (int j = 0; j < 8; ++j) {
-            uint8_t sc, m;
-            kquant_scale_min(j, b.scales, sc, m);
-            w.scale[2 * j] = w.scale[2 * j + 1] = sc;
-            w.min[2 * j] = w.min[2 * j + 1] = m;
-        }
+        scales_mins_k4(b.scales, w.scales, w.mins);
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
     }
@@ -220,7 +258,8 @@ struct UnpQ6_K {
             w.u[4 * h + 2] = _mm256_or_si256(low_bits(la, 4, 0xF), hi(2));
             w.u[4 * h + 3] = _mm256_or_si256(low_bits(lb, 4, 0xF), hi(3));
         }
-        for (int g = 0; g < 16; ++g) w.scale[g] = b.scales[g];
+        w.scales = _mm_loadu_si128((const __m128i*)b.scales);
+        w.mins = _mm_setzero_si128();
         w.d = f16(b.d);
         w.dmin = 0.0f;
     }
@@ -231,18 +270,23 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     using Block = typename Unp::Block;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
+    // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
+    // with the even groups' scales in the low lane and the odd ones' in the high lane, one
+    // in-lane shuffle per chunk broadcasts the pair.
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    __m256i pick[8];
+    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
     __m256 acc[NC];
     for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
     KBlock w;
-    __m256i sc[8];
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
         _mm_prefetch((const char*)(x + ib + 2), _MM_HINT_T0);
         _mm_prefetch((const char*)(x + ib + 2) + 64, _MM_HINT_T0);
         Unp::run(x[ib], w);
-        for (int c = 0; c < 8; ++c)
-            sc[c] = _mm256_set_m128i(_mm_set1_epi16(w.scale[2 * c + 1]), _mm_set1_epi16(w.scale[2 * c]));
-        const __m256i scales = _mm256_load_si256((const __m256i*)w.scale);
-        const __m256i mins = _mm256_load_si256((const __m256i*)w.min);
+        const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
+        const __m256i lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+        const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_K& y = ((const BlockQ8_K*)(b + j * bs))[ib];
@@ -250,7 +294,7 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
 #pragma GCC unroll 8
             for (int c = 0; c < 8; ++c) {
                 const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y.qs + 32 * c)));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sc[c]));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(lanes, pick[c])));
             }
             const __m256i bsums = _mm256_loadu_si256((const __m256i*)y.bsums);
             if constexpr (Unp::kOffShift >= 0)
