@@ -50,7 +50,7 @@ inline const float* weight_segment(const Kernels& kr, const Tensor* a, const cha
         case Type::F16: kr.f16_to_f32((const uint16_t*)row + k0, tmp, kc); return tmp;
         default: {
             const TypeTraits& tt = type_traits(a->type);
-            tt.to_float(row + (k0 / tt.blck_size) * tt.type_size, tmp, kc);
+            kr.dequant[(int)a->type](row + (k0 / tt.blck_size) * tt.type_size, tmp, kc);
             return tmp;
         }
     }

@@ -28,6 +28,7 @@ struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
+    ToFloatFn dequant[kTypeIdLimit];      // weight rows to f32 for the GEMM path (= the table's to_float)
     int mr, nr;        // micro-kernel tile
     MicroFn micro;
     CvtFn f16_to_f32;  // n halves -> floats

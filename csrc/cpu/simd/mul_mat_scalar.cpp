@@ -126,6 +126,7 @@ const Kernels& kernels_scalar() {
         s.dot[(int)Type::Q4_0] = dot_q4_0;
         s.dot[(int)Type::NVFP4] = dot_nvfp4;
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_cpu;
+        for (int t = 0; t < kTypeIdLimit; ++t) s.dequant[t] = type_traits((Type)t).to_float;
         s.mr = MR;
         s.nr = NR;
         s.micro = micro;
