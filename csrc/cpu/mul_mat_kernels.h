@@ -1,5 +1,5 @@
 // The per-instruction-set kernels of MUL_MAT / MUL_MAT_ID (implemented in simd/mul_mat_*.cpp
-// and simd/quant_dot_*.cpp): the CPU half of the type table, indexed by type id.
+// and simd/quant_*.cpp): the CPU half of the type table, indexed by type id.
 //
 // Dot kernels take one weight row and nc (1..4) activation columns already converted to the
 // weight's vec_dot_type (types.h): f32 for f32 weights, f32 values rounded to f16 / bf16 for
@@ -52,6 +52,7 @@ inline const Kernels& kernels_for(simd::Isa isa) {
 // The block-type dots of each set (simd/quant_dot_*.cpp) fill their rows of k.dot / k.quantize.
 void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
+void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
 
 // E2M1 codes doubled (bit 3 = sign), spec 1.5; the nvfp4 scale table holds halved UE4M3 scales.
 constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;

@@ -132,6 +132,7 @@ const Kernels& kernels_avx2() {
         s.round_f16 = round_f16;
         s.quantize_q8_0 = mm_quantize_q8_0;
         add_quant_dots_avx2(s);
+        add_quant_dequant_avx2(s);
         return s;
     }();
     return k;
