@@ -291,3 +291,18 @@ def test_activation_types_are_refused_as_weights(name):
     b = ctx.new_tensor(gg.F32, [256, 2])
     with pytest.raises(TypeError, match=name):
         gg.mul_mat(ctx, a, b)
+
+
+@pytest.mark.parametrize("bt", [gg.F16, gg.BF16])
+@pytest.mark.parametrize("name", WEIGHT_TYPES)
+def test_mul_mat_half_activations(name, bt):
+    """f16 / bf16 activations are widened, then quantized to the vec_dot type like f32 ones."""
+    rng = np.random.default_rng(14)
+    K = 256 if TABLE[name]["blck_size"] == 256 else 128
+    ctx = gg.Context(mem_size=32 << 20)
+    a, av = new(ctx, T(name), [K, 19], rng=rng)
+    for N in (2, 17):
+        b, bv = new(ctx, bt, [K, N], rng=rng)
+        out = gg.mul_mat(ctx, a, b)
+        compute(ctx, out)
+        assert_close(values(out), mm_reference(av, bv), PEER, what=f"{name} N={N}")
