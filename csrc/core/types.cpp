@@ -37,9 +37,7 @@ struct Fp16Table {
     }
 };
 const Fp16Table& fp16_table() { static const Fp16Table t; return t; }
-}  // namespace
 
-namespace {
 // ---- the type table ----
 template <class Block, void (*F)(const Block*, float*, int64_t)>
 void to_float_as(const void* src, float* dst, int64_t n) { F((const Block*)src, dst, n); }
