@@ -25,7 +25,7 @@ __global__ void copy_kernel(const char* s, Dims ds, int ts, char* d, Dims dd, in
 
 void copy_into(const Launch& l, const Tensor* src, Tensor* dst) {
     if (is_quantized(dst->type) && dst->type != src->type) unsupported(dst, "quantizing copies");
-    if (src->type == Type::NVFP4) unsupported(dst, "nvfp4 source");
+    if (!cuda_reads_type(src->type)) unsupported(dst, (std::string(type_name(src->type)) + " source").c_str());
     if (dst->type == src->type && is_quantized(src->type)) {
         if (!src->is_contiguous() || !dst->is_contiguous()) unsupported(dst, "strided block copies");
         PG_CUDA_CHECK(cudaMemcpyAsync(dst->data, src->data, dst->nbytes(), cudaMemcpyDeviceToDevice, l.stream));

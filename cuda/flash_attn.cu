@@ -80,7 +80,7 @@ void cuda_forward_FLASH_ATTN_EXT(const Launch& l, Tensor* dst) {
     const Tensor* mask = dst->src[3];
     const Tensor* sinks = dst->src[4];
     if (v->ne[0] > kMaxDv) unsupported(dst, "head size above 1024");
-    if (k->type == Type::NVFP4 || v->type == Type::NVFP4) unsupported(dst, "nvfp4 K/V");
+    if (!cuda_reads_type(k->type) || !cuda_reads_type(v->type)) unsupported(dst, "K/V block type other than q8_0/q4_0");
     FaParams p;
     p.scale = dst->param_f32(0);
     p.max_bias = dst->param_f32(1);

@@ -55,7 +55,7 @@ __global__ void mul_mat_id_kernel(const char* as, Dims da, int ta, const char* b
 void cuda_forward_MUL_MAT(const Launch& l, Tensor* dst) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
-    if (a->type == Type::NVFP4) unsupported(dst, "nvfp4 weights");
+    if (!cuda_reads_type(a->type)) unsupported(dst, (std::string(type_name(a->type)) + " weights").c_str());
     const int64_t warps = dst->nelements();
     mul_mat_kernel<<<blocks_for(warps * 32, 256), 256, 0, l.stream>>>(
         (const char*)a->data, dims_of(a), (int)a->type, (const char*)b->data, dims_of(b), (int)b->type,
@@ -66,7 +66,7 @@ void cuda_forward_MUL_MAT_ID(const Launch& l, Tensor* dst) {
     const Tensor* as = dst->src[0];
     const Tensor* b = dst->src[1];
     const Tensor* ids = dst->src[2];
-    if (as->type == Type::NVFP4) unsupported(dst, "nvfp4 weights");
+    if (!cuda_reads_type(as->type)) unsupported(dst, (std::string(type_name(as->type)) + " weights").c_str());
     const int64_t warps = dst->nelements();
     mul_mat_id_kernel<<<blocks_for(warps * 32, 256), 256, 0, l.stream>>>(
         (const char*)as->data, dims_of(as), (int)as->type, (const char*)b->data, dims_of(b), (int)b->type,

@@ -41,7 +41,7 @@ __global__ void set_rows_kernel(const char* b, Dims db, int tb, const char* c, D
 void cuda_forward_GET_ROWS(const Launch& l, Tensor* dst) {
     const Tensor* a = dst->src[0];
     const Tensor* idx = dst->src[1];
-    if (a->type == Type::NVFP4) unsupported(dst, "nvfp4 source");
+    if (!cuda_reads_type(a->type)) unsupported(dst, (std::string(type_name(a->type)) + " source").c_str());
     const int64_t n = dst->nelements();
     get_rows_kernel<<<blocks_for(n, 256), 256, 0, l.stream>>>(
         (const char*)a->data, dims_of(a), (int)a->type, (const char*)idx->data, dims_of(idx), (int)idx->type,

@@ -17,8 +17,9 @@ Graph = _core.Graph
 UnaryOp = _core.UnaryOp
 GluOp = _core.GluOp
 
-F32, F16, BF16, I32, I64 = Type.F32, Type.F16, Type.BF16, Type.I32, Type.I64
-Q8_0, Q4_0, NVFP4 = Type.Q8_0, Type.Q4_0, Type.NVFP4
+# Every row of the type table as a module constant: gg.F32, gg.Q8_0, gg.Q4_K, gg.MXFP4, ...
+_TYPE_NAMES = list(Type.__members__)
+globals().update(Type.__members__)
 
 _NUMPY_TYPES = {np.dtype(np.float32): F32, np.dtype(np.float16): F16, np.dtype(np.int32): I32,
                 np.dtype(np.int64): I64}
@@ -234,5 +235,5 @@ for _name in dir(_core):
     globals()[_name] = getattr(_core, _name)
     _ops.append(_name)
 
-__all__ = ["Type", "Tensor", "Context", "Graph", "UnaryOp", "GluOp", "F32", "F16", "BF16", "I32",
-           "I64", "Q8_0", "Q4_0", "NVFP4", "set_name", "backends", "Backend"] + _ops
+__all__ = ["Type", "Tensor", "Context", "Graph", "UnaryOp", "GluOp", "set_name", "backends",
+           "Backend"] + _TYPE_NAMES + _ops

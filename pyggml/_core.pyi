@@ -7,10 +7,22 @@ class Type:
     F32: typing.ClassVar[Type]
     F16: typing.ClassVar[Type]
     Q4_0: typing.ClassVar[Type]
+    Q4_1: typing.ClassVar[Type]
+    Q5_0: typing.ClassVar[Type]
+    Q5_1: typing.ClassVar[Type]
     Q8_0: typing.ClassVar[Type]
+    Q8_1: typing.ClassVar[Type]
+    Q2_K: typing.ClassVar[Type]
+    Q3_K: typing.ClassVar[Type]
+    Q4_K: typing.ClassVar[Type]
+    Q5_K: typing.ClassVar[Type]
+    Q6_K: typing.ClassVar[Type]
+    Q8_K: typing.ClassVar[Type]
+    IQ4_NL: typing.ClassVar[Type]
     I32: typing.ClassVar[Type]
     I64: typing.ClassVar[Type]
     BF16: typing.ClassVar[Type]
+    MXFP4: typing.ClassVar[Type]
     NVFP4: typing.ClassVar[Type]
     def __int__(self) -> int: ...
 
@@ -176,7 +188,7 @@ def argsort_top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.Suppor
 def blck_size(arg0: Type) -> int:
     ...
 def cast(ctx: Context, a: Tensor, type: object) -> Tensor:
-    """A new tensor of `type` with a's shape holding a's values converted. Supported: f32/f16/bf16 in any direction (round to nearest even), same-type raw copies (bit exact), f32 -> i32, i32 -> f32 (nearest float), f32/f16/bf16 -> q8_0/q4_0/nvfp4 (row quantization), q8_0/q4_0/nvfp4 -> f32. Other pairs raise TypeError. f32 -> i32 truncates toward zero; pyggml's choice for what ggml leaves undefined: NaN -> 0, values >= 2^31 and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN."""
+    """A new tensor of `type` with a's shape holding a's values converted. Supported: f32/f16/bf16 in any direction (round to nearest even), same-type raw copies (bit exact), f32 -> i32, i32 -> f32 (nearest float), f32/f16/bf16 -> any block type (its CPU row quantizer), block type -> f32. Other pairs raise TypeError. f32 -> i32 truncates toward zero; pyggml's choice for what ggml leaves undefined: NaN -> 0, values >= 2^31 and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN."""
 def ceil(ctx: Context, a: Tensor) -> Tensor:
     ...
 def ceil_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -244,7 +256,7 @@ def fill(ctx: Context, a: Tensor, c: typing.SupportsFloat | typing.SupportsIndex
 def fill_inplace(ctx: Context, a: Tensor, c: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
 def flash_attn_ext(ctx: Context, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0, logit_softcap: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
-    """Flash attention. q [D_k, N, H, S] f32; k [D_k, KV, H_kv, S], v [D_v, KV, H_v, S] (f32/f16/bf16/q8_0/q4_0/nvfp4, H % H_kv == 0: consecutive heads share a KV head); mask [>=KV, >=N, H_m, S_m] f16 or None (-inf excludes an entry; broadcast over heads and dim 3 by modulo). Result [D_v, H, N, S] f32 (heads before tokens). A row with no finite mask entry gives zeros."""
+    """Flash attention. q [D_k, N, H, S] f32; k [D_k, KV, H_kv, S], v [D_v, KV, H_v, S] (f32/f16/bf16 or a block weight type of gg.type_traits(), H % H_kv == 0: consecutive heads share a KV head); mask [>=KV, >=N, H_m, S_m] f16 or None (-inf excludes an entry; broadcast over heads and dim 3 by modulo). Result [D_v, H, N, S] f32 (heads before tokens). A row with no finite mask entry gives zeros."""
 def flash_attn_ext_add_sinks(node: Tensor, sinks: Tensor) -> None:
     """Attach per-head sink logits (f32 [H], raw: not scaled, capped or sloped); None clears."""
 def flash_attn_ext_get_prec(node: Tensor) -> int:
@@ -308,7 +320,7 @@ def hardswish_inplace(ctx: Context, a: Tensor) -> Tensor:
 def is_quantized(arg0: Type) -> bool:
     ...
 def lightning_indexer(ctx: Context, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
-    """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16/q8_0/q4_0/nvfp4, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
+    """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16 or a block type, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
 def mean(ctx: Context, a: Tensor) -> Tensor:
     """Row means: [1, ne1, ne2, ne3] f32."""
 def mul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
@@ -316,7 +328,7 @@ def mul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
 def mul_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
 def mul_mat(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
-    """a [K, M, A2, A3] (weights) times b [K, N, B2, B3]: f32 [M, N, B2, B3]; batch i of b uses batch i // (B/A) of a. Like ggml's CPU, b is rounded to f16/bf16 or quantized to q8_0 to match the weights before the dot products."""
+    """a [K, M, A2, A3] (weights) times b [K, N, B2, B3]: f32 [M, N, B2, B3]; batch i of b uses batch i // (B/A) of a. Like ggml's CPU, b is rounded to f16/bf16 or quantized to the weights' vec_dot_type (q8_0, q8_1 or q8_K, see gg.type_traits()) before the dot products."""
 def mul_mat_id(ctx: Context, as_: Tensor, b: Tensor, ids: Tensor) -> Tensor:
     """Mixture-of-experts matmul: as [K, M, n_expert], b [K, Nb, n_tokens], ids i32 [n_used, n_tokens]; result f32 [M, n_used, n_tokens] with out[:, e, t] = as[ids[e, t]] . b[:, e % Nb, t]."""
 def neg(ctx: Context, a: Tensor) -> Tensor:
@@ -340,7 +352,7 @@ def pad_ext_circular(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.S
 def permute(ctx: Context, a: Tensor, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex, axis2: typing.SupportsInt | typing.SupportsIndex, axis3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Source dim k moves to result position axis_k (the inverse of numpy.transpose's axes)."""
 def quantize(type: Type, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], reference: bool = True) -> numpy.ndarray:
-    """Quantize float32 values to block bytes (reference quantizer of spec 1.5; reference=False gives the CPU backend's Q8_0 form)."""
+    """Quantize float32 values to block bytes with ggml's reference quantizer of the type (reference=False: the CPU backend's form behind cpy/set_rows; they differ for q8_0/q8_1)."""
 def reglu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def reglu_split(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
@@ -481,6 +493,8 @@ def type_name(arg0: Type) -> str:
     ...
 def type_size(arg0: Type) -> int:
     ...
+def type_traits() -> list:
+    """The type table: one dict per type (id, name, blck_size, type_size, is_quantized, vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction sets with a mul_mat kernel for weights of this type)."""
 def unary(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
     ...
 def unary_inplace(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:

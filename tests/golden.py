@@ -20,9 +20,7 @@ TYPES = {gg.type_name(t): t for t in (getattr(gg, n) for n in dir(gg)) if isinst
 # Ops and block types of still-open issues: their cases are skipped (by name) until built.
 # Each entry must still be missing from pyggml; test_golden_pending_is_still_pending fails
 # once it exists, so the list only shrinks.
-PENDING_TYPES = {  # issue 9 (quant types)
-    "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "mxfp4",
-}
+PENDING_TYPES: set = set()
 PENDING_OPS = {
     # issue 14 (the rest of ggml's forward ops)
     "acc", "set", "add1", "add_id", "argmax", "count_equal", "sum", "log", "sin", "cos",

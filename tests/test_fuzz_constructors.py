@@ -16,7 +16,7 @@ ALLOWED = (ValueError, TypeError, NotImplementedError, MemoryError)
 # Named GLU forms that ggml has but the op table's GLU row does not list.
 EXTRA = ["geglu_erf", "geglu_erf_split", "geglu_erf_swapped", "geglu_quick", "geglu_quick_split",
          "geglu_quick_swapped"]
-TYPES = [gg.F32, gg.F16, gg.BF16, gg.I32, gg.I64, gg.Q8_0, gg.Q4_0, gg.NVFP4]
+TYPES = [row["type"] for row in gg.type_traits()]  # every row of the type table
 DIMS = [0, 1, 1, 2, 3, 4, 5, 8]
 INTS = [-(2 ** 31), -7, -1, 0, 0, 1, 1, 2, 3, 4, 5, 8, 17, 64, 2 ** 31 - 1]
 FLOATS = [0.0, 1.0, -1.0, 0.5, 1e-6, 2.0, 10.0, 1e30, float("nan"), float("inf"), float("-inf")]

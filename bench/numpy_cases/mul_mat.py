@@ -53,7 +53,9 @@ def _case(gg, np, n_threads, wtype, K, M, N, reps):
     ctx = gg.Context(mem_size=(K * M * 4 + K * N * 8 + M * N * 8) + (64 << 20))
     a = ctx.new_tensor(wtype, [K, M])
     wa = rng.uniform(-1, 1, size=(M, K)).astype(np.float32)
-    if gg.is_quantized(wtype):
+    if gg.is_quantized(wtype) and M > 64:  # 64 quantized rows repeated: the K-quant searches are slow
+        a.set(np.tile(gg.quantize(wtype, wa[:64].ravel()), M // 64 + 1)[: a.nbytes])
+    elif gg.is_quantized(wtype):
         a.set(gg.quantize(wtype, wa.ravel()))
     else:
         a.set(wa.astype(np.float16) if wtype == gg.F16 else wa)
@@ -80,3 +82,10 @@ def cases(n_threads):
     for name, t in (("f32", gg.F32), ("f16", gg.F16), ("q8_0", gg.Q8_0), ("q4_0", gg.Q4_0)):
         yield (f"mul_mat {name} gemv K4096 M14336 N1", *_case(gg, np, n_threads, t, 4096, 14336, 1, 7), "GFLOP/s")
     yield ("mul_mat q4_0 gemm K4096 M4096 N512", *_case(gg, np, n_threads, gg.Q4_0, 4096, 4096, 512, 3), "GFLOP/s")
+    # every other block weight type of the type table: decode GEMV and prompt GEMM (n = 128)
+    for row in gg.type_traits():
+        if not (row["is_quantized"] and row["is_weight"]) or row["name"] in ("q8_0", "q4_0"):
+            continue
+        t, name = row["type"], row["name"]
+        yield (f"mul_mat {name} gemv K4096 M14336 N1", *_case(gg, np, n_threads, t, 4096, 14336, 1, 7), "GFLOP/s")
+        yield (f"mul_mat {name} gemm K4096 M14336 N128", *_case(gg, np, n_threads, t, 4096, 14336, 128, 3), "GFLOP/s")

@@ -1,4 +1,4 @@
-// Type traits, bit-exact F16/BF16 conversions, Q8_0/Q4_0 block (de)quantization.
+// The type table, bit-exact F16/BF16 conversions, Q8_0/Q4_0 block (de)quantization.
 #include "pyggml/types.h"
 
 #include <cmath>
@@ -9,16 +9,6 @@
 namespace pyggml {
 
 namespace {
-const TypeTraits kInvalid{"invalid", 1, 0, false, false};
-const TypeTraits kF32{"f32", 1, 4, false, true};
-const TypeTraits kF16{"f16", 1, 2, false, true};
-const TypeTraits kBF16{"bf16", 1, 2, false, true};
-const TypeTraits kI32{"i32", 1, 4, false, true};
-const TypeTraits kI64{"i64", 1, 8, false, true};
-const TypeTraits kQ8_0{"q8_0", 32, 34, true, true};
-const TypeTraits kQ4_0{"q4_0", 32, 18, true, true};
-const TypeTraits kNVFP4{"nvfp4", 64, 36, true, true};
-
 inline uint32_t f32_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
 inline float bits_f32(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 
@@ -47,24 +37,89 @@ struct Fp16Table {
     }
 };
 const Fp16Table& fp16_table() { static const Fp16Table t; return t; }
+
+// ---- the type table ----
+template <class Block, void (*F)(const Block*, float*, int64_t)>
+void to_float_as(const void* src, float* dst, int64_t n) { F((const Block*)src, dst, n); }
+template <class Block, void (*F)(const float*, Block*, int64_t)>
+void from_float_as(const float* src, void* dst, int64_t n) { F(src, (Block*)dst, n); }
+
+void f32_to_float(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, n * 4); }
+void f32_from_float(const float* src, void* dst, int64_t n) { std::memcpy(dst, src, n * 4); }
+void f16_to_float(const void* src, float* dst, int64_t n) {
+    const uint16_t* s = (const uint16_t*)src;
+    const float* tab = fp16_table().v;
+    for (int64_t i = 0; i < n; ++i) dst[i] = tab[s[i]];
+}
+void f16_from_float(const float* src, void* dst, int64_t n) {
+    uint16_t* d = (uint16_t*)dst;
+    for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
+}
+void bf16_to_float(const void* src, float* dst, int64_t n) {
+    const uint16_t* s = (const uint16_t*)src;
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
+}
+void bf16_from_float(const float* src, void* dst, int64_t n) {
+    uint16_t* d = (uint16_t*)dst;
+    for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
+}
+
+#define PG_PLAIN(id, name, size, to, from) {Type::id, {name, 1, size, false, true, Type::id, true, to, from, from}}
+#define PG_BLOCK(id, name, qk, Block, codec, cpu_from, dot, weight)                                          \
+    {Type::id, {name, qk, sizeof(Block), true, true, Type::dot, weight, to_float_as<Block, dequantize_row_##codec>, \
+                from_float_as<Block, cpu_from>, from_float_as<Block, quantize_row_##codec##_ref>}}
+
+struct Row { Type id; TypeTraits traits; };
+const Row kRows[] = {
+    PG_PLAIN(F32, "f32", 4, f32_to_float, f32_from_float),
+    PG_PLAIN(F16, "f16", 2, f16_to_float, f16_from_float),
+    PG_PLAIN(BF16, "bf16", 2, bf16_to_float, bf16_from_float),
+    {Type::I32, {"i32", 1, 4, false, true, Type::I32, false, nullptr, nullptr, nullptr}},
+    {Type::I64, {"i64", 1, 8, false, true, Type::I64, false, nullptr, nullptr, nullptr}},
+    PG_BLOCK(Q4_0, "q4_0", 32, BlockQ4_0, q4_0, quantize_row_q4_0_ref, Q8_0, true),
+    PG_BLOCK(Q4_1, "q4_1", 32, BlockQ4_1, q4_1, quantize_row_q4_1_ref, Q8_1, true),
+    PG_BLOCK(Q5_0, "q5_0", 32, BlockQ5_0, q5_0, quantize_row_q5_0_ref, Q8_0, true),
+    PG_BLOCK(Q5_1, "q5_1", 32, BlockQ5_1, q5_1, quantize_row_q5_1_ref, Q8_1, true),
+    PG_BLOCK(Q8_0, "q8_0", 32, BlockQ8_0, q8_0, quantize_row_q8_0_cpu, Q8_0, true),
+    PG_BLOCK(Q8_1, "q8_1", 32, BlockQ8_1, q8_1, quantize_row_q8_1_cpu, Q8_1, false),
+    PG_BLOCK(Q2_K, "q2_K", 256, BlockQ2_K, q2_K, quantize_row_q2_K_ref, Q8_K, true),
+    PG_BLOCK(Q3_K, "q3_K", 256, BlockQ3_K, q3_K, quantize_row_q3_K_ref, Q8_K, true),
+    PG_BLOCK(Q4_K, "q4_K", 256, BlockQ4_K, q4_K, quantize_row_q4_K_ref, Q8_K, true),
+    PG_BLOCK(Q5_K, "q5_K", 256, BlockQ5_K, q5_K, quantize_row_q5_K_ref, Q8_K, true),
+    PG_BLOCK(Q6_K, "q6_K", 256, BlockQ6_K, q6_K, quantize_row_q6_K_ref, Q8_K, true),
+    PG_BLOCK(Q8_K, "q8_K", 256, BlockQ8_K, q8_K, quantize_row_q8_K_ref, Q8_K, false),
+    PG_BLOCK(IQ4_NL, "iq4_nl", 32, BlockIQ4NL, iq4_nl, quantize_row_iq4_nl_ref, Q8_0, true),
+    PG_BLOCK(MXFP4, "mxfp4", 32, BlockMXFP4, mxfp4, quantize_row_mxfp4_ref, Q8_0, true),
+    PG_BLOCK(NVFP4, "nvfp4", 64, BlockNVFP4, nvfp4, quantize_row_nvfp4_ref, Q8_0, true),
+};
+#undef PG_PLAIN
+#undef PG_BLOCK
+
+struct Table {
+    TypeTraits by_id[kTypeIdLimit];
+    Table() {
+        for (auto& t : by_id) t = TypeTraits{"invalid", 1, 0, false, false, Type::F32, false, nullptr, nullptr, nullptr};
+        for (const Row& r : kRows) by_id[(int)r.id] = r.traits;
+    }
+};
+const Table& table() { static const Table t; return t; }
 }  // namespace
 
 const TypeTraits& type_traits(Type t) {
-    switch (t) {
-        case Type::F32: return kF32;
-        case Type::F16: return kF16;
-        case Type::BF16: return kBF16;
-        case Type::I32: return kI32;
-        case Type::I64: return kI64;
-        case Type::Q8_0: return kQ8_0;
-        case Type::Q4_0: return kQ4_0;
-        case Type::NVFP4: return kNVFP4;
-    }
-    return kInvalid;
+    const int id = (int)t;
+    static const TypeTraits invalid{"invalid", 1, 0, false, false, Type::F32, false, nullptr, nullptr, nullptr};
+    return id >= 0 && id < kTypeIdLimit ? table().by_id[id] : invalid;
+}
+
+int valid_types(Type* out) {
+    int n = 0;
+    for (int id = 0; id < kTypeIdLimit; ++id)
+        if (table().by_id[id].is_valid) out[n++] = (Type)id;
+    return n;
 }
 
 bool type_id_is_valid(int32_t id) {
-    return type_traits(static_cast<Type>(id)).is_valid;
+    return id >= 0 && id < kTypeIdLimit && table().by_id[id].is_valid;
 }
 
 const char* type_name(Type t) { return type_traits(t).name; }
@@ -163,57 +218,16 @@ void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n) {
 }
 
 // ---- rows ----
-bool has_to_float(Type t) {
-    switch (t) {
-        case Type::F32: case Type::F16: case Type::BF16: case Type::Q8_0: case Type::Q4_0:
-        case Type::NVFP4: return true;
-        default: return false;
-    }
-}
-
-bool has_from_float(Type t) { return has_to_float(t); }
-
 void to_float_row(Type t, const void* src, float* dst, int64_t n) {
-    switch (t) {
-        case Type::F32: std::memcpy(dst, src, n * 4); return;
-        case Type::F16: {
-            const uint16_t* s = (const uint16_t*)src;
-            const float* tab = fp16_table().v;
-            for (int64_t i = 0; i < n; ++i) dst[i] = tab[s[i]];
-            return;
-        }
-        case Type::BF16: {
-            const uint16_t* s = (const uint16_t*)src;
-            for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(s[i]);
-            return;
-        }
-        case Type::Q8_0: dequantize_row_q8_0((const BlockQ8_0*)src, dst, n); return;
-        case Type::Q4_0: dequantize_row_q4_0((const BlockQ4_0*)src, dst, n); return;
-        case Type::NVFP4: dequantize_row_nvfp4((const BlockNVFP4*)src, dst, n); return;
-        default: break;
-    }
-    throw UnsupportedError(std::string("to_float: no conversion from ") + type_name(t));
+    const TypeTraits& tt = type_traits(t);
+    if (!tt.to_float) throw UnsupportedError(std::string("to_float: no conversion from ") + tt.name);
+    tt.to_float(src, dst, n);
 }
 
 void from_float_row(Type t, const float* src, void* dst, int64_t n) {
-    switch (t) {
-        case Type::F32: std::memcpy(dst, src, n * 4); return;
-        case Type::F16: {
-            uint16_t* d = (uint16_t*)dst;
-            for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_fp16(src[i]);
-            return;
-        }
-        case Type::BF16: {
-            uint16_t* d = (uint16_t*)dst;
-            for (int64_t i = 0; i < n; ++i) d[i] = fp32_to_bf16(src[i]);
-            return;
-        }
-        case Type::Q8_0: quantize_row_q8_0_cpu(src, (BlockQ8_0*)dst, n); return;
-        case Type::Q4_0: quantize_row_q4_0_ref(src, (BlockQ4_0*)dst, n); return;
-        case Type::NVFP4: quantize_row_nvfp4_ref(src, (BlockNVFP4*)dst, n); return;
-        default: break;
-    }
-    throw UnsupportedError(std::string("from_float: no conversion to ") + type_name(t));
+    const TypeTraits& tt = type_traits(t);
+    if (!tt.from_float) throw UnsupportedError(std::string("from_float: no conversion to ") + tt.name);
+    tt.from_float(src, dst, n);
 }
 
 }  // namespace pyggml

@@ -1,7 +1,7 @@
 // CPU kernels of the 'mul_mat' family (spec 4.7, 4.8).
 //
-// Numerics follow ggml's CPU: b is first converted to the weights' vec-dot type (f16 / bf16
-// rounding, or q8_0 quantization for q8_0 / q4_0 / nvfp4 weights), products accumulate in f32.
+// Numerics follow ggml's CPU: b is first converted to the weights' vec_dot_type (f16 / bf16
+// rounding, or q8_0 / q8_1 / q8_K quantization for block weights), products accumulate in f32.
 // Two paths:
 //   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
 //     chunks of weight rows are taken from a shared counter; each row is dotted with up to 4
@@ -25,7 +25,7 @@ bool use_gemm(const Tensor* dst) {
     const Tensor* a = dst->src[0];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     if (K == 0 || M < 8) return false;
-    return N >= (is_block_kind(weight_kind(a->type)) ? 16 : 8);
+    return N >= (is_quantized(a->type) ? 16 : 8);
 }
 
 // Activations need converting unless the weights are f32 and b is f32 already.
@@ -42,7 +42,7 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
 void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* nvfp4_scale) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
-    const WeightKind w = weight_kind(a->type);
+    const Type w = a->type;
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = dot_needs_conversion(dst);
@@ -76,7 +76,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                 const int nc = (int)std::min<int64_t>(4, N - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
-                kr.dot[w](K, arow, bp, bs, nc, out, nvfp4_scale);
+                kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
                 for (int j = 0; j < nc; ++j) *(float*)(dbase + m * sizeof(float) + (n + j) * dst->nb[1]) = out[j];
             }
         }
@@ -97,7 +97,7 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
     const Tensor* b = dst->src[1];
-    return kCounterBytes + size_t(dst->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(weight_kind(dst->src[0]->type), b->ne[0]);
+    return kCounterBytes + size_t(dst->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
 }
 
 // MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
@@ -108,7 +108,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const Tensor* b = dst->src[1];
     const Tensor* ids = dst->src[2];
     const Kernels& kr = kernels_for(simd::cpu_isa());
-    const WeightKind w = weight_kind(as->type);
+    const Type w = as->type;
     const int64_t K = as->ne[0], M = as->ne[1], E = as->ne[2];
     const int64_t U = ids->ne[0], T = ids->ne[1], Nb = b->ne[1];
 
@@ -134,7 +134,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             slot_t[s] = (int32_t)t;
         }
     float scale[256];
-    if (w == kNVFP4) nvfp4_scale_table(scale);
+    if (w == Type::NVFP4) nvfp4_scale_table(scale);
 
     const size_t colb = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes;
@@ -160,7 +160,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
             for (int64_t s = start[x]; s < start[x + 1]; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, start[x + 1] - s);
-                kr.dot[w](K, arow, conv + s * colb, colb, nc, out, scale);
+                kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
                 for (int j = 0; j < nc; ++j)
                     *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]) = out[j];
             }
@@ -170,7 +170,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
 
 size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int) {
     const Tensor* ids = dst->src[2];
-    return kCounterBytes + size_t(ids->ne[0] * ids->ne[1]) * act_col_bytes(weight_kind(dst->src[0]->type), dst->src[0]->ne[0]);
+    return kCounterBytes + size_t(ids->ne[0] * ids->ne[1]) * act_col_bytes(dst->src[0]->type, dst->src[0]->ne[0]);
 }
 
 }  // namespace pyggml::cpu

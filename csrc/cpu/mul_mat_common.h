@@ -1,5 +1,5 @@
-// Shared pieces of the MUL_MAT / MUL_MAT_ID drivers: weight kinds, the activation conversion
-// to the vec-dot layout (spec 4.7), the nvfp4 scale table and the work counter.
+// Shared pieces of the MUL_MAT / MUL_MAT_ID drivers: the activation conversion to the weights
+// vec_dot_type (spec 4.7), the nvfp4 scale table and the work counter.
 #pragma once
 #include <atomic>
 #include <new>
@@ -10,23 +10,13 @@
 
 namespace pyggml::cpu::mm {
 
-inline WeightKind weight_kind(Type t) {
-    switch (t) {
-        case Type::F16: return kF16;
-        case Type::BF16: return kBF16;
-        case Type::Q8_0: return kQ8_0;
-        case Type::Q4_0: return kQ4_0;
-        case Type::NVFP4: return kNVFP4;
-        default: return kF32;
-    }
-}
-inline bool is_block_kind(WeightKind w) { return w == kQ8_0 || w == kQ4_0 || w == kNVFP4; }
-
 inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
-// Bytes of one activation column (K values) in the weight's vec-dot layout, 64-byte aligned.
-inline size_t act_col_bytes(WeightKind w, int64_t K) {
-    return align64(is_block_kind(w) ? row_size(Type::Q8_0, K) : size_t(K) * sizeof(float));
+
+// Bytes of one activation column (K values) in the weights' vec_dot_type, 64-byte aligned:
+// f32 values for the float types (rounded to f16/bf16 where the weights are), blocks otherwise.
+inline size_t act_col_bytes(Type wt, int64_t K) {
+    return align64(is_quantized(wt) ? row_size(vec_dot_type(wt), K) : size_t(K) * sizeof(float));
 }
 
 // The first 64 bytes of wdata hold a shared work counter for dynamic scheduling.
@@ -49,27 +39,28 @@ inline const float* widen_row(const Kernels& kr, Type bt, const char* brow, int6
     return tmp.data();
 }
 
-// One column of b converted to the vec-dot layout of weights `w` (what ggml's CPU does:
-// f16/bf16 rounding, or q8_0 quantization with the CPU quantizer).
-inline void convert_act(const Kernels& kr, WeightKind w, Type bt, const char* brow, int64_t K, void* out,
+// One column of b converted to the vec_dot_type of weights `wt` (what ggml's CPU does: f16/bf16
+// rounding, or quantization to q8_0 / q8_1 / q8_K with the CPU quantizers), once per column.
+inline void convert_act(const Kernels& kr, Type wt, Type bt, const char* brow, int64_t K, void* out,
                         std::vector<float>& tmp) {
     const float* x = widen_row(kr, bt, brow, K, tmp);
-    switch (w) {
-        case kF32: if ((const void*)x != out) std::copy(x, x + K, (float*)out); break;
-        case kF16: kr.round_f16(x, (float*)out, K); break;
-        case kBF16: round_bf16_row(x, (float*)out, K); break;
-        default: kr.quantize_q8_0(x, (BlockQ8_0*)out, K); break;
+    switch (wt) {
+        case Type::F32: if ((const void*)x != out) std::copy(x, x + K, (float*)out); break;
+        case Type::F16: kr.round_f16(x, (float*)out, K); break;
+        case Type::BF16: round_bf16_row(x, (float*)out, K); break;
+        default: kr.quantize[(int)vec_dot_type(wt)](x, out, K); break;
     }
 }
 
-// Same, but as f32 values (the GEMM path: q8_0 activations are quantized then dequantized).
-inline void convert_act_f32(const Kernels& kr, WeightKind w, Type bt, const char* brow, int64_t K, float* out,
-                            std::vector<float>& tmp, std::vector<BlockQ8_0>& qtmp) {
-    if (!is_block_kind(w)) { convert_act(kr, w, bt, brow, K, out, tmp); return; }
+// Same, but as f32 values (the GEMM path: activations are quantized then dequantized).
+inline void convert_act_f32(const Kernels& kr, Type wt, Type bt, const char* brow, int64_t K, float* out,
+                            std::vector<float>& tmp, std::vector<char>& qtmp) {
+    if (!is_quantized(wt)) { convert_act(kr, wt, bt, brow, K, out, tmp); return; }
     const float* x = widen_row(kr, bt, brow, K, tmp);
-    qtmp.resize(K / 32);
-    kr.quantize_q8_0(x, qtmp.data(), K);
-    dequantize_row_q8_0(qtmp.data(), out, K);
+    const Type vt = vec_dot_type(wt);
+    qtmp.resize(row_size(vt, K));
+    kr.quantize[(int)vt](x, qtmp.data(), K);
+    to_float_row(vt, qtmp.data(), out, K);
 }
 
 // Halved UE4M3 scales of all 256 codes (from core/quant_nvfp4.cpp); built per node, per thread.

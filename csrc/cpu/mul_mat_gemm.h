@@ -14,7 +14,7 @@
 
 namespace pyggml::cpu::mm {
 
-constexpr int64_t kKC = 256;   // multiple of 64 (nvfp4 block) and of every MR
+constexpr int64_t kKC = 256;   // multiple of every block size (256 for the K-quants) and of every MR
 constexpr int64_t kMC = 128;   // multiple of kMaxMR
 constexpr int64_t kNC = 1536;  // multiple of every NR
 constexpr size_t kPackBudget = size_t(32) << 20;
@@ -48,12 +48,11 @@ inline const float* weight_segment(const Kernels& kr, const Tensor* a, const cha
     switch (a->type) {
         case Type::F32: return (const float*)row + k0;
         case Type::F16: kr.f16_to_f32((const uint16_t*)row + k0, tmp, kc); return tmp;
-        case Type::BF16:
-            for (int64_t i = 0; i < kc; ++i) tmp[i] = bf16_to_fp32(((const uint16_t*)row)[k0 + i]);
+        default: {
+            const TypeTraits& tt = type_traits(a->type);
+            kr.dequant[(int)a->type](row + (k0 / tt.blck_size) * tt.type_size, tmp, kc);
             return tmp;
-        case Type::Q8_0: dequantize_row_q8_0((const BlockQ8_0*)row + k0 / 32, tmp, kc); return tmp;
-        case Type::Q4_0: dequantize_row_q4_0((const BlockQ4_0*)row + k0 / 32, tmp, kc); return tmp;
-        default: dequantize_row_nvfp4((const BlockNVFP4*)row + k0 / 64, tmp, kc); return tmp;
+        }
     }
 }
 
@@ -61,7 +60,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
     const GemmShape s = gemm_shape(dst);
-    const WeightKind w = weight_kind(a->type);
+    const Type w = a->type;
     const int MR = kr.mr, NR = kr.nr;
     const int64_t ne12 = b->ne[2], r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const int64_t ldc = dst->nb[1] / sizeof(float);
@@ -74,7 +73,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
     const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / panel_floats) * NR);
 
     std::vector<float> tmp(std::max<int64_t>(s.K, kKC)), col(s.K);
-    std::vector<BlockQ8_0> qtmp;
+    std::vector<char> qtmp;
     float ctile[kMaxMR * kMaxNR];
 
     auto panels_of = [&](const GemmPiece& pc) { return (pc.n1 - pc.n0 + NR - 1) / NR; };

@@ -1,8 +1,9 @@
-// The per-instruction-set kernels of MUL_MAT / MUL_MAT_ID (implemented in simd/mul_mat_*.cpp).
+// The per-instruction-set kernels of MUL_MAT / MUL_MAT_ID (implemented in simd/mul_mat_*.cpp
+// and simd/quant_*.cpp): the CPU half of the type table, indexed by type id.
 //
 // Dot kernels take one weight row and nc (1..4) activation columns already converted to the
-// weight's vec-dot layout (spec 4.7): f32 for f32 weights, f32 values rounded to f16 / bf16 for
-// f16 / bf16 weights, q8_0 blocks for q8_0 / q4_0 / nvfp4 weights. Accumulation is f32.
+// weight's vec_dot_type (types.h): f32 for f32 weights, f32 values rounded to f16 / bf16 for
+// f16 / bf16 weights, q8_0 / q8_1 / q8_K blocks for the block types. Accumulation is f32.
 //
 // The GEMM micro-kernel multiplies packed panels: Ap holds kc steps of MR weight rows
 // (Ap[k*MR + i]), Bp kc steps of NR activation columns (Bp[k*NR + j]); it writes (or adds to)
@@ -10,6 +11,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cpu/simd/isa.h"
 #include "pyggml/types.h"
@@ -22,11 +24,11 @@ using DotFn = void (*)(int64_t k, const void* a_row, const void* b, size_t b_str
 using MicroFn = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate);
 using CvtFn = void (*)(const void* src, float* dst, int64_t n);
 
-enum WeightKind { kF32 = 0, kF16, kBF16, kQ8_0, kQ4_0, kNVFP4, kNumWeightKinds };
-
 struct Kernels {
     simd::Isa isa;
-    DotFn dot[kNumWeightKinds];
+    DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
+    FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
+    ToFloatFn dequant[kTypeIdLimit];      // weight rows to f32 for the GEMM path (= the table's to_float)
     int mr, nr;        // micro-kernel tile
     MicroFn micro;
     CvtFn f16_to_f32;  // n halves -> floats
@@ -47,7 +49,18 @@ inline const Kernels& kernels_for(simd::Isa isa) {
     }
 }
 
+// The block-type dots of each set (simd/quant_dot_*.cpp) fill their rows of k.dot / k.quantize.
+void add_quant_dots_scalar(Kernels& k);
+void add_quant_dots_avx2(Kernels& k);
+void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
+
 // E2M1 codes doubled (bit 3 = sign), spec 1.5; the nvfp4 scale table holds halved UE4M3 scales.
-constexpr int8_t kNvfp4Lut[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;
 
 }  // namespace pyggml::cpu::mm
+
+namespace pyggml::cpu {
+// Instruction sets with a mul_mat kernel of their own for weights of type t (a set that
+// only reuses the scalar kernel is not listed), detected or not: "scalar", "avx2", "avx512".
+std::vector<const char*> mul_mat_kernel_isas(Type t);
+}  // namespace pyggml::cpu

@@ -13,8 +13,8 @@ void bind_copy(py::module_& m) {
     const char* cast_doc =
         "A new tensor of `type` with a's shape holding a's values converted.\n"
         "Supported: f32/f16/bf16 in any direction (round to nearest even), same-type raw copies "
-        "(bit exact), f32 -> i32, i32 -> f32 (nearest float), f32/f16/bf16 -> q8_0/q4_0/nvfp4 "
-        "(row quantization), q8_0/q4_0/nvfp4 -> f32. Other pairs raise TypeError.\n"
+        "(bit exact), f32 -> i32, i32 -> f32 (nearest float), f32/f16/bf16 -> any block type "
+        "(its CPU row quantizer), block type -> f32. Other pairs raise TypeError.\n"
         "f32 -> i32 truncates toward zero; pyggml's choice for what ggml leaves undefined: NaN -> 0, "
         "values >= 2^31 and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN.";
     // `type` accepts a gg.Type or its integer id (as ggml numbers types).

@@ -1,4 +1,5 @@
 // Bindings of Type, Tensor, Context, Graph and the error mapping.
+#include <cctype>
 #include <chrono>
 #include <thread>
 
@@ -197,10 +198,19 @@ void bind_core(py::module_& m) {
         }
     });
 
-    py::enum_<Type>(m, "Type", "Tensor element types, numbered as in ggml/GGUF")
-        .value("F32", Type::F32).value("F16", Type::F16).value("Q4_0", Type::Q4_0)
-        .value("Q8_0", Type::Q8_0).value("I32", Type::I32).value("I64", Type::I64)
-        .value("BF16", Type::BF16).value("NVFP4", Type::NVFP4);
+    {  // one enum value per row of the type table, named as ggml names it, upper-cased
+        py::enum_<Type> types(m, "Type", "Tensor element types, numbered as in ggml/GGUF");
+        static std::vector<std::string> names;  // pybind11 keeps the char pointers
+        Type valid[kTypeIdLimit];
+        const int n = valid_types(valid);
+        names.reserve(n);
+        for (int i = 0; i < n; ++i) {
+            std::string u = type_name(valid[i]);
+            for (char& c : u) c = (char)std::toupper((unsigned char)c);
+            names.push_back(u);
+            types.value(names.back().c_str(), valid[i]);
+        }
+    }
 
     py::enum_<UnaryOp>(m, "UnaryOp")
         .value("ABS", UnaryOp::ABS).value("SGN", UnaryOp::SGN).value("NEG", UnaryOp::NEG)

@@ -8,7 +8,7 @@ void bind_flash_attn(py::module_& m) {
            py::arg("v"), py::arg("mask").none(true), py::arg("scale"), py::arg("max_bias") = 0.0f,
            py::arg("logit_softcap") = 0.0f,
            "Flash attention. q [D_k, N, H, S] f32; k [D_k, KV, H_kv, S], v [D_v, KV, H_v, S] "
-           "(f32/f16/bf16/q8_0/q4_0/nvfp4, H % H_kv == 0: consecutive heads share a KV head); "
+           "(f32/f16/bf16 or a block weight type of gg.type_traits(), H % H_kv == 0: consecutive heads share a KV head); "
            "mask [>=KV, >=N, H_m, S_m] f16 or None (-inf excludes an entry; broadcast over heads "
            "and dim 3 by modulo). Result [D_v, H, N, S] f32 (heads before tokens). A row with no "
            "finite mask entry gives zeros.");

@@ -1,5 +1,6 @@
 // Conversion and quantization helpers exposed for tests and tools.
 #include "bind_common.h"
+#include "cpu/mul_mat_kernels.h"
 #include "pyggml/error.h"
 
 namespace pyggml::python {
@@ -12,15 +13,11 @@ py::array_t<uint8_t> quantize(Type t, py::array_t<float, py::array::c_style | py
     if (n % bs != 0)
         throw py::value_error("quantize: element count " + std::to_string(n) +
                               " must be a multiple of the block size " + std::to_string(bs));
+    const TypeTraits& tt = type_traits(t);
+    FromFloatFn fn = reference ? tt.from_float_ref : tt.from_float;
+    if (!fn) throw py::type_error(std::string("quantize: no quantizer for ") + tt.name);
     py::array_t<uint8_t> out((py::ssize_t)row_size(t, n));
-    const float* src = x.data();
-    void* dst = out.mutable_data();
-    if (t == Type::Q8_0)
-        reference ? quantize_row_q8_0_ref(src, (BlockQ8_0*)dst, n) : quantize_row_q8_0_cpu(src, (BlockQ8_0*)dst, n);
-    else if (t == Type::Q4_0)
-        quantize_row_q4_0_ref(src, (BlockQ4_0*)dst, n);
-    else
-        quantize_row_nvfp4_ref(src, (BlockNVFP4*)dst, n);
+    fn(x.data(), out.mutable_data(), n);
     return out;
 }
 
@@ -34,6 +31,31 @@ py::array_t<float> dequantize(Type t, py::array_t<uint8_t, py::array::c_style | 
     to_float_row(t, b.data(), out.mutable_data(), n);
     return out;
 }
+py::list type_table() {
+    py::list out;
+    Type valid[kTypeIdLimit];
+    const int n = valid_types(valid);
+    for (int i = 0; i < n; ++i) {
+        const Type t = valid[i];
+        const TypeTraits& tt = type_traits(t);
+        py::dict d;
+        d["type"] = t;
+        d["id"] = (int)t;
+        d["name"] = std::string(tt.name);
+        d["blck_size"] = tt.blck_size;
+        d["type_size"] = tt.type_size;
+        d["is_quantized"] = tt.is_quantized;
+        d["vec_dot_type"] = tt.vec_dot_type;
+        d["is_weight"] = tt.is_weight;
+        d["has_to_float"] = tt.to_float != nullptr;
+        d["has_from_float"] = tt.from_float != nullptr;
+        py::list isas;
+        for (const char* isa : cpu::mul_mat_kernel_isas(t)) isas.append(std::string(isa));
+        d["mul_mat"] = isas;
+        out.append(d);
+    }
+    return out;
+}
 }  // namespace
 
 void bind_types(py::module_& m) {
@@ -43,8 +65,12 @@ void bind_types(py::module_& m) {
     m.def("row_size", [](Type t, int64_t ne0) { return row_size(t, ne0); });
     m.def("is_quantized", [](Type t) { return is_quantized(t); });
     m.def("quantize", &quantize, py::arg("type"), py::arg("x"), py::arg("reference") = true,
-          "Quantize float32 values to block bytes (reference quantizer of spec 1.5; "
-          "reference=False gives the CPU backend's Q8_0 form).");
+          "Quantize float32 values to block bytes with ggml's reference quantizer of the type "
+          "(reference=False: the CPU backend's form behind cpy/set_rows; they differ for q8_0/q8_1).");
+    m.def("type_traits", &type_table,
+          "The type table: one dict per type (id, name, blck_size, type_size, is_quantized, "
+          "vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction "
+          "sets with a mul_mat kernel for weights of this type).");
     m.def("dequantize", &dequantize, py::arg("type"), py::arg("data"));
     m.def("fp32_to_fp16_bits", [](py::array_t<float, py::array::c_style | py::array::forcecast> x) {
         py::array_t<uint16_t> out(x.size());

@@ -101,8 +101,7 @@ def _gg():
 
 def _supported_types() -> dict[int, Any]:
     gg = _gg()
-    table = {0: "F32", 1: "F16", 2: "Q4_0", 8: "Q8_0", 26: "I32", 27: "I64", 30: "BF16", 40: "NVFP4"}
-    return {i: getattr(gg.Type, n) for i, n in table.items() if hasattr(gg.Type, n)}
+    return {row["id"]: row["type"] for row in gg.type_traits()}
 
 
 class Model:

@@ -225,13 +225,25 @@ def test_type_mapping(tmp_path):
 
 def test_unsupported_tensor_type(tmp_path):
     q = gguf.GGMLQuantizationType
-    blob = np.zeros((2, 144), dtype=np.uint8)                    # two Q4_K blocks of 256
-    p = _write_custom(tmp_path / "q4k.gguf", {"token_embd.weight": (np.zeros((4, 32), np.float32), None),
-                                               "blk.0.ffn_up.weight": (blob, q.Q4_K)})
+    blob = np.zeros((2, 66), dtype=np.uint8)                     # two IQ2_XXS blocks of 256
+    p = _write_custom(tmp_path / "iq2.gguf", {"token_embd.weight": (np.zeros((4, 32), np.float32), None),
+                                              "blk.0.ffn_up.weight": (blob, q.IQ2_XXS)})
     from pyggml.llm import validate_gguf
     validate_gguf(p)                                             # well-formed ...
-    with pytest.raises(NotImplementedError, match=r"'blk.0.ffn_up.weight' has type q4_K"):
+    with pytest.raises(NotImplementedError, match=r"'blk.0.ffn_up.weight' has type iq2_xxs"):
         Model.load(p)                                            # ... but not implemented
+
+
+def test_k_quant_tensors_load(tmp_path):
+    q = gguf.GGMLQuantizationType
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, 512).astype(np.float32)
+    blob = gg.quantize(gg.Q4_K, x).reshape(2, 144)
+    p = _write_custom(tmp_path / "q4k.gguf", {"token_embd.weight": (np.zeros((4, 32), np.float32), None),
+                                              "blk.0.ffn_up.weight": (blob, q.Q4_K)})
+    t = Model.load(p).tensors["blk.0.ffn_up.weight"]
+    assert t.type == gg.Q4_K
+    np.testing.assert_array_equal(t.to_f32().ravel(), gg.dequantize(gg.Q4_K, blob.ravel()))
 
 
 def test_rope_scaling_and_arrays(tmp_path):

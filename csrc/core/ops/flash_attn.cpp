@@ -12,13 +12,8 @@ namespace pyggml {
 namespace {
 constexpr const char* kOp = "flash_attn_ext";
 
-bool kv_type_ok(Type t) {
-    switch (t) {
-        case Type::F32: case Type::F16: case Type::BF16:
-        case Type::Q8_0: case Type::Q4_0: case Type::NVFP4: return true;
-        default: return false;
-    }
-}
+// Any float or block type that can be widened to f32 (the type table's to_float), as ggml.
+bool kv_type_ok(Type t) { return has_to_float(t) && type_traits(t).is_weight; }
 
 // a % b == 0 with b >= 1 (a zero-sized divisor never divides).
 bool divides(int64_t b, int64_t a) { return b >= 1 && a % b == 0; }
@@ -38,7 +33,7 @@ Tensor* flash_attn_ext(Context* ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* ma
         throw_type((OpMessage(kOp) << "q, k and v are required").with("q", q).with("k", k).with("v", v));
     PG_TYPE_CHECK(q->type == Type::F32, (OpMessage(kOp) << "q must be f32").with("q", q));
     PG_TYPE_CHECK(kv_type_ok(k->type) && kv_type_ok(v->type),
-                  (OpMessage(kOp) << "k and v must be f32, f16, bf16, q8_0, q4_0 or nvfp4")
+                  (OpMessage(kOp) << "k and v must be f32, f16, bf16 or a block type with a dequantizer (not q8_1/q8_K), got " << type_name(k->type) << " and " << type_name(v->type))
                       .with("k", k).with("v", v));
     PG_TYPE_CHECK(!mask || mask->type == Type::F16,
                   (OpMessage(kOp) << "mask must be f16").with("mask", mask));

@@ -13,7 +13,7 @@ Tensor* lightning_indexer(Context* ctx, Tensor* q, Tensor* k, Tensor* weights, T
     PG_TYPE_CHECK(weights->type == Type::F32, (OpMessage(op) << "weights must be f32").with("weights", weights));
     PG_TYPE_CHECK(mask->type == Type::F16, (OpMessage(op) << "mask must be f16").with("mask", mask));
     PG_TYPE_CHECK(has_to_float(k->type) && k->type != Type::I32 && k->type != Type::I64,
-                  (OpMessage(op) << "k must be f32, f16, bf16, q8_0, q4_0 or nvfp4").with("k", k));
+                  (OpMessage(op) << "k must be f32, f16, bf16 or a block type, got " << type_name(k->type)).with("k", k));
     const int64_t D = q->ne[0], n_head = q->ne[1], n_batch = q->ne[2], S = q->ne[3];
     const int64_t n_kv = k->ne[2];
     PG_SHAPE_CHECK(k->ne[0] == D && k->ne[1] == 1 && k->ne[3] == S,

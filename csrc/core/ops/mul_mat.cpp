@@ -6,16 +6,14 @@
 namespace pyggml {
 
 namespace {
-bool weight_type_ok(Type t) {
-    return t == Type::F32 || t == Type::F16 || t == Type::BF16 || t == Type::Q8_0 || t == Type::Q4_0 ||
-           t == Type::NVFP4;
-}
+// Float types and every block type the table marks as a weight type (not q8_1 / q8_K).
+bool weight_type_ok(Type t) { return type_traits(t).is_weight && has_to_float(t); }
 bool act_type_ok(Type t) { return t == Type::F32 || t == Type::F16 || t == Type::BF16; }
 
 // Checks shared by mul_mat and mul_mat_id on the weights `a` and activations `b`.
 void check_operands(const char* op, const char* aname, const Tensor* a, const Tensor* b) {
     PG_TYPE_CHECK(weight_type_ok(a->type),
-                  (OpMessage(op) << aname << " must be f32, f16, bf16, q8_0, q4_0 or nvfp4, got "
+                  (OpMessage(op) << aname << " must be f32, f16, bf16 or a block weight type (gg.type_traits()), got "
                                  << type_name(a->type)).with(aname, a).with("b", b));
     PG_TYPE_CHECK(act_type_ok(b->type),
                   (OpMessage(op) << "b must be f32, f16 or bf16, got " << type_name(b->type))

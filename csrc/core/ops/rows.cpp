@@ -33,7 +33,7 @@ Tensor* set_rows(Context* ctx, Tensor* a, Tensor* b, Tensor* c) {
     PG_TYPE_CHECK(c->type == Type::I32 || c->type == Type::I64,
                   (OpMessage("set_rows") << "indices c must be i32 or i64, got " << type_name(c->type)).with("c", c));
     PG_TYPE_CHECK(has_from_float(a->type),
-                  (OpMessage("set_rows") << "destination a must be f32/f16/bf16/q8_0/q4_0/nvfp4, got "
+                  (OpMessage("set_rows") << "destination a must be f32/f16/bf16 or a block type with a quantizer, got "
                                          << type_name(a->type)).with("a", a));
     PG_SHAPE_CHECK(a->ne[0] == b->ne[0],
                    (OpMessage("set_rows") << "a.ne[0]=" << a->ne[0] << " must equal b.ne[0]=" << b->ne[0])

@@ -115,18 +115,41 @@ void round_f16(const void* src, float* dst, int64_t n) {
     for (; i < n; ++i) dst[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
+void quantize_q8_0_fn(const float* x, void* y, int64_t n) { mm_quantize_q8_0(x, (BlockQ8_0*)y, n); }
+
 }  // namespace
 
-const Kernels& kernels_avx512() {
-    static const Kernels k = {simd::Isa::Avx512, {dot_f32, dot_f16, dot_bf16, mm_dot_q8_0_fn, mm_dot_q4_0_fn, mm_dot_nvfp4_fn},
-                              MR, NR, micro, f16_to_f32, round_f16, mm_quantize_q8_0};
-    return k;
-}
 
 }  // namespace pyggml::cpu::mm
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
+
+// Built outside the target region: constructing the table must run on any CPU (the
+// registry lists every set, detected or not).
+namespace pyggml::cpu::mm {
+const Kernels& kernels_avx512() {
+    static const Kernels k = [] {
+        Kernels s = kernels_avx2();  // types without a kernel here keep the previous set's
+        s.isa = simd::Isa::Avx512;
+        s.dot[(int)Type::F32] = dot_f32;
+        s.dot[(int)Type::F16] = dot_f16;
+        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
+        s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
+        s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
+        s.quantize[(int)Type::Q8_0] = quantize_q8_0_fn;
+        s.mr = MR;
+        s.nr = NR;
+        s.micro = micro;
+        s.f16_to_f32 = f16_to_f32;
+        s.round_f16 = round_f16;
+        s.quantize_q8_0 = mm_quantize_q8_0;
+        return s;
+    }();
+    return k;
+}
+}  // namespace pyggml::cpu::mm
 #else
 namespace pyggml::cpu::mm {
 const Kernels& kernels_avx512() { return kernels_scalar(); }

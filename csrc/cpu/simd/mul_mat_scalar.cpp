@@ -111,12 +111,44 @@ void round_f16(const void* src, float* dst, int64_t n) {
     for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
+void quantize_q8_0_cpu(const float* x, void* y, int64_t n) { quantize_row_q8_0_cpu(x, (BlockQ8_0*)y, n); }
+
 }  // namespace
 
 const Kernels& kernels_scalar() {
-    static const Kernels k = {simd::Isa::Scalar, {dot_f32, dot_f16, dot_bf16, dot_q8_0, dot_q4_0, dot_nvfp4},
-                              MR, NR, micro, f16_to_f32, round_f16, quantize_row_q8_0_cpu};
+    static const Kernels k = [] {
+        Kernels s{};
+        s.isa = simd::Isa::Scalar;
+        s.dot[(int)Type::F32] = dot_f32;
+        s.dot[(int)Type::F16] = dot_f16;
+        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::Q8_0] = dot_q8_0;
+        s.dot[(int)Type::Q4_0] = dot_q4_0;
+        s.dot[(int)Type::NVFP4] = dot_nvfp4;
+        s.quantize[(int)Type::Q8_0] = quantize_q8_0_cpu;
+        for (int t = 0; t < kTypeIdLimit; ++t) s.dequant[t] = type_traits((Type)t).to_float;
+        s.mr = MR;
+        s.nr = NR;
+        s.micro = micro;
+        s.f16_to_f32 = f16_to_f32;
+        s.round_f16 = round_f16;
+        s.quantize_q8_0 = quantize_row_q8_0_cpu;
+        add_quant_dots_scalar(s);
+        return s;
+    }();
     return k;
 }
 
 }  // namespace pyggml::cpu::mm
+
+namespace pyggml::cpu {
+std::vector<const char*> mul_mat_kernel_isas(Type t) {
+    const int id = (int)t;
+    std::vector<const char*> out;
+    if (id < 0 || id >= kTypeIdLimit || !mm::kernels_scalar().dot[id]) return out;
+    out.push_back("scalar");
+    if (mm::kernels_avx2().dot[id] != mm::kernels_scalar().dot[id]) out.push_back("avx2");
+    if (mm::kernels_avx512().dot[id] != mm::kernels_scalar().dot[id]) out.push_back("avx512");
+    return out;
+}
+}  // namespace pyggml::cpu

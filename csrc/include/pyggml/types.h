@@ -1,4 +1,4 @@
-// Tensor element types, their traits and the scalar/row conversions (spec 1.3-1.5).
+// Tensor element types: one table row per type (traits, conversions), scalar conversions.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -7,16 +7,28 @@ namespace pyggml {
 
 // Numbering follows ggml so GGUF type ids map directly.
 enum class Type : int32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, I32 = 26, I64 = 27, BF16 = 30, NVFP4 = 40,
+    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
+    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15, IQ4_NL = 20,
+    I32 = 26, I64 = 27, BF16 = 30, MXFP4 = 39, NVFP4 = 40,
 };
 constexpr int kTypeIdLimit = 43;
 
+using ToFloatFn = void (*)(const void* src, float* dst, int64_t n);      // n: multiple of blck_size
+using FromFloatFn = void (*)(const float* src, void* dst, int64_t n);
+
+// One row of the type table (what ggml splits into type_traits and type_traits_cpu's
+// from_float / vec_dot_type; the CPU mul_mat kernels per type live in cpu/mul_mat_kernels.h).
 struct TypeTraits {
-    const char* name;      // ggml spelling: "f32", "q8_0", ...
+    const char* name;      // ggml spelling: "f32", "q8_0", "q4_K", ...
     int64_t blck_size;     // elements per block (1 for plain types)
     size_t type_size;      // bytes per block
     bool is_quantized;
     bool is_valid;         // implemented by pyggml
+    Type vec_dot_type;     // the layout mul_mat converts activations to for weights of this type
+    bool is_weight;        // mul_mat / flash attention may read it (false for activation-only q8_1/q8_K)
+    ToFloatFn to_float;          // null for i32/i64
+    FromFloatFn from_float;      // the CPU quantizer behind cpy / set_rows
+    FromFloatFn from_float_ref;  // ggml's reference quantizer (equal to from_float except q8_0)
 };
 
 const TypeTraits& type_traits(Type t);
@@ -25,7 +37,10 @@ const char* type_name(Type t);
 inline int64_t blck_size(Type t) { return type_traits(t).blck_size; }
 inline size_t type_size(Type t) { return type_traits(t).type_size; }
 inline bool is_quantized(Type t) { return type_traits(t).is_quantized; }
+inline Type vec_dot_type(Type t) { return type_traits(t).vec_dot_type; }
 size_t row_size(Type t, int64_t ne0);  // requires ne0 % blck_size == 0
+// Every valid type, in id order.
+int valid_types(Type* out);  // out has room for kTypeIdLimit entries; returns the count
 
 // ---- scalar conversions (bit exact, spec 1.4) ----
 float fp16_to_fp32(uint16_t h);
@@ -35,31 +50,14 @@ inline float bf16_to_fp32(uint16_t h) {
 }
 uint16_t fp32_to_bf16(float f);
 
-// ---- block layouts (spec 1.5) ----
-struct BlockQ8_0 { uint16_t d; int8_t qs[32]; };
-struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
-struct BlockNVFP4 { uint8_t d[4]; uint8_t qs[32]; };
-static_assert(sizeof(BlockQ8_0) == 34, "q8_0 block");
-static_assert(sizeof(BlockQ4_0) == 18, "q4_0 block");
-static_assert(sizeof(BlockNVFP4) == 36, "nvfp4 block");
-
-// ---- row conversions: n elements (a multiple of the block size) ----
+// ---- row conversions: n elements (a multiple of the block size), through the table ----
 // to_float works for every valid type except I32/I64 (those are not float types).
 void to_float_row(Type t, const void* src, float* dst, int64_t n);
 // from_float uses the CPU backend's quantizers (the ones behind CPY/SET_ROWS).
 void from_float_row(Type t, const float* src, void* dst, int64_t n);
-bool has_to_float(Type t);
-bool has_from_float(Type t);
-
-// Reference block quantizers exactly as spec 1.5 (used by tests through Python).
-void quantize_row_q8_0_ref(const float* x, BlockQ8_0* y, int64_t n);
-void quantize_row_q8_0_cpu(const float* x, BlockQ8_0* y, int64_t n);  // id = 127/amax
-void quantize_row_q4_0_ref(const float* x, BlockQ4_0* y, int64_t n);
-void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t n);
-void dequantize_row_q4_0(const BlockQ4_0* x, float* y, int64_t n);
-// NVFP4 lives in core/quant_nvfp4.cpp.
-void quantize_row_nvfp4_ref(const float* x, BlockNVFP4* y, int64_t n);
-void dequantize_row_nvfp4(const BlockNVFP4* x, float* y, int64_t n);
-float nvfp4_ue4m3_to_scale(uint8_t u);  // decoded and halved (spec 1.5)
+inline bool has_to_float(Type t) { return type_traits(t).to_float != nullptr; }
+inline bool has_from_float(Type t) { return type_traits(t).from_float != nullptr; }
 
 }  // namespace pyggml
+
+#include "pyggml/quant_blocks.h"

@@ -15,8 +15,8 @@ Tensor* dup_inplace(Context* ctx, Tensor* a);
 Tensor* cpy(Context* ctx, Tensor* a, Tensor* b);
 // A new tensor of `type` with a's shape holding a converted (op CPY). Conversions (spec 3.2):
 // f32/f16/bf16 any direction (round to nearest even), same type raw bytes (bit exact),
-// f32 -> i32 truncating toward zero, i32 -> f32 nearest, f32/f16/bf16 -> q8_0/q4_0/nvfp4,
-// q8_0/q4_0/nvfp4 -> f32; other pairs throw TypeMismatchError naming both types.
+// f32 -> i32 truncating toward zero, i32 -> f32 nearest, f32/f16/bf16 -> any block type,
+// block type -> f32; other pairs throw TypeMismatchError naming both types.
 // f32 -> i32 where ggml is undefined (pyggml's choice, CUDA-like): NaN -> 0, values >= 2^31
 // and +inf -> INT32_MAX, values < -2^31 and -inf -> INT32_MIN.
 // As in ggml, src[0] = a and src[1] = the result itself.

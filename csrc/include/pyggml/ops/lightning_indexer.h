@@ -4,7 +4,7 @@
 
 namespace pyggml {
 
-// q f32 [D, n_head, n_batch, S]; k [D, 1, n_kv, S] f32/f16/bf16/q8_0/q4_0/nvfp4 (rows packed);
+// q f32 [D, n_head, n_batch, S]; k [D, 1, n_kv, S] f32/f16/bf16 or a block type (rows packed);
 // weights f32 [n_head, n_batch, 1, S]; mask f16 [n_kv, >= n_batch, 1, S_m] with S % S_m == 0
 // (mandatory; broadcast over dim 3 by modulo, rows past n_batch ignored).
 // result f32 [n_kv, n_batch, 1, S]:

@@ -4,7 +4,7 @@
 
 namespace pyggml {
 
-// ggml_mul_mat (spec 4.7): a [K, M, A2, A3] (weights: f32/f16/bf16/q8_0/q4_0/nvfp4, rows
+// ggml_mul_mat (spec 4.7): a [K, M, A2, A3] (weights: f32/f16/bf16 or a block weight type, rows
 // contiguous, not transposed), b [K, N, B2, B3] (f32/f16/bf16, rows contiguous) with
 // B2 % A2 == 0 and B3 % A3 == 0. Result f32 [M, N, B2, B3]; batch i of b uses batch
 // i // (B/A) of a (interleaved broadcast).

@@ -1,0 +1,199 @@
+// AVX2 decoders of the newer block types, shared by the dot kernels (quant_dot_avx2.cpp) and
+// the GEMM path's row dequantizers (quant_dequant_avx2.cpp). Include inside a
+// `#pragma GCC target("avx2,fma,f16c")` region, in namespace pyggml::cpu::mm.
+//   - legacy 32-value blocks: Dec*::values gives signed int8 values and d (q5_0, iq4_nl,
+//     mxfp4); Dec*::levels gives unsigned levels (q4_1, q5_1: value = d * l + m);
+//   - K-quants: Unp*::run gives a KBlock of unsigned levels u with value =
+//     d * scale[i/16] * (u - off) - dmin * min[i/16], off = 1 << kOffShift (none when < 0).
+#pragma once
+
+namespace {
+
+inline float f16(uint16_t h) { return _cvtsh_ss(h); }
+inline float hsum(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+// 8 x i32, each the sum of 4 products of unsigned u and signed s bytes.
+inline __m256i udot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+// Byte j is 0xFF where bit j of x is set.
+inline __m256i bits_to_bytes(uint32_t x) {
+    const __m256i spread = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
+                                              0x0303030303030303);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), spread);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+}
+// 16 bytes of packed nibbles -> 32 levels: low nibbles are values 0..15, high ones 16..31.
+inline __m256i nibbles(const uint8_t* qs) {
+    const __m128i q = _mm_loadu_si128((const __m128i*)qs);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+}
+inline __m256i lut16(const int8_t* table) {
+    const __m128i t = _mm_loadu_si128((const __m128i*)table);
+    return _mm256_set_m128i(t, t);
+}
+inline __m256i fifth_bits(const uint8_t* qh4) {
+    uint32_t qh;
+    std::memcpy(&qh, qh4, 4);
+    return _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+}
+
+// ---- legacy blocks: signed values ----
+struct DecQ5_0 {
+    using Block = BlockQ5_0;
+    static __m256i values(const Block& b, float& d) {
+        d = f16(b.d);
+        return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+    }
+};
+struct DecIQ4NL {
+    using Block = BlockIQ4NL;
+    static __m256i values(const Block& b, float& d) {
+        d = f16(b.d);
+        return _mm256_shuffle_epi8(lut16(kIQ4NLValues), nibbles(b.qs));
+    }
+};
+struct DecMXFP4 {
+    using Block = BlockMXFP4;
+    static __m256i values(const Block& b, float& d) {
+        const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (uint32_t(b.e) - 1) << 23;  // 2^(e-128)
+        std::memcpy(&d, &bits, 4);
+        return _mm256_shuffle_epi8(lut16(kE2M1Doubled), nibbles(b.qs));
+    }
+};
+
+// ---- legacy blocks with a min: unsigned levels ----
+struct DecQ4_1 {
+    using Block = BlockQ4_1;
+    static __m256i levels(const Block& b) { return nibbles(b.qs); }
+};
+struct DecQ5_1 {
+    using Block = BlockQ5_1;
+    static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
+};
+
+// ---- K-quants ----
+// One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), the 16
+// scales and mins (int8, natural order: value i uses entry i/16), d and dmin.
+struct KBlock {
+    __m256i u[8];
+    __m128i scales, mins;
+    float d, dmin;
+};
+
+inline __m256i low_bits(__m256i v, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
+}
+inline __m128i low_bits128(__m128i v, int shift, int mask) {
+    return _mm_and_si128(_mm_srli_epi16(v, shift), _mm_set1_epi8((char)mask));
+}
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+
+struct UnpQ2_K {
+    using Block = BlockQ2_K;
+    static constexpr int kOffShift = -1;  // no offset
+    static constexpr bool kMins = true;
+    static void run(const Block& b, KBlock& w) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
+            for (int s = 0; s < 4; ++s) w.u[4 * h + s] = low_bits(q, 2 * s, 3);
+        }
+        const __m128i sm = _mm_loadu_si128((const __m128i*)b.scales);
+        w.scales = low_bits128(sm, 0, 0xF);
+        w.mins = low_bits128(sm, 4, 0xF);
+        w.d = f16(b.d);
+        w.dmin = f16(b.dmin);
+    }
+};
+struct UnpQ3_K {
+    using Block = BlockQ3_K;
+    static constexpr int kOffShift = 2;
+    static constexpr bool kMins = false;
+    static void run(const Block& b, KBlock& w) {
+        const __m256i hm = _mm256_loadu_si256((const __m256i*)b.hmask);
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
+            for (int s = 0; s < 4; ++s) {
+                const int c = 4 * h + s;
+                w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_slli_epi16(low_bits(hm, c, 1), 2));
+            }
+        }
+        // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
+        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4
+        const __m128i lo8 = _mm_loadl_epi64((const __m128i*)b.scales);
+        const __m128i lo = _mm_unpacklo_epi64(low_bits128(lo8, 0, 0xF), low_bits128(lo8, 4, 0xF));
+        const uint32_t h = load_u32(b.scales + 8);
+        const __m128i hi = _mm_and_si128(_mm_setr_epi32((int)h, (int)(h >> 2), (int)(h >> 4), (int)(h >> 6)),
+                                         _mm_set1_epi8(3));
+        w.scales = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        w.mins = _mm_setzero_si128();
+        w.d = f16(b.d);
+        w.dmin = 0.0f;
+    }
+};
+// q4_K / q5_K: 8 six-bit scales and mins in 12 bytes; words w0, w1 hold the low 6 bits of
+// scales / mins 0..3 (their top 2 bits: the high 2 bits of scales / mins 4..7), w2 the low
+// nibbles of scales 4..7 and, in its high nibbles, of mins 4..7.
+inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
+    const uint32_t w0 = load_u32(q), w1 = load_u32(q + 4), w2 = load_u32(q + 8);
+    const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
+    const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+    const uint32_t mn_hi = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+    const __m128i s8 = _mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0), m8 = _mm_setr_epi32((int)mn_lo, (int)mn_hi, 0, 0);
+    scales = _mm_unpacklo_epi8(s8, s8);  // one scale per 32 values: two groups of 16 each
+    mins = _mm_unpacklo_epi8(m8, m8);
+}
+template <bool kFifth, class B>
+struct UnpQ45_K {
+    using Block = B;
+    static constexpr int kOffShift = -1;
+    static constexpr bool kMins = true;
+    static void run(const Block& b, KBlock& w) {
+        __m256i hb = _mm256_setzero_si256();
+        if constexpr (kFifth) hb = _mm256_loadu_si256((const __m256i*)((const BlockQ5_K&)b).qh);
+        for (int p = 0; p < 4; ++p) {
+            const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * p));
+            w.u[2 * p] = low_bits(q, 0, 0xF);
+            w.u[2 * p + 1] = low_bits(q, 4, 0xF);
+            if constexpr (kFifth) {
+                w.u[2 * p] = _mm256_or_si256(w.u[2 * p], _mm256_slli_epi16(low_bits(hb, 2 * p, 1), 4));
+                w.u[2 * p + 1] = _mm256_or_si256(w.u[2 * p + 1], _mm256_slli_epi16(low_bits(hb, 2 * p + 1, 1), 4));
+            }
+        }
+        scales_mins_k4(b.scales, w.scales, w.mins);
+        w.d = f16(b.d);
+        w.dmin = f16(b.dmin);
+    }
+};
+using UnpQ4_K = UnpQ45_K<false, BlockQ4_K>;
+using UnpQ5_K = UnpQ45_K<true, BlockQ5_K>;
+struct UnpQ6_K {
+    using Block = BlockQ6_K;
+    static constexpr int kOffShift = 5;
+    static constexpr bool kMins = false;
+    static void run(const Block& b, KBlock& w) {
+        for (int h = 0; h < 2; ++h) {
+            const __m256i la = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h));
+            const __m256i lb = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h + 32));
+            const __m256i qh = _mm256_loadu_si256((const __m256i*)(b.qh + 32 * h));
+            auto hi = [&](int s) { return _mm256_slli_epi16(low_bits(qh, 2 * s, 3), 4); };
+            w.u[4 * h + 0] = _mm256_or_si256(low_bits(la, 0, 0xF), hi(0));
+            w.u[4 * h + 1] = _mm256_or_si256(low_bits(lb, 0, 0xF), hi(1));
+            w.u[4 * h + 2] = _mm256_or_si256(low_bits(la, 4, 0xF), hi(2));
+            w.u[4 * h + 3] = _mm256_or_si256(low_bits(lb, 4, 0xF), hi(3));
+        }
+        w.scales = _mm_loadu_si128((const __m128i*)b.scales);
+        w.mins = _mm_setzero_si128();
+        w.d = f16(b.d);
+        w.dmin = 0.0f;
+    }
+};
+
+}  // namespace

@@ -1,0 +1,165 @@
+// AVX2 dot kernels of the newer block types (the scalar ones in quant_dot_scalar.cpp are the
+// reference). One weight block is decoded once (quant_decode_avx2.h) and dotted with up to 4
+// activation columns.
+//   - legacy 32-value blocks: signed values (q5_0, iq4_nl, mxfp4: |a| times y with a's sign)
+//     against q8_0, or unsigned levels plus the block min (q4_1, q5_1) against q8_1;
+//   - K-quants: unsigned levels against q8_K; the level offset and the mins are applied once
+//     per block through q8_K's sums of 16 (bsums).
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "cpu/mul_mat_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace pyggml::cpu::mm {
+#include "cpu/simd/quant_decode_avx2.h"
+
+namespace {
+
+// Two accumulator sets (even / odd blocks) hide the FMA latency.
+template <class Dec, int NC>
+void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+    using Block = typename Dec::Block;
+    const Block* x = (const Block*)av;
+    const char* b = (const char*)bv;
+    __m256 acc0[NC], acc1[NC];
+    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
+        float dx;
+        const __m256i a = Dec::values(x[ib], dx);
+        const __m256i ua = _mm256_sign_epi8(a, a);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
+            const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i*)y.qs), a);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(ua, sy)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
+        }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        step(ib, acc0);
+        step(ib + 1, acc1);
+    }
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+}
+
+template <class Dec, int NC>
+void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+    using Block = typename Dec::Block;
+    const Block* x = (const Block*)av;
+    const char* b = (const char*)bv;
+    __m256 acc0[NC], acc1[NC];
+    float mins[NC];
+    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
+    auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
+        const __m256i u = Dec::levels(x[ib]);
+        const float dx = f16(x[ib].d), mx = f16(x[ib].m);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_1& y = ((const BlockQ8_1*)(b + j * bs))[ib];
+            const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u, q)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
+            mins[j] += mx * f16(y.s);
+        }
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 2 <= nb; ib += 2) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        step(ib, acc0);
+        step(ib + 1, acc1);
+    }
+    if (ib < nb) step(ib, acc0);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j])) + mins[j];
+}
+
+template <class Unp, int NC>
+void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+    using Block = typename Unp::Block;
+    const Block* x = (const Block*)av;
+    const char* b = (const char*)bv;
+    // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
+    // with the even groups' scales in the low lane and the odd ones' in the high lane, one
+    // in-lane shuffle per chunk broadcasts the pair.
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    __m256i pick[8];
+    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
+    __m256 acc[NC];
+    for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
+    KBlock w;
+    for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
+        _mm_prefetch((const char*)(x + ib + 2), _MM_HINT_T0);
+        _mm_prefetch((const char*)(x + ib + 2) + 64, _MM_HINT_T0);
+        Unp::run(x[ib], w);
+        const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
+        const __m256i lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+        const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
+        const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_K& y = ((const BlockQ8_K*)(b + j * bs))[ib];
+            __m256i isum = _mm256_setzero_si256();
+#pragma GCC unroll 8
+            for (int c = 0; c < 8; ++c) {
+                const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y.qs + 32 * c)));
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(lanes, pick[c])));
+            }
+            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y.bsums);
+            if constexpr (Unp::kOffShift >= 0)
+                isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(w.d * y.d), acc[j]);
+            if constexpr (Unp::kMins)
+                acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
+                                          _mm256_set1_ps(w.dmin * y.d), acc[j]);
+        }
+    }
+    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
+}
+
+// DotFn adapters: nc (1..4) to the compile-time column count.
+template <template <class, int> class K, class D>
+void dispatch(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
+    switch (nc) {
+        case 1: K<D, 1>::run(k, a, b, bs, out); break;
+        case 2: K<D, 2>::run(k, a, b, bs, out); break;
+        case 3: K<D, 3>::run(k, a, b, bs, out); break;
+        default: K<D, 4>::run(k, a, b, bs, out); break;
+    }
+}
+template <class D, int NC> struct Signed { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_signed<D, NC>(k, a, b, bs, o); } };
+template <class D, int NC> struct WithMin { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_with_min<D, NC>(k, a, b, bs, o); } };
+template <class D, int NC> struct KQuant { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_kquant<D, NC>(k, a, b, bs, o); } };
+
+}  // namespace
+
+}  // namespace pyggml::cpu::mm
+
+#pragma GCC pop_options
+
+// Outside the target region: filling the table must run on any CPU.
+namespace pyggml::cpu::mm {
+void add_quant_dots_avx2(Kernels& k) {
+    k.dot[(int)Type::Q4_1] = dispatch<WithMin, DecQ4_1>;
+    k.dot[(int)Type::Q5_1] = dispatch<WithMin, DecQ5_1>;
+    k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;
+    k.dot[(int)Type::IQ4_NL] = dispatch<Signed, DecIQ4NL>;
+    k.dot[(int)Type::MXFP4] = dispatch<Signed, DecMXFP4>;
+    k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
+    k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
+    k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
+    k.dot[(int)Type::Q5_K] = dispatch<KQuant, UnpQ5_K>;
+    k.dot[(int)Type::Q6_K] = dispatch<KQuant, UnpQ6_K>;
+}
+}  // namespace pyggml::cpu::mm
+#else
+namespace pyggml::cpu::mm {
+void add_quant_dots_avx2(Kernels&) {}
+}  // namespace pyggml::cpu::mm
+#endif
