@@ -15,6 +15,8 @@ CUDA_SKIPS = {
     "sum_rows": "reduce kernels not written for CUDA yet",
     "mean": "reduce kernels not written for CUDA yet",
     "concat": "concat kernel not written for CUDA yet",
+    **{op: "not written for CUDA yet" for op in (
+        "log", "sin", "cos", "leaky_relu", "xielu")},
 }
 
 
