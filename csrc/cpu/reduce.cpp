@@ -1,8 +1,12 @@
-// CPU kernels of SUM_ROWS, MEAN (row sums in double) and CUMSUM (sequential f32 prefix sum).
-// Rows are split across threads; dim 0 is packed (the constructors check it).
+// CPU kernels of SUM_ROWS, MEAN (row sums in double), CUMSUM (sequential f32 prefix sum), SUM,
+// ARGMAX and COUNT_EQUAL. Rows are split across threads. The whole-tensor reductions write one
+// partial result per row into scratch and thread 0 adds them in row order, so the result does
+// not depend on the thread count.
+#include <cmath>
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/rowops_simd.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -84,5 +88,93 @@ void cpu_forward_CUMSUM(const ComputeParams& p, Tensor* dst) {
     });
 }
 size_t cpu_work_size_CUMSUM(const Tensor*, int) { return 0; }
+
+namespace {
+// Element i0 of a row of a 16/32-bit float tensor as f32 (any nb[0]).
+inline float load_f32(const Tensor* t, const char* row, int64_t i0) {
+    const char* e = row + i0 * t->nb[0];
+    switch (t->type) {
+        case Type::F16: return fp16_to_fp32(*(const uint16_t*)e);
+        case Type::BF16: return bf16_to_fp32(*(const uint16_t*)e);
+        default: return *(const float*)e;
+    }
+}
+}  // namespace
+
+void cpu_forward_SUM(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t ne0 = a->ne[0], nrows = a->nrows();
+    double* partial = (double*)p.wdata;
+    const rowops::Level l = rowops::level();
+    const bool packed_f32 = a->type == Type::F32 && a->nb[0] == sizeof(float);
+    int64_t r0, r1;
+    split_range(nrows, p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t i1, i2, i3;
+        row_index(a, r, i1, i2, i3);
+        const char* row = a->row(i1, i2, i3);
+        if (packed_f32) {
+            partial[r] = rowops::sum(l, (const float*)row, ne0);
+        } else {
+            double s = 0.0;
+            for (int64_t i = 0; i < ne0; ++i) s += (double)load_f32(a, row, i);
+            partial[r] = s;
+        }
+    }
+    p.barrier();
+    if (p.ith != 0) return;
+    double total = 0.0;
+    for (int64_t r = 0; r < nrows; ++r) total += partial[r];
+    store(dst, (char*)dst->data, (float)total);
+}
+size_t cpu_work_size_SUM(const Tensor* dst, int) { return (size_t)dst->src[0]->nrows() * sizeof(double); }
+
+void cpu_forward_ARGMAX(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t ne0 = a->ne[0];
+    int64_t r0, r1;
+    split_range(a->ne[1], p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const char* row = a->row(r);
+        // ggml's rule: keep the running max only while it compares greater (so a NaN input
+        // resets it to the next value); among equal maxima the last index wins.
+        float mx = -INFINITY;
+        int32_t idx = 0;
+        for (int64_t i = 0; i < ne0; ++i) {
+            const float v = *(const float*)(row + i * a->nb[0]);
+            mx = mx > v ? mx : v;
+            if (mx == v) idx = (int32_t)i;
+        }
+        *(int32_t*)((char*)dst->data + r * dst->nb[0]) = idx;
+    }
+}
+size_t cpu_work_size_ARGMAX(const Tensor*, int) { return 0; }
+
+void cpu_forward_COUNT_EQUAL(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const int64_t ne0 = a->ne[0], nrows = a->nrows();
+    int64_t* partial = (int64_t*)p.wdata;
+    int64_t r0, r1;
+    split_range(nrows, p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t i1, i2, i3;
+        row_index(a, r, i1, i2, i3);
+        const char* ra = a->row(i1, i2, i3);
+        const char* rb = b->row(i1, i2, i3);
+        int64_t n = 0;
+        for (int64_t i = 0; i < ne0; ++i)
+            n += *(const int32_t*)(ra + i * a->nb[0]) == *(const int32_t*)(rb + i * b->nb[0]);
+        partial[r] = n;
+    }
+    p.barrier();
+    if (p.ith != 0) return;
+    int64_t total = 0;
+    for (int64_t r = 0; r < nrows; ++r) total += partial[r];
+    *(int64_t*)dst->data = total;
+}
+size_t cpu_work_size_COUNT_EQUAL(const Tensor* dst, int) {
+    return (size_t)dst->src[0]->nrows() * sizeof(int64_t);
+}
 
 }  // namespace pyggml::cpu

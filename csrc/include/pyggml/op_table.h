@@ -22,6 +22,9 @@
     X(SIN,               unary,   "sin sin_inplace") \
     X(COS,               unary,   "cos cos_inplace") \
     X(LEAKY_RELU,        unary,   "leaky_relu") \
+    X(SUM,               reduce,  "sum") \
+    X(ARGMAX,            reduce,  "argmax") \
+    X(COUNT_EQUAL,       reduce,  "count_equal") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \
