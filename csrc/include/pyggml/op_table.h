@@ -25,6 +25,10 @@
     X(SUM,               reduce,  "sum") \
     X(ARGMAX,            reduce,  "argmax") \
     X(COUNT_EQUAL,       reduce,  "count_equal") \
+    X(ADD1,              binary,  "add1 add1_inplace") \
+    X(ADD_ID,            binary,  "add_id") \
+    X(ACC,               set,     "acc acc_inplace") \
+    X(SET,               set,     "set set_inplace set_1d set_1d_inplace set_2d set_2d_inplace") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \

@@ -14,6 +14,7 @@
 #include "pyggml/ops/reduce.h"
 #include "pyggml/ops/rope.h"
 #include "pyggml/ops/rows.h"
+#include "pyggml/ops/set.h"
 #include "pyggml/ops/softmax.h"
 #include "pyggml/ops/sort.h"
 #include "pyggml/ops/ssm.h"
