@@ -29,6 +29,12 @@
     X(ADD_ID,            binary,  "add_id") \
     X(ACC,               set,     "acc acc_inplace") \
     X(SET,               set,     "set set_inplace set_1d set_1d_inplace set_2d set_2d_inplace") \
+    X(DIAG,              diag,    "diag") \
+    X(DIAG_MASK_INF,     diag,    "diag_mask_inf diag_mask_inf_inplace") \
+    X(DIAG_MASK_ZERO,    diag,    "diag_mask_zero diag_mask_zero_inplace") \
+    X(ROLL,              layout,  "roll") \
+    X(PAD_REFLECT_1D,    layout,  "pad_reflect_1d") \
+    X(TIMESTEP_EMBEDDING, misc,   "timestep_embedding") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \

@@ -2,6 +2,7 @@
 #pragma once
 #include "pyggml/ops/binary.h"
 #include "pyggml/ops/copy.h"
+#include "pyggml/ops/diag.h"
 #include "pyggml/ops/dsv4_hc.h"
 #include "pyggml/ops/fill.h"
 #include "pyggml/ops/flash_attn.h"
