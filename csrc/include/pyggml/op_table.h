@@ -35,6 +35,8 @@
     X(ROLL,              layout,  "roll") \
     X(PAD_REFLECT_1D,    layout,  "pad_reflect_1d") \
     X(TIMESTEP_EMBEDDING, misc,   "timestep_embedding") \
+    X(L2_NORM,           norm,    "l2_norm l2_norm_inplace") \
+    X(GROUP_NORM,        norm,    "group_norm group_norm_inplace") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \
