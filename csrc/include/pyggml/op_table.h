@@ -37,6 +37,8 @@
     X(TIMESTEP_EMBEDDING, misc,   "timestep_embedding") \
     X(L2_NORM,           norm,    "l2_norm l2_norm_inplace") \
     X(GROUP_NORM,        norm,    "group_norm group_norm_inplace") \
+    X(OUT_PROD,          linalg,  "out_prod") \
+    X(SOLVE_TRI,         linalg,  "solve_tri") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \
