@@ -28,7 +28,7 @@ PENDING_OPS = {
     "im2col", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d",
     "pool_1d", "pool_2d", "upscale", "win_part",
     "win_unpart", "get_rel_pos", "add_rel_pos", "gated_linear_attn", "rwkv_wkv6",
-    "rwkv_wkv7", "soft_max_ext_back",
+    "rwkv_wkv7",
     # issue 12 (recurrent models)
     "gated_delta_net",
 }

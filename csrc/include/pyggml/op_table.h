@@ -39,6 +39,7 @@
     X(GROUP_NORM,        norm,    "group_norm group_norm_inplace") \
     X(OUT_PROD,          linalg,  "out_prod") \
     X(SOLVE_TRI,         linalg,  "solve_tri") \
+    X(SOFT_MAX_BACK,     softmax, "soft_max_ext_back soft_max_ext_back_inplace") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \
