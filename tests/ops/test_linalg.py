@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import pyggml as gg
+from util import SIMD_LEVELS as SIMD  # the `simd` fixture lives in conftest.py
 from util import assert_close, compute, new, values
 
 
@@ -17,9 +18,10 @@ def _out_prod_ref(x, y):
     return np.einsum("abki,abkj->abji", xr.astype(np.float64), y.astype(np.float64))
 
 
+@pytest.mark.parametrize("simd", SIMD, indirect=True)
 @pytest.mark.parametrize("a_ne,b_ne", [([25, 13], [5, 13]), ([31, 11, 2], [9, 11, 4, 2]), ([1, 1], [1, 1]),
                                        ([67, 40, 1, 2], [3, 40, 3, 4])])
-def test_out_prod(a_ne, b_ne):
+def test_out_prod(a_ne, b_ne, simd):
     ctx = _ctx()
     rng = np.random.default_rng(a_ne[0])
     a, x = new(ctx, gg.F32, a_ne, rng=rng)
@@ -87,7 +89,8 @@ def _tri_input(ctx, n, k, batch, seed, junk=True):
 @pytest.mark.parametrize("n,k,batch", [(7, 3, [1, 1]), (12, 5, [2, 2]), (1, 1, [1, 1]), (33, 17, [3, 1]),
                                        (5, 40, [1, 1])])
 @pytest.mark.parametrize("n_threads", [1, 2, 5])
-def test_solve_tri(n, k, batch, n_threads):
+@pytest.mark.parametrize("simd", ["native", "scalar"], indirect=True)
+def test_solve_tri(n, k, batch, n_threads, simd):
     ctx = _ctx()
     a, b, A, B = _tri_input(ctx, n, k, batch, seed=n * k)
     r = gg.solve_tri(ctx, a, b, True, True, False)
