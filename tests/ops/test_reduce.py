@@ -221,3 +221,17 @@ def test_count_equal_views_and_errors():
         gg.count_equal(ctx, a, b)
     with pytest.raises(TypeError, match="count_equal"):
         gg.count_equal(ctx, ctx.new_tensor(gg.F32, [6, 4]), a)
+
+
+def test_sum_many_rows_is_blocked_and_thread_independent():
+    """More rows than SUM's partial blocks: still exact to f32 rounding and the same for any
+    thread count (the blocks depend only on the shape)."""
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, [3, 2049, 5], rng=np.random.default_rng(12))
+    got = []
+    for nt in (1, 2, 3, 7):
+        s = gg.sum(ctx, a)
+        compute(ctx, s, n_threads=nt)
+        got.append(values(s).item())
+    assert len(set(got)) == 1
+    assert got[0] == np.float32(x.sum())
