@@ -23,7 +23,7 @@ __device__ float apply_unary(int op, float x) {
         case UnaryOp::HARDSWISH: return x * fminf(1.f, fmaxf(0.f, (x + 3.f) / 6.f));
         case UnaryOp::HARDSIGMOID: return fminf(1.f, fmaxf(0.f, (x + 3.f) / 6.f));
         case UnaryOp::EXP: return expf(x);
-        case UnaryOp::EXPM1: return expm1f(x);
+        case UnaryOp::EXPM1: return expf(x) - 1.f;  // as ggml's CPU
         case UnaryOp::SOFTPLUS: return x > 20.f ? x : log1pf(expf(x));
         case UnaryOp::GELU_ERF: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
         case UnaryOp::FLOOR: return floorf(x);
@@ -52,7 +52,14 @@ void launch(const Launch& l, Tensor* dst, int kind) {
 }
 }  // namespace
 
-void cuda_forward_UNARY(const Launch& l, Tensor* d) { launch(l, d, 0); }
+void cuda_forward_UNARY(const Launch& l, Tensor* d) {
+    if ((UnaryOp)d->op_params[0] == UnaryOp::XIELU) unsupported(d, "xielu not implemented yet");
+    launch(l, d, 0);
+}
+void cuda_forward_LOG(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
+void cuda_forward_SIN(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
+void cuda_forward_COS(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
+void cuda_forward_LEAKY_RELU(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 void cuda_forward_SQR(const Launch& l, Tensor* d) { launch(l, d, 1); }
 void cuda_forward_SQRT(const Launch& l, Tensor* d) { launch(l, d, 2); }
 

@@ -1,4 +1,6 @@
-// CPU kernels of ADD/SUB/MUL/DIV: rows split across threads, b tiled by modulo.
+// CPU kernels of ADD/SUB/MUL/DIV (b tiled by modulo), ADD1 and ADD_ID: rows split across
+// threads.
+#include <sstream>
 #include <vector>
 
 #include "cpu/kernels.h"
@@ -60,6 +62,37 @@ void cpu_forward_ADD(const ComputeParams& p, Tensor* d) { binary_rows(p, d, [](f
 void cpu_forward_SUB(const ComputeParams& p, Tensor* d) { binary_rows(p, d, [](float x, float y) { return x - y; }); }
 void cpu_forward_MUL(const ComputeParams& p, Tensor* d) { binary_rows(p, d, [](float x, float y) { return x * y; }); }
 void cpu_forward_DIV(const ComputeParams& p, Tensor* d) { binary_rows(p, d, [](float x, float y) { return x / y; }); }
+void cpu_forward_ADD1(const ComputeParams& p, Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    float v;
+    to_float_row(b->type, b->data, &v, 1);
+    binary_rows(p, dst, [v](float x, float) { return x + v; });
+}
+
+void cpu_forward_ADD_ID(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Tensor* ids = dst->src[2];
+    const int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const int32_t id = *(const int32_t*)((const char*)ids->data + i1 * ids->nb[0] + i2 * ids->nb[1]);
+        if (id < 0 || id >= b->ne[1]) {
+            std::ostringstream os;
+            os << "[add_id] ids[" << i1 << ", " << i2 << "] = " << id << " is out of range: b has "
+               << b->ne[1] << " rows";
+            throw ShapeError(os.str());
+        }
+        const float* x = (const float*)a->row(i1, i2, i3);
+        const float* y = (const float*)b->row(id);
+        float* o = (float*)dst->row(i1, i2, i3);
+        for (int64_t i = 0; i < ne0; ++i) o[i] = x[i] + y[i];
+    }
+}
+size_t cpu_work_size_ADD1(const Tensor*, int) { return 0; }
+size_t cpu_work_size_ADD_ID(const Tensor*, int) { return 0; }
 size_t cpu_work_size_ADD(const Tensor*, int) { return 0; }
 size_t cpu_work_size_SUB(const Tensor*, int) { return 0; }
 size_t cpu_work_size_MUL(const Tensor*, int) { return 0; }

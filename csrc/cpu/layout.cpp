@@ -140,4 +140,45 @@ size_t cpu_work_size_PERMUTE(const Tensor*, int) { return 0; }
 void cpu_forward_TRANSPOSE(const ComputeParams&, Tensor*) {}  // metadata only
 size_t cpu_work_size_TRANSPOSE(const Tensor*, int) { return 0; }
 
+namespace {
+inline int64_t wrap(int64_t i, int64_t n) { return i < 0 ? i + n : i >= n ? i - n : i; }
+}  // namespace
+
+// out[i] = a[(i - shift) mod ne] per dim: each output row is one source row in two pieces.
+void cpu_forward_ROLL(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const size_t es = type_size(dst->type);
+    const int64_t s0 = wrap(-(int64_t)dst->param_i32(0), ne0);  // first source column
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char* x = a->row(wrap(i1 - dst->param_i32(1), ne1), wrap(i2 - dst->param_i32(2), ne2),
+                               wrap(i3 - dst->param_i32(3), dst->ne[3]));
+        char* y = dst->row(i1, i2, i3);
+        std::memcpy(y, x + s0 * es, (size_t)(ne0 - s0) * es);
+        std::memcpy(y + (ne0 - s0) * es, x, (size_t)s0 * es);
+    }
+}
+size_t cpu_work_size_ROLL(const Tensor*, int) { return 0; }
+
+void cpu_forward_PAD_REFLECT_1D(const ComputeParams& p, Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const int64_t n = a->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const int64_t p0 = dst->param_i32(0), p1 = dst->param_i32(1);
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const char* x = a->row(i1, i2, i3);
+        float* y = (float*)dst->row(i1, i2, i3);
+        auto at = [&](int64_t i) { return *(const float*)(x + i * a->nb[0]); };
+        for (int64_t i = 0; i < n; ++i) y[p0 + i] = at(i);
+        for (int64_t k = 1; k <= p0; ++k) y[p0 - k] = at(k);
+        for (int64_t k = 1; k <= p1; ++k) y[p0 + n - 1 + k] = at(n - 1 - k);
+    }
+}
+size_t cpu_work_size_PAD_REFLECT_1D(const Tensor*, int) { return 0; }
+
 }  // namespace pyggml::cpu

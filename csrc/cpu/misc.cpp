@@ -1,5 +1,6 @@
-// CPU kernels of SCALE, CLAMP, ARANGE and TRI (spec 4.6, 4.20, 4.17, 4.19).
+// CPU kernels of SCALE, CLAMP, ARANGE, TRI (spec 4.6, 4.20, 4.17, 4.19) and TIMESTEP_EMBEDDING.
 // SCALE and CLAMP run row by row (any row strides) and tolerate dst aliasing src0.
+#include <cmath>
 #include <vector>
 
 #include "cpu/convert.h"
@@ -95,5 +96,26 @@ void cpu_forward_TRI(const ComputeParams& p, Tensor* dst) {
     }
 }
 size_t cpu_work_size_TRI(const Tensor*, int) { return 0; }
+
+// Frequencies in f32 exactly as ggml forms them: exp(-log(max_period) * j / half).
+void cpu_forward_TIMESTEP_EMBEDDING(const ComputeParams& p, Tensor* dst) {
+    const Tensor* t = dst->src[0];
+    const int dim = dst->param_i32(0), half = dim / 2;
+    const float neg_log_period = -std::log((float)dst->param_i32(1));
+    int64_t r0, r1;
+    split_range(dst->ne[1], p.ith, p.nth, r0, r1);
+    for (int64_t i = r0; i < r1; ++i) {
+        const float ts = *(const float*)((const char*)t->data + i * t->nb[0]);
+        float* y = (float*)dst->row(i);
+        for (int j = 0; j < half; ++j) {
+            const float freq = std::exp(neg_log_period * (float)j / (float)half);
+            const float arg = ts * freq;
+            y[j] = std::cos(arg);
+            y[j + half] = std::sin(arg);
+        }
+        if (dim % 2 != 0) y[2 * half] = 0.0f;
+    }
+}
+size_t cpu_work_size_TIMESTEP_EMBEDDING(const Tensor*, int) { return 0; }
 
 }  // namespace pyggml::cpu

@@ -66,4 +66,25 @@ void cpu_forward_SOFT_MAX(const ComputeParams& p, Tensor* dst) {
 }
 size_t cpu_work_size_SOFT_MAX(const Tensor*, int) { return 0; }
 
+// dx = scale * y * (dy - dot(y, dy)), the softmax Jacobian applied to dy (dot in double).
+void cpu_forward_SOFT_MAX_BACK(const ComputeParams& p, Tensor* dst) {
+    const Tensor* dy = dst->src[0];
+    const Tensor* y = dst->src[1];
+    const int64_t ne0 = dst->ne[0], ne1 = dst->ne[1], ne2 = dst->ne[2];
+    const float scale = dst->param_f32(0);
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        const float* g = (const float*)dy->row(i1, i2, i3);
+        const float* s = (const float*)y->row(i1, i2, i3);
+        float* o = (float*)dst->row(i1, i2, i3);
+        double dot = 0.0;
+        for (int64_t i = 0; i < ne0; ++i) dot += (double)s[i] * (double)g[i];
+        const float d = (float)dot;
+        for (int64_t i = 0; i < ne0; ++i) o[i] = (g[i] - d) * s[i] * scale;
+    }
+}
+size_t cpu_work_size_SOFT_MAX_BACK(const Tensor*, int) { return 0; }
+
 }  // namespace pyggml::cpu

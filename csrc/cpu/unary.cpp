@@ -1,4 +1,5 @@
-// CPU kernels of UNARY, SQR and SQRT: computed in f32, rounded to the storage type.
+// CPU kernels of UNARY, SQR, SQRT, LOG, SIN, COS and LEAKY_RELU: computed in f32, rounded to
+// the storage type.
 #include <cmath>
 #include <vector>
 
@@ -51,18 +52,37 @@ void cpu_forward_UNARY(const ComputeParams& p, Tensor* dst) {
         case UnaryOp::HARDSIGMOID:
             return map_rows(p, dst, [](float x) { return std::fmin(1.f, std::fmax(0.f, (x + 3.f) / 6.f)); });
         case UnaryOp::EXP: return map_rows(p, dst, [](float x) { return std::exp(x); });
-        case UnaryOp::EXPM1: return map_rows(p, dst, [](float x) { return std::expm1(x); });
+        // ggml's CPU computes expf(x) - 1 here (not expm1f): keep its rounding near 0.
+        case UnaryOp::EXPM1: return map_rows(p, dst, [](float x) { return std::exp(x) - 1.0f; });
         case UnaryOp::SOFTPLUS: return map_rows(p, dst, softplus_f32);
         case UnaryOp::GELU_ERF: return map_rows(p, dst, gelu_erf_f32);
         case UnaryOp::FLOOR: return map_rows(p, dst, [](float x) { return std::floor(x); });
         case UnaryOp::CEIL: return map_rows(p, dst, [](float x) { return std::ceil(x); });
         case UnaryOp::ROUND: return map_rows(p, dst, [](float x) { return std::round(x); });
         case UnaryOp::TRUNC: return map_rows(p, dst, [](float x) { return std::trunc(x); });
+        case UnaryOp::XIELU: {
+            const float an = dst->param_f32(1), ap = dst->param_f32(2), beta = dst->param_f32(3),
+                        eps = dst->param_f32(4);
+            return map_rows(p, dst, [=](float x) {
+                return x > 0.0f ? ap * x * x + beta * x : (std::expm1(std::fmin(x, eps)) - x) * an + beta * x;
+            });
+        }
         default: throw UnsupportedError("[unary] unsupported sub-op");
     }
 }
 void cpu_forward_SQR(const ComputeParams& p, Tensor* dst) { map_rows(p, dst, [](float x) { return x * x; }); }
 void cpu_forward_SQRT(const ComputeParams& p, Tensor* dst) { map_rows(p, dst, [](float x) { return std::sqrt(x); }); }
+void cpu_forward_LOG(const ComputeParams& p, Tensor* dst) { map_rows(p, dst, [](float x) { return std::log(x); }); }
+void cpu_forward_SIN(const ComputeParams& p, Tensor* dst) { map_rows(p, dst, [](float x) { return std::sin(x); }); }
+void cpu_forward_COS(const ComputeParams& p, Tensor* dst) { map_rows(p, dst, [](float x) { return std::cos(x); }); }
+void cpu_forward_LEAKY_RELU(const ComputeParams& p, Tensor* dst) {
+    const float slope = dst->param_f32(0);
+    map_rows(p, dst, [slope](float x) { return (x > 0.0f ? x : 0.0f) + slope * (x < 0.0f ? x : 0.0f); });
+}
+size_t cpu_work_size_LOG(const Tensor*, int) { return 0; }
+size_t cpu_work_size_SIN(const Tensor*, int) { return 0; }
+size_t cpu_work_size_COS(const Tensor*, int) { return 0; }
+size_t cpu_work_size_LEAKY_RELU(const Tensor*, int) { return 0; }
 size_t cpu_work_size_UNARY(const Tensor*, int) { return 0; }
 size_t cpu_work_size_SQR(const Tensor*, int) { return 0; }
 size_t cpu_work_size_SQRT(const Tensor*, int) { return 0; }

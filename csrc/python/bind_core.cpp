@@ -220,7 +220,7 @@ void bind_core(py::module_& m) {
         .value("SILU", UnaryOp::SILU).value("HARDSWISH", UnaryOp::HARDSWISH)
         .value("HARDSIGMOID", UnaryOp::HARDSIGMOID).value("EXP", UnaryOp::EXP)
         .value("EXPM1", UnaryOp::EXPM1).value("SOFTPLUS", UnaryOp::SOFTPLUS)
-        .value("GELU_ERF", UnaryOp::GELU_ERF).value("FLOOR", UnaryOp::FLOOR)
+        .value("GELU_ERF", UnaryOp::GELU_ERF).value("XIELU", UnaryOp::XIELU).value("FLOOR", UnaryOp::FLOOR)
         .value("CEIL", UnaryOp::CEIL).value("ROUND", UnaryOp::ROUND).value("TRUNC", UnaryOp::TRUNC);
 
     py::enum_<GluOp>(m, "GluOp")

@@ -48,6 +48,11 @@ void bind_layout(py::module_& m) {
            py::arg("rp0"), py::arg("lp1"), py::arg("rp1"), py::arg("lp2"), py::arg("rp2"),
            py::arg("lp3"), py::arg("rp3"),
            "Like pad_ext, but the padding wraps around (out[i] = a[(i - lp) mod a.ne]).");
+    def_op(m, "roll", &roll, py::arg("ctx"), py::arg("a"), py::arg("shift0"), py::arg("shift1"),
+           py::arg("shift2"), py::arg("shift3"),
+           "numpy.roll in each dim: out[i] = a[(i - shift) mod ne], |shift_i| < ne_i.");
+    def_op(m, "pad_reflect_1d", &pad_reflect_1d, py::arg("ctx"), py::arg("a"), py::arg("p0"), py::arg("p1"),
+           "Reflect-pad dim 0 by p0 before and p1 after, without repeating the edge (f32, p < ne0).");
 }
 
 }  // namespace pyggml::python

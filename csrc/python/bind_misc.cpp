@@ -1,4 +1,4 @@
-// Python bindings of scale, clamp, arange, tri.
+// Python bindings of scale, clamp, arange, tri, timestep_embedding.
 #include "bind_common.h"
 
 namespace pyggml::python {
@@ -17,6 +17,9 @@ void bind_misc(py::module_& m) {
     def_op(m, "tri", &tri, py::arg("ctx"), py::arg("a"), py::arg("type"),
            "Keep a triangle of each [n, n] matrix, zero the rest. type: 0 UPPER_DIAG (i0 >= i1), "
            "1 UPPER (i0 > i1), 2 LOWER_DIAG (i0 <= i1), 3 LOWER (i0 < i1); i0 column, i1 row.");
+    def_op(m, "timestep_embedding", &timestep_embedding, py::arg("ctx"), py::arg("timesteps"), py::arg("dim"),
+           py::arg("max_period"),
+           "F32 [dim, N]: cos(t*f_j) then sin(t*f_j), f_j = exp(-ln(max_period)*j/(dim/2)); odd dim ends in 0.");
 }
 
 }  // namespace pyggml::python

@@ -16,6 +16,12 @@ void bind_softmax(py::module_& m) {
            py::arg("mask").none(true), py::arg("scale") = 1.0f, py::arg("max_bias") = 0.0f);
     def_modifier(m, "soft_max_add_sinks", &soft_max_add_sinks, py::arg("node"), py::arg("sinks").none(true),
                  "Sets the per-head sink logits (f32 [a.ne2], src[2]) of a SOFT_MAX node; None clears them.");
+    def_op(m, "soft_max_ext_back", &soft_max_ext_back, py::arg("ctx"), py::arg("dy"), py::arg("y"),
+           py::arg("scale"), py::arg("max_bias"),
+           "Gradient of soft_max_ext: per row scale * y * (dy - dot(y, dy)); y is the softmax output. "
+           "max_bias must be 0.");
+    def_op(m, "soft_max_ext_back_inplace", &soft_max_ext_back_inplace, py::arg("ctx"), py::arg("dy"),
+           py::arg("y"), py::arg("scale"), py::arg("max_bias"));
 }
 
 }  // namespace pyggml::python

@@ -27,6 +27,18 @@ void bind_unary(py::module_& m) {
     def_op(m, "sqr_inplace", &sqr_inplace, py::arg("ctx"), py::arg("a"));
     def_op(m, "sqrt", &sqrt, py::arg("ctx"), py::arg("a"));
     def_op(m, "sqrt_inplace", &sqrt_inplace, py::arg("ctx"), py::arg("a"));
+    def_op(m, "log", &log, py::arg("ctx"), py::arg("a"), "Natural log (f32 math; log(0) = -inf, log(x<0) = NaN).");
+    def_op(m, "log_inplace", &log_inplace, py::arg("ctx"), py::arg("a"));
+    def_op(m, "sin", &sin, py::arg("ctx"), py::arg("a"), "Sine (f32 math).");
+    def_op(m, "sin_inplace", &sin_inplace, py::arg("ctx"), py::arg("a"));
+    def_op(m, "cos", &cos, py::arg("ctx"), py::arg("a"), "Cosine (f32 math).");
+    def_op(m, "cos_inplace", &cos_inplace, py::arg("ctx"), py::arg("a"));
+    def_op(m, "leaky_relu", &leaky_relu, py::arg("ctx"), py::arg("a"), py::arg("negative_slope"),
+           py::arg("inplace"), "x > 0 ? x : negative_slope*x; inplace=True returns a view of a.");
+    def_op(m, "xielu", &xielu, py::arg("ctx"), py::arg("a"), py::arg("alpha_n"), py::arg("alpha_p"),
+           py::arg("beta"), py::arg("eps"),
+           "xIELU: an = beta + softplus(alpha_n), ap = softplus(alpha_p); x > 0 ? ap*x*x + beta*x : "
+           "(expm1(min(x, eps)) - x)*an + beta*x.");
 }
 
 }  // namespace pyggml::python

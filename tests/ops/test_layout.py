@@ -301,3 +301,67 @@ def test_pad_errors_and_threads():
     z = gg.pad(ctx, ctx.new_tensor(gg.F32, [0, 2]), 3, 0, 0, 0)  # zero padding of an empty tensor
     compute(ctx, z)
     assert list(z.ne) == [3, 2, 1, 1] and np.all(values(z) == 0)
+
+
+# ---------------------------------------------------------------- roll, pad_reflect_1d
+
+@pytest.mark.parametrize("tname", list(TYPES))
+@pytest.mark.parametrize("shifts", [(9, 0, 2, 0), (-3, 1, -4, 1), (0, 0, 0, 0), (16, -2, 4, -1)])
+def test_roll_matches_numpy(shifts, tname):
+    ctx = _ctx()
+    a, x = _new(ctx, TYPES[tname], [17, 3, 5, 2], seed=2)
+    r = gg.roll(ctx, a, *shifts)
+    compute(ctx, r)
+    assert r.op == "ROLL" and r.type == a.type and list(r.ne) == list(a.ne)
+    want = np.roll(x, shift=tuple(reversed(shifts)), axis=(0, 1, 2, 3))
+    np.testing.assert_array_equal(values(r), want)
+
+
+def test_roll_permuted_input():
+    ctx = _ctx()
+    a, x = _new(ctx, gg.F32, [5, 9, 3, 2], seed=3)
+    ap = gg.permute(ctx, a, 0, 2, 1, 3)
+    r = gg.roll(ctx, ap, 3, 2, 7, -1)
+    compute(ctx, r)
+    xp = values(ap)
+    np.testing.assert_array_equal(values(r), np.roll(xp, shift=(-1, 7, 2, 3), axis=(0, 1, 2, 3)))
+
+
+def test_roll_errors():
+    ctx = _ctx()
+    a = ctx.new_tensor(gg.F32, [5, 3])
+    with pytest.raises(ValueError, match="roll.*shift0"):
+        gg.roll(ctx, a, 5, 0, 0, 0)
+    with pytest.raises(ValueError, match="roll.*shift2"):
+        gg.roll(ctx, a, 0, 0, -1, 0)
+    with pytest.raises(ValueError, match="roll"):
+        gg.roll(ctx, gg.transpose(ctx, a), 0, 0, 0, 0)
+    with pytest.raises(TypeError, match="roll"):
+        gg.roll(ctx, ctx.new_tensor(gg.Q8_0, [32]), 0, 0, 0, 0)
+
+
+@pytest.mark.parametrize("ne,p0,p1", [([23, 7], 9, 12), ([19, 3, 2], 8, 13), ([5], 4, 4), ([2, 3, 1, 2], 1, 0),
+                                      ([6, 2], 0, 0)])
+def test_pad_reflect_1d(ne, p0, p1):
+    ctx = _ctx()
+    a, x = _new(ctx, gg.F32, ne, seed=ne[0])
+    r = gg.pad_reflect_1d(ctx, a, p0, p1)
+    compute(ctx, r)
+    assert r.op == "PAD_REFLECT_1D" and list(r.ne) == [ne[0] + p0 + p1] + list(a.ne[1:])
+    want = np.pad(x, [(0, 0)] * 3 + [(p0, p1)], mode="reflect")
+    np.testing.assert_array_equal(values(r), want)
+
+
+def test_pad_reflect_1d_strided_input_and_errors():
+    ctx = _ctx()
+    a, x = _new(ctx, gg.F32, [6, 8], seed=4)
+    t = gg.transpose(ctx, a)  # rows of 8 strided elements
+    r = gg.pad_reflect_1d(ctx, t, 3, 7)
+    compute(ctx, r)
+    np.testing.assert_array_equal(values(r)[0, 0], np.pad(x[0, 0].T, [(0, 0), (3, 7)], mode="reflect"))
+    with pytest.raises(ValueError, match="pad_reflect_1d"):
+        gg.pad_reflect_1d(ctx, a, 6, 0)   # p must be < ne0
+    with pytest.raises(ValueError, match="pad_reflect_1d"):
+        gg.pad_reflect_1d(ctx, a, 0, -1)
+    with pytest.raises(TypeError, match="pad_reflect_1d"):
+        gg.pad_reflect_1d(ctx, ctx.new_tensor(gg.F16, [6]), 1, 1)

@@ -199,3 +199,48 @@ def test_tri_errors():
         gg.tri(ctx, gg.transpose(ctx, a), 0)
     r = gg.tri(ctx, a, 2)
     assert r.ne == a.ne
+
+
+# ---------------------------------------------------------------- timestep_embedding
+
+def _timestep_ref(t, dim, max_period):
+    half = dim // 2
+    j = np.arange(half, dtype=np.float64)
+    freqs = np.exp(-np.log(float(max_period)) * j / half)
+    args = np.asarray(t, np.float64)[:, None] * freqs[None, :]
+    out = np.concatenate([np.cos(args), np.sin(args)], axis=1)
+    if dim % 2:
+        out = np.concatenate([out, np.zeros((len(t), 1))], axis=1)
+    return out
+
+
+@pytest.mark.parametrize("dim,max_period", [(64, 10000), (33, 1000), (1, 10), (2, 1), (128, 10000)])
+def test_timestep_embedding(dim, max_period):
+    ctx = ctx_()
+    ts = np.array([0.0, 1.0, 3.5, 17.0, 250.0, 999.0, -4.0], np.float32)
+    t = ctx.from_numpy(ts)
+    r = gg.timestep_embedding(ctx, t, dim, max_period)
+    compute(ctx, r)
+    assert r.op == "TIMESTEP_EMBEDDING" and list(r.ne) == [dim, len(ts), 1, 1] and r.type == gg.F32
+    want = _timestep_ref(ts, dim, max_period)
+    # f32 frequencies times t up to 999: the argument carries ~1e-4 absolute error, as in ggml
+    assert_close(values(r)[0, 0], want, 1e-7, "timestep_embedding")
+    if dim % 2:
+        assert np.all(values(r)[0, 0, :, -1] == 0)
+
+
+def test_timestep_embedding_strided_and_errors():
+    ctx = ctx_()
+    big = ctx.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    col = gg.view_1d(ctx, gg.cont(ctx, gg.transpose(ctx, big)), 3, 0)  # [0, 4, 8]
+    r = gg.timestep_embedding(ctx, col, 8, 100)
+    compute(ctx, r)
+    assert_close(values(r)[0, 0], _timestep_ref(np.array([0.0, 4.0, 8.0]), 8, 100), 1e-7)
+    with pytest.raises(ValueError, match="timestep_embedding"):
+        gg.timestep_embedding(ctx, big, 8, 100)
+    with pytest.raises(ValueError, match="timestep_embedding"):
+        gg.timestep_embedding(ctx, col, 0, 100)
+    with pytest.raises(ValueError, match="timestep_embedding"):
+        gg.timestep_embedding(ctx, col, 8, 0)
+    with pytest.raises(TypeError, match="timestep_embedding"):
+        gg.timestep_embedding(ctx, ctx.new_tensor(gg.I32, [3]), 8, 100)

@@ -141,3 +141,89 @@ def test_errors(fn):
     compute(ctx, r)
     reff = ref.norm if fn.startswith("norm") else ref.rms_norm
     assert_close(values(r), reff(x, 1e-6), 1e-7)
+
+
+# ---- L2_NORM, GROUP_NORM ----
+
+def _l2_ref(x, eps):
+    x = np.asarray(x, np.float64)
+    return x / np.maximum(np.sqrt(np.sum(x * x, axis=-1, keepdims=True)), eps)
+
+
+def _group_norm_ref(x, n_groups, eps):
+    """x numpy (ne3, C, ne1, ne0); groups of ceil(C / n_groups) channels, the last possibly smaller."""
+    x = np.asarray(x, np.float64)
+    y = np.empty_like(x)
+    C = x.shape[1]
+    per = -(-C // n_groups)
+    for c0 in range(0, C, per):
+        g = x[:, c0:c0 + per]
+        mean = g.mean(axis=(1, 2, 3), keepdims=True)
+        var = ((g - mean) ** 2).mean(axis=(1, 2, 3), keepdims=True)
+        y[:, c0:c0 + per] = (g - mean) / np.sqrt(var + eps)
+    return y
+
+
+@pytest.mark.parametrize("simd", SIMD, indirect=True)
+@pytest.mark.parametrize("eps", [1e-12, 1e-6, 0.0, 5.0])
+@pytest.mark.parametrize("ne", [[61, 5], [87, 3, 3], [1, 4], [1025, 2, 1, 2]])
+def test_l2_norm(ne, eps, simd):
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, ne, rng=np.random.default_rng(ne[0]))
+    r = gg.l2_norm(ctx, a, eps)
+    compute(ctx, r)
+    assert r.op == "L2_NORM" and list(r.ne) == list(a.ne)
+    assert_close(values(r), _l2_ref(x, eps), 1e-7, "l2_norm")
+
+
+def test_l2_norm_views_zero_rows_and_inplace():
+    ctx = _ctx()
+    big, xb = new(ctx, gg.F32, [24, 3, 2], rng=np.random.default_rng(2))
+    v = gg.view_3d(ctx, big, 21, 3, 2, big.nb[1], big.nb[2], 8)
+    t = gg.transpose(ctx, big)
+    z = ctx.from_numpy(np.zeros((2, 5), np.float32))
+    rv, rt, rz = gg.l2_norm(ctx, v, 1e-6), gg.l2_norm(ctx, t, 1e-6), gg.l2_norm(ctx, z, 1e-6)
+    compute(ctx, rv, rt, rz)
+    assert_close(values(rv), _l2_ref(xb[..., 2:23], 1e-6), 1e-7, "row view")
+    assert_close(values(rt), _l2_ref(np.swapaxes(xb, -1, -2), 1e-6), 1e-7, "transposed")
+    assert np.all(values(rz) == 0)  # 0 / max(0, eps)
+    a, x = new(ctx, gg.F32, [9, 4], rng=np.random.default_rng(3))
+    ri = gg.l2_norm_inplace(ctx, a, 1e-6)
+    assert ri.data_ptr == a.data_ptr
+    compute(ctx, ri)
+    assert_close(values(a), _l2_ref(x, 1e-6), 1e-7, "inplace")
+    with pytest.raises(ValueError, match="l2_norm"):
+        gg.l2_norm(ctx, a, -1.0)
+    with pytest.raises(TypeError, match="l2_norm"):
+        gg.l2_norm(ctx, ctx.new_tensor(gg.F16, [4]), 1e-6)
+
+
+@pytest.mark.parametrize("simd", SIMD, indirect=True)
+@pytest.mark.parametrize("ne,n_groups", [([5, 7, 7, 2], 3), ([11, 9, 8], 4), ([33, 1, 6], 6), ([3, 2, 5], 1),
+                                         ([4, 3, 3], 5), ([17, 3, 10, 2], 4)])
+def test_group_norm(ne, n_groups, simd):
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, ne, rng=np.random.default_rng(sum(ne)), lo=-2, hi=3)
+    r = gg.group_norm(ctx, a, n_groups, 1e-5)
+    compute(ctx, r, n_threads=3)
+    assert r.op == "GROUP_NORM" and list(r.ne) == list(a.ne)
+    assert_close(values(r), _group_norm_ref(x, n_groups, 1e-5), 1e-7, "group_norm")
+
+
+def test_group_norm_strided_inplace_and_errors():
+    ctx = _ctx()
+    a, x = new(ctx, gg.F32, [6, 5, 4, 2], rng=np.random.default_rng(5))
+    p = gg.permute(ctx, a, 0, 2, 1, 3)   # channels and rows swapped: dims 1, 2 strided
+    r = gg.group_norm(ctx, p, 2, 1e-6)
+    compute(ctx, r)
+    assert_close(values(r), _group_norm_ref(values(p), 2, 1e-6), 1e-7, "permuted")
+    ri = gg.group_norm_inplace(ctx, a, 3, 1e-6)
+    assert ri.data_ptr == a.data_ptr
+    compute(ctx, ri)
+    assert_close(values(a), _group_norm_ref(x, 3, 1e-6), 1e-7, "inplace")
+    with pytest.raises(ValueError, match="n_groups"):
+        gg.group_norm(ctx, a, 0, 1e-6)
+    with pytest.raises(ValueError, match="group_norm"):
+        gg.group_norm(ctx, gg.transpose(ctx, a), 2, 1e-6)
+    with pytest.raises(TypeError, match="group_norm_inplace"):
+        gg.group_norm_inplace(ctx, ctx.new_tensor(gg.BF16, [4, 2, 2]), 2, 1e-6)

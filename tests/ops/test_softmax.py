@@ -184,3 +184,73 @@ def test_errors():
     r2 = gg.soft_max(ctx, b)
     compute(ctx, r2)
     assert_close(values(r2), ref.soft_max(x), TOL)
+
+
+# ---- SOFT_MAX_BACK (soft_max_ext_back) ----
+
+def _softmax_rows(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.7, -2.0])
+@pytest.mark.parametrize("ne", [[39, 9], [47, 7, 3], [1, 5], [1025, 2, 1, 2]])
+def test_soft_max_ext_back(ne, scale):
+    ctx = gg.Context(mem_size=32 << 20)
+    rng = np.random.default_rng(ne[0])
+    shape = tuple(reversed(ne))
+    y = _softmax_rows(rng.uniform(-3, 3, size=shape)).astype(np.float32)
+    dy, gv = new(ctx, gg.F32, ne, rng=rng)
+    yt, yv = new(ctx, gg.F32, ne, data=y)
+    r = gg.soft_max_ext_back(ctx, dy, yt, scale, 0.0)
+    compute(ctx, r)
+    assert r.op == "SOFT_MAX_BACK" and list(r.ne) == ne + [1] * (4 - len(ne))
+    want = scale * yv * (gv - np.sum(yv * gv, axis=-1, keepdims=True))
+    assert_close(values(r), want, 1e-7, "soft_max_ext_back")
+
+
+def test_soft_max_ext_back_matches_finite_differences():
+    """The op is the softmax gradient: compare with central differences of soft_max_ext."""
+    ctx = gg.Context(mem_size=8 << 20)
+    rng = np.random.default_rng(1)
+    z = rng.uniform(-2, 2, size=(3, 6))
+    dy = rng.uniform(-1, 1, size=(3, 6))
+    scale = 0.5
+    y = _softmax_rows(scale * z)
+    yt, _ = new(ctx, gg.F32, [6, 3], data=y)
+    dyt, _ = new(ctx, gg.F32, [6, 3], data=dy)
+    r = gg.soft_max_ext_back(ctx, dyt, yt, scale, 0.0)
+    compute(ctx, r)
+    h = 1e-6
+    fd = np.zeros_like(z)
+    for i in range(3):
+        for j in range(6):
+            zp, zm = z.copy(), z.copy()
+            zp[i, j] += h
+            zm[i, j] -= h
+            fd[i, j] = np.sum(dy[i] * (_softmax_rows(scale * zp)[i] - _softmax_rows(scale * zm)[i])) / (2 * h)
+    np.testing.assert_allclose(values(r)[0, 0], fd, atol=1e-6)
+
+
+def test_soft_max_ext_back_inplace_views_and_errors():
+    ctx = gg.Context(mem_size=8 << 20)
+    rng = np.random.default_rng(2)
+    big, gb = new(ctx, gg.F32, [12, 5], rng=rng)
+    dy = gg.view_2d(ctx, big, 9, 5, big.nb[1], 8)     # padded rows
+    y = _softmax_rows(rng.uniform(-1, 1, size=(5, 9))).astype(np.float32)
+    yt, yv = new(ctx, gg.F32, [9, 5], data=y)
+    r = gg.soft_max_ext_back_inplace(ctx, dy, yt, 1.0, 0.0)
+    assert r.data_ptr == dy.data_ptr
+    compute(ctx, r)
+    g = gb[0, 0, :, 2:11]
+    want = yv[0, 0] * (g - np.sum(yv[0, 0] * g, axis=-1, keepdims=True))
+    assert_close(values(big)[0, 0, :, 2:11], want, 1e-7, "inplace view")
+    np.testing.assert_array_equal(values(big)[0, 0, :, :2], gb[0, 0, :, :2])
+    with pytest.raises(NotImplementedError, match="max_bias"):
+        gg.soft_max_ext_back(ctx, yt, yt, 1.0, 8.0)
+    with pytest.raises(ValueError, match="soft_max_ext_back"):
+        gg.soft_max_ext_back(ctx, yt, ctx.new_tensor(gg.F32, [9, 4]), 1.0, 0.0)
+    with pytest.raises(ValueError, match="soft_max_ext_back"):
+        gg.soft_max_ext_back(ctx, gg.transpose(ctx, yt), gg.transpose(ctx, yt), 1.0, 0.0)
+    with pytest.raises(TypeError, match="soft_max_ext_back"):
+        gg.soft_max_ext_back(ctx, ctx.new_tensor(gg.F16, [9, 5]), yt, 1.0, 0.0)

@@ -1,5 +1,5 @@
-"""UNARY (every named op, + _inplace), SQR and SQRT (spec 4.13) against float64 references
-rounded to the storage type."""
+"""UNARY (every named op, + _inplace, and xielu), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU
+(spec 4.13) against float64 references rounded to the storage type."""
 import numpy as np
 import pytest
 
@@ -10,11 +10,12 @@ from util import assert_close, compute, new, values
 
 NAMED = ["abs", "sgn", "neg", "step", "tanh", "elu", "relu", "sigmoid", "gelu", "gelu_quick", "silu",
          "hardswish", "hardsigmoid", "exp", "expm1", "softplus", "gelu_erf", "floor", "ceil", "round",
-         "trunc", "sqr", "sqrt"]
+         "trunc", "sqr", "sqrt", "log", "sin", "cos"]
 UNARY_ID = {"abs": 0, "sgn": 1, "neg": 2, "step": 3, "tanh": 4, "elu": 5, "relu": 6, "sigmoid": 7,
             "gelu": 8, "gelu_quick": 9, "silu": 10, "hardswish": 11, "hardsigmoid": 12, "exp": 13,
             "expm1": 14, "softplus": 15, "gelu_erf": 16, "floor": 18, "ceil": 19, "round": 20, "trunc": 21}
 TYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16}
+INPLACE = {"log": "log_inplace", "sin": "sin_inplace", "cos": "cos_inplace"}  # their own ops in ggml
 
 
 def _ctx():
@@ -22,8 +23,10 @@ def _ctx():
 
 
 def _range(op, tname):
-    if op == "sqrt":
+    if op in ("sqrt", "log"):
         return 0.0, 150.0
+    if op in ("sin", "cos"):
+        return -20.0, 20.0  # f32 sinf/cosf of large arguments differ from float64 in the last bits
     if tname == "f16" and op in ("exp", "expm1"):
         return -10.0, 10.0  # exp(150) does not fit f16 (peer suite uses [-10, 10])
     return -150.0, 150.0
@@ -71,7 +74,7 @@ def test_inplace(op, tname):
     ctx = _ctx()
     lo, hi = _range(op, tname)
     a, x = _input(ctx, TYPES[tname], [9, 4, 3, 1], True, seed=3, lo=lo, hi=hi)
-    r = getattr(gg, op + "_inplace")(ctx, a)
+    r = getattr(gg, INPLACE.get(op, op + "_inplace"))(ctx, a)
     assert r.data_ptr == a.data_ptr and list(r.nb) == list(a.nb)
     compute(ctx, r)
     assert_close(values(a), _expected(op, x, tname), _bound(op, tname), op + "_inplace")
@@ -149,3 +152,65 @@ def test_sqr_sqrt_inplace_named():
     t = gg.sqrt_inplace(ctx, gg.sqr_inplace(ctx, a))
     compute(ctx, t)
     assert_close(values(a), x, 1e-7)
+
+
+def test_all_22_unary_sub_ops_are_bound():
+    """Every ggml_unary_op has its named constructor, numbered as ggml numbers it."""
+    names = {**UNARY_ID, "xielu": 17}
+    assert sorted(names.values()) == list(range(22))
+    for name, op_id in names.items():
+        assert hasattr(gg, name), name
+        assert int(getattr(gg.UnaryOp, name.upper())) == op_id
+
+
+def test_log_sin_cos_edges():
+    ctx = _ctx()
+    x = np.array([0.0, -0.0, -1.0, np.inf, 1.0, np.pi, -np.pi / 2, 1e-30], np.float32)
+    a = ctx.from_numpy(x)
+    lg, sn, cs = gg.log(ctx, a), gg.sin(ctx, a), gg.cos(ctx, a)
+    compute(ctx, lg, sn, cs)
+    lv = values(lg).ravel()
+    assert lv[0] == -np.inf and lv[1] == -np.inf and np.isnan(lv[2]) and lv[3] == np.inf and lv[4] == 0
+    assert np.isnan(values(sn).ravel()[3]) and np.isnan(values(cs).ravel()[3])  # sin(inf) = NaN
+    fin = np.isfinite(x)
+    np.testing.assert_allclose(values(sn).ravel()[fin], np.sin(x[fin].astype(np.float64)), atol=2e-7)
+    np.testing.assert_allclose(values(cs).ravel()[fin], np.cos(x[fin].astype(np.float64)), atol=2e-7)
+
+
+@pytest.mark.parametrize("tname", list(TYPES))
+@pytest.mark.parametrize("slope", [0.01, 0.0, -0.5, 1.5])
+def test_leaky_relu(slope, tname):
+    ctx = _ctx()
+    a, x = _input(ctx, TYPES[tname], [37, 3, 5, 1], True, seed=11, lo=-4, hi=4)
+    r = gg.leaky_relu(ctx, a, slope, False)
+    compute(ctx, r)
+    assert r.op == "LEAKY_RELU" and r.type == a.type and r.is_contiguous()
+    want = round_to(ref.leaky_relu(x, slope), tname).astype(np.float64)
+    assert_close(values(r), want, {"f32": 1e-7, "f16": 1e-6, "bf16": 5e-5}[tname], "leaky_relu")
+
+
+def test_leaky_relu_inplace_and_signed_zero():
+    ctx = _ctx()
+    x = np.array([[-2.0, -0.0, 0.0, 3.0, -np.inf, np.inf]], np.float32)
+    a = ctx.from_numpy(x)
+    r = gg.leaky_relu(ctx, a, 0.25, True)
+    assert r.data_ptr == a.data_ptr
+    compute(ctx, r)
+    got = values(a).ravel()
+    np.testing.assert_array_equal(got, [-0.5, 0.0, 0.0, 3.0, -np.inf, np.inf])
+    with pytest.raises(TypeError, match="leaky_relu"):
+        gg.leaky_relu(ctx, ctx.new_tensor(gg.I32, [4]), 0.1, False)
+
+
+@pytest.mark.parametrize("tname", list(TYPES))
+@pytest.mark.parametrize("params", [(4.0, 20.0, 0.5, 1e-7), (0.8, 0.8, 0.5, -1e-6), (25.0, -3.0, 0.0, 0.1)])
+def test_xielu(params, tname):
+    ctx = _ctx()
+    a, x = _input(ctx, TYPES[tname], [41, 3, 2, 1], True, seed=5, lo=-6, hi=6)
+    r = gg.xielu(ctx, a, *params)
+    compute(ctx, r)
+    assert r.op == "UNARY" and r.op_params[0] == 17 and r.type == a.type
+    want = round_to(ref.xielu(x, *params), tname).astype(np.float64)
+    assert_close(values(r), want, {"f32": 1e-7, "f16": 1e-6, "bf16": 5e-5}[tname], "xielu")
+    with pytest.raises(ValueError, match="xielu"):
+        gg.xielu(ctx, gg.transpose(ctx, ctx.new_tensor(gg.F32, [4, 3])), *params)

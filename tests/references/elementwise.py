@@ -53,6 +53,7 @@ def unary(op, x):
             "floor": lambda: np.floor(x), "ceil": lambda: np.ceil(x),
             "round": lambda: np.sign(x) * np.floor(np.abs(x) + 0.5),  # half away from zero
             "trunc": lambda: np.trunc(x),
+            "log": lambda: np.log(x), "sin": lambda: np.sin(x), "cos": lambda: np.cos(x),
         }
         return table[op]()
 
@@ -61,3 +62,18 @@ def gelu_erf(x):
     from math import erf
     x = np.asarray(x, dtype=np.float64)
     return 0.5 * x * (1.0 + np.vectorize(erf, otypes=[np.float64])(x / np.sqrt(2.0)))
+
+
+def leaky_relu(x, slope):
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x > 0, x, slope * x)
+
+
+def xielu(x, alpha_n, alpha_p, beta, eps):
+    """xIELU with the constructor's f32 softplus of alpha_n / alpha_p."""
+    x = np.asarray(x, dtype=np.float64)
+    sp = lambda v: np.float32(v) if v > 20 else np.float32(np.log1p(np.exp(np.float64(v))))
+    an, ap = np.float64(np.float32(beta) + sp(alpha_n)), np.float64(sp(alpha_p))
+    with np.errstate(over="ignore"):
+        neg = (np.expm1(np.minimum(x, np.float64(np.float32(eps)))) - x) * an + beta * x
+    return np.where(x > 0, ap * x * x + beta * x, neg)

@@ -1,6 +1,8 @@
 // Views, reshape, permute, transpose: metadata-only ops (spec 1.7).
 #include "pyggml/ops/layout.h"
 
+#include <cstdlib>
+
 #include "pyggml/error.h"
 
 namespace pyggml {
@@ -277,6 +279,39 @@ Tensor* pad_ext_circular(Context* ctx, Tensor* a, int lp0, int rp0, int lp1, int
                          int rp2, int lp3, int rp3) {
     const int lp[4] = {lp0, lp1, lp2, lp3}, rp[4] = {rp0, rp1, rp2, rp3};
     return pad_impl(ctx, a, lp, rp, true, "pad_ext_circular");
+}
+
+Tensor* roll(Context* ctx, Tensor* a, int shift0, int shift1, int shift2, int shift3) {
+    if (!a) throw_type(OpMessage("roll") << "a is required");
+    PG_TYPE_CHECK(a->type == Type::F32 || a->type == Type::F16 || a->type == Type::BF16 || a->type == Type::I32,
+                  (OpMessage("roll") << "a must be f32, f16, bf16 or i32").with("a", a));
+    PG_SHAPE_CHECK(a->nb[0] == type_size(a->type),
+                   (OpMessage("roll") << "a's rows must be contiguous (nb[0] == element size)").with("a", a));
+    const int shifts[4] = {shift0, shift1, shift2, shift3};
+    for (int d = 0; d < 4; ++d)
+        PG_SHAPE_CHECK((int64_t)std::abs((int64_t)shifts[d]) < a->ne[d],
+                       (OpMessage("roll") << "|shift" << d << "| = " << std::abs((int64_t)shifts[d])
+                                          << " must be < ne[" << d << "] = " << a->ne[d]).with("a", a));
+    Tensor* r = ctx->dup_tensor(a);
+    r->op = Op::ROLL;
+    for (int d = 0; d < 4; ++d) r->set_param_i32(d, shifts[d]);
+    r->src[0] = a;
+    return r;
+}
+
+Tensor* pad_reflect_1d(Context* ctx, Tensor* a, int p0, int p1) {
+    if (!a) throw_type(OpMessage("pad_reflect_1d") << "a is required");
+    PG_TYPE_CHECK(a->type == Type::F32, (OpMessage("pad_reflect_1d") << "a must be f32").with("a", a));
+    PG_SHAPE_CHECK(p0 >= 0 && p1 >= 0 && p0 < a->ne[0] && p1 < a->ne[0],
+                   (OpMessage("pad_reflect_1d") << "need 0 <= p0, p1 < ne[0] (got p0=" << p0 << ", p1=" << p1
+                                                << ")").with("a", a));
+    const int64_t ne[4] = {a->ne[0] + p0 + p1, a->ne[1], a->ne[2], a->ne[3]};
+    Tensor* r = ctx->new_tensor(Type::F32, 4, ne);
+    r->op = Op::PAD_REFLECT_1D;
+    r->set_param_i32(0, p0);
+    r->set_param_i32(1, p1);
+    r->src[0] = a;
+    return r;
 }
 
 }  // namespace pyggml

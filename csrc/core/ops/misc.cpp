@@ -1,4 +1,4 @@
-// SCALE, CLAMP, ARANGE, TRI constructors (spec 4.6, 4.20, 4.17, 4.19).
+// SCALE, CLAMP, ARANGE, TRI (spec 4.6, 4.20, 4.17, 4.19) and TIMESTEP_EMBEDDING constructors.
 #include "pyggml/ops/misc.h"
 
 #include <cmath>
@@ -80,6 +80,24 @@ Tensor* tri(Context* ctx, Tensor* a, int32_t type) {
     r->op = Op::TRI;
     r->set_param_i32(0, type);
     r->src[0] = a;
+    return r;
+}
+
+Tensor* timestep_embedding(Context* ctx, Tensor* timesteps, int dim, int max_period) {
+    const char* name = "timestep_embedding";
+    if (!timesteps) throw_type(OpMessage(name) << "timesteps is required");
+    PG_TYPE_CHECK(timesteps->type == Type::F32, (OpMessage(name) << "timesteps must be f32").with("timesteps", timesteps));
+    PG_SHAPE_CHECK(timesteps->ne[1] == 1 && timesteps->ne[2] == 1 && timesteps->ne[3] == 1,
+                   (OpMessage(name) << "timesteps must be a vector [N]").with("timesteps", timesteps));
+    PG_SHAPE_CHECK(dim > 0 && max_period > 0,
+                   (OpMessage(name) << "dim and max_period must be > 0 (got dim=" << dim << ", max_period="
+                                    << max_period << ")"));
+    const int64_t ne[2] = {dim, timesteps->ne[0]};
+    Tensor* r = ctx->new_tensor(Type::F32, 2, ne);
+    r->op = Op::TIMESTEP_EMBEDDING;
+    r->set_param_i32(0, dim);
+    r->set_param_i32(1, max_period);
+    r->src[0] = timesteps;
     return r;
 }
 

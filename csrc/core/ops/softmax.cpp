@@ -1,4 +1,4 @@
-// SOFT_MAX constructors (spec 4.12): validation and shape inference only.
+// SOFT_MAX (spec 4.12) and SOFT_MAX_BACK constructors: validation and shape inference only.
 #include "pyggml/ops/softmax.h"
 
 #include "pyggml/error.h"
@@ -63,6 +63,34 @@ void soft_max_add_sinks(Tensor* node, Tensor* sinks) {
                    (OpMessage(name) << "sinks must be a vector of a.ne[2]=" << a->ne[2] << " entries")
                        .with("a", a).with("sinks", sinks));
     node->src[2] = sinks;
+}
+
+namespace {
+Tensor* soft_max_back_impl(Context* ctx, Tensor* dy, Tensor* y, float scale, float max_bias, bool inplace,
+                           const char* name) {
+    if (!dy || !y) throw_type(OpMessage(name) << "dy and y are required");
+    PG_TYPE_CHECK(dy->type == Type::F32 && y->type == Type::F32,
+                  (OpMessage(name) << "dy and y must be f32").with("dy", dy).with("y", y));
+    PG_SHAPE_CHECK(dy->same_shape(y), (OpMessage(name) << "dy and y must have the same shape").with("dy", dy).with("y", y));
+    PG_SHAPE_CHECK(dy->nb[0] == sizeof(float) && y->nb[0] == sizeof(float),
+                   (OpMessage(name) << "the rows of dy and y must be contiguous").with("dy", dy).with("y", y));
+    if (max_bias != 0.0f)
+        throw_unsupported(OpMessage(name) << "only max_bias == 0 is supported (got " << max_bias << ")");
+    Tensor* r = inplace ? ctx->view_tensor(dy) : ctx->dup_tensor(dy);
+    r->op = Op::SOFT_MAX_BACK;
+    r->set_param_f32(0, scale);
+    r->set_param_f32(1, max_bias);
+    r->src[0] = dy;
+    r->src[1] = y;
+    return r;
+}
+}  // namespace
+
+Tensor* soft_max_ext_back(Context* c, Tensor* dy, Tensor* y, float scale, float max_bias) {
+    return soft_max_back_impl(c, dy, y, scale, max_bias, false, "soft_max_ext_back");
+}
+Tensor* soft_max_ext_back_inplace(Context* c, Tensor* dy, Tensor* y, float scale, float max_bias) {
+    return soft_max_back_impl(c, dy, y, scale, max_bias, true, "soft_max_ext_back_inplace");
 }
 
 }  // namespace pyggml

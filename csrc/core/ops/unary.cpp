@@ -1,5 +1,7 @@
-// UNARY (sub-op in slot 0), SQR and SQRT constructors (spec 4.13).
+// UNARY (sub-op in slot 0), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU constructors (spec 4.13).
 #include "pyggml/ops/unary.h"
+
+#include <cmath>
 
 #include "pyggml/error.h"
 
@@ -43,7 +45,8 @@ static const char* unary_msg_name(UnaryOp op, bool inplace) {
 
 Tensor* unary(Context* ctx, Tensor* a, UnaryOp op) {
     if ((int)op < 0 || op >= UnaryOp::COUNT || op == UnaryOp::XIELU)
-        throw_unsupported(OpMessage("unary") << "unsupported unary op id " << (int)op);
+        throw_unsupported(OpMessage("unary") << "unsupported unary op id " << (int)op
+                                             << (op == UnaryOp::XIELU ? " (xielu needs its parameters: use xielu())" : ""));
     return unary_like(ctx, a, Op::UNARY, (int32_t)op, false, unary_msg_name(op, false));
 }
 Tensor* unary_inplace(Context* ctx, Tensor* a, UnaryOp op) {
@@ -55,5 +58,31 @@ Tensor* sqr(Context* c, Tensor* a) { return unary_like(c, a, Op::SQR, 0, false, 
 Tensor* sqr_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::SQR, 0, true, "sqr_inplace"); }
 Tensor* sqrt(Context* c, Tensor* a) { return unary_like(c, a, Op::SQRT, 0, false, "sqrt"); }
 Tensor* sqrt_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::SQRT, 0, true, "sqrt_inplace"); }
+Tensor* log(Context* c, Tensor* a) { return unary_like(c, a, Op::LOG, 0, false, "log"); }
+Tensor* log_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::LOG, 0, true, "log_inplace"); }
+Tensor* sin(Context* c, Tensor* a) { return unary_like(c, a, Op::SIN, 0, false, "sin"); }
+Tensor* sin_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::SIN, 0, true, "sin_inplace"); }
+Tensor* cos(Context* c, Tensor* a) { return unary_like(c, a, Op::COS, 0, false, "cos"); }
+Tensor* cos_inplace(Context* c, Tensor* a) { return unary_like(c, a, Op::COS, 0, true, "cos_inplace"); }
+
+Tensor* leaky_relu(Context* c, Tensor* a, float negative_slope, bool inplace) {
+    Tensor* r = unary_like(c, a, Op::LEAKY_RELU, 0, inplace, "leaky_relu");
+    r->set_param_f32(0, negative_slope);
+    return r;
+}
+
+namespace {
+// softplus as ggml's constructor evaluates it (in f32, passing x through above 20).
+float softplus_param(float x) { return x > 20.0f ? x : std::log(1.0f + std::exp(x)); }
+}  // namespace
+
+Tensor* xielu(Context* c, Tensor* a, float alpha_n, float alpha_p, float beta, float eps) {
+    Tensor* r = unary_like(c, a, Op::UNARY, (int32_t)UnaryOp::XIELU, false, "xielu (unary)");
+    r->set_param_f32(1, beta + softplus_param(alpha_n));
+    r->set_param_f32(2, softplus_param(alpha_p));
+    r->set_param_f32(3, beta);
+    r->set_param_f32(4, eps);
+    return r;
+}
 
 }  // namespace pyggml

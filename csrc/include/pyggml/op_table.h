@@ -18,6 +18,28 @@
     X(SUM_ROWS,          reduce,  "sum_rows") \
     X(MEAN,              reduce,  "mean") \
     X(CUMSUM,            reduce,  "cumsum") \
+    X(LOG,               unary,   "log log_inplace") \
+    X(SIN,               unary,   "sin sin_inplace") \
+    X(COS,               unary,   "cos cos_inplace") \
+    X(LEAKY_RELU,        unary,   "leaky_relu") \
+    X(SUM,               reduce,  "sum") \
+    X(ARGMAX,            reduce,  "argmax") \
+    X(COUNT_EQUAL,       reduce,  "count_equal") \
+    X(ADD1,              binary,  "add1 add1_inplace") \
+    X(ADD_ID,            binary,  "add_id") \
+    X(ACC,               set,     "acc acc_inplace") \
+    X(SET,               set,     "set set_inplace set_1d set_1d_inplace set_2d set_2d_inplace") \
+    X(DIAG,              diag,    "diag") \
+    X(DIAG_MASK_INF,     diag,    "diag_mask_inf diag_mask_inf_inplace") \
+    X(DIAG_MASK_ZERO,    diag,    "diag_mask_zero diag_mask_zero_inplace") \
+    X(ROLL,              layout,  "roll") \
+    X(PAD_REFLECT_1D,    layout,  "pad_reflect_1d") \
+    X(TIMESTEP_EMBEDDING, misc,   "timestep_embedding") \
+    X(L2_NORM,           norm,    "l2_norm l2_norm_inplace") \
+    X(GROUP_NORM,        norm,    "group_norm group_norm_inplace") \
+    X(OUT_PROD,          linalg,  "out_prod") \
+    X(SOLVE_TRI,         linalg,  "solve_tri") \
+    X(SOFT_MAX_BACK,     softmax, "soft_max_ext_back soft_max_ext_back_inplace") \
     X(ARGSORT,           sort,    "argsort argsort_top_k") \
     X(TOP_K,             sort,    "top_k") \
     X(REPEAT,            layout,  "repeat repeat_4d") \
@@ -45,7 +67,7 @@
     X(FLASH_ATTN_EXT,    flash_attn, "flash_attn_ext flash_attn_ext_add_sinks flash_attn_ext_set_prec flash_attn_ext_set_n_kv_max") \
     X(SSM_CONV,          ssm,     "ssm_conv") \
     X(SSM_SCAN,          ssm,     "ssm_scan") \
-    X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
+    X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs sgn step elu hardswish hardsigmoid expm1 gelu_erf floor ceil round trunc xielu") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \
     X(DSV4_HC_PRE,       dsv4_hc, "dsv4_hc_pre dsv4_hc_pre_gated") \

@@ -33,5 +33,11 @@ Tensor* pad_ext(Context* ctx, Tensor* a, int lp0, int rp0, int lp1, int rp1, int
 Tensor* pad_circular(Context* ctx, Tensor* a, int p0, int p1, int p2, int p3);
 Tensor* pad_ext_circular(Context* ctx, Tensor* a, int lp0, int rp0, int lp1, int rp1, int lp2,
                          int rp2, int lp3, int rp3);
+// numpy.roll per dim: out[i] = a[(i - shift) mod ne] in each dim, |shift_i| < ne_i; a's rows
+// packed, any float or i32 type.
+Tensor* roll(Context* ctx, Tensor* a, int shift0, int shift1, int shift2, int shift3);
+// Reflection padding of dim 0 without repeating the edge ([a b c d], 2, 1 -> [c b a b c d c]);
+// a f32, 0 <= p0, p1 < ne0.
+Tensor* pad_reflect_1d(Context* ctx, Tensor* a, int p0, int p1);
 
 }  // namespace pyggml

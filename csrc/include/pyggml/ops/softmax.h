@@ -14,5 +14,10 @@ Tensor* soft_max_ext(Context* ctx, Tensor* a, Tensor* mask, float scale, float m
 Tensor* soft_max_ext_inplace(Context* ctx, Tensor* a, Tensor* mask, float scale, float max_bias);
 // Sets (or clears with nullptr) src[2] = sinks (F32, [a.ne2]) on an existing SOFT_MAX node.
 void soft_max_add_sinks(Tensor* node, Tensor* sinks);
+// Gradient of soft_max_ext (ggml's SOFT_MAX_BACK): per row, scale * y * (dy - dot(y, dy)) for
+// dy (the output gradient) and y (the softmax output), both F32 of one shape with packed rows.
+// Only max_bias == 0 is supported (as on ggml's CPU).
+Tensor* soft_max_ext_back(Context* ctx, Tensor* dy, Tensor* y, float scale, float max_bias);
+Tensor* soft_max_ext_back_inplace(Context* ctx, Tensor* dy, Tensor* y, float scale, float max_bias);
 
 }  // namespace pyggml
