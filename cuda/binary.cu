@@ -32,7 +32,5 @@ void cuda_forward_ADD(const Launch& l, Tensor* d) { launch<0>(l, d); }
 void cuda_forward_SUB(const Launch& l, Tensor* d) { launch<1>(l, d); }
 void cuda_forward_MUL(const Launch& l, Tensor* d) { launch<2>(l, d); }
 void cuda_forward_DIV(const Launch& l, Tensor* d) { launch<3>(l, d); }
-void cuda_forward_ADD1(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
-void cuda_forward_ADD_ID(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 
 }  // namespace pyggml::cuda

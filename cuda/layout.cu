@@ -9,10 +9,5 @@ void cuda_forward_RESHAPE(const Launch&, Tensor*) {}
 void cuda_forward_VIEW(const Launch&, Tensor*) {}
 void cuda_forward_PERMUTE(const Launch&, Tensor*) {}
 void cuda_forward_TRANSPOSE(const Launch&, Tensor*) {}
-void cuda_forward_REPEAT(const Launch&, Tensor* dst) { unsupported(dst, "not implemented yet"); }
-void cuda_forward_CONCAT(const Launch&, Tensor* dst) { unsupported(dst, "not implemented yet"); }
-void cuda_forward_PAD(const Launch&, Tensor* dst) { unsupported(dst, "not implemented yet"); }
-void cuda_forward_ROLL(const Launch&, Tensor* dst) { unsupported(dst, "not implemented yet"); }
-void cuda_forward_PAD_REFLECT_1D(const Launch&, Tensor* dst) { unsupported(dst, "not implemented yet"); }
 
 }  // namespace pyggml::cuda

@@ -55,6 +55,5 @@ void cuda_forward_TRI(const Launch& l, Tensor* d) {
                                                           dims_of(d), d->op_params[0], n);
 }
 
-void cuda_forward_TIMESTEP_EMBEDDING(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 
 }  // namespace pyggml::cuda

@@ -48,7 +48,5 @@ void launch(const Launch& l, Tensor* dst, bool rms) {
 void cuda_forward_NORM(const Launch& l, Tensor* d) { launch(l, d, false); }
 void cuda_forward_RMS_NORM(const Launch& l, Tensor* d) { launch(l, d, true); }
 
-void cuda_forward_L2_NORM(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
-void cuda_forward_GROUP_NORM(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 
 }  // namespace pyggml::cuda

@@ -74,6 +74,5 @@ void cuda_forward_SOFT_MAX(const Launch& l, Tensor* dst) {
         n_head_log2, max_bias > 0.f);
 }
 
-void cuda_forward_SOFT_MAX_BACK(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 
 }  // namespace pyggml::cuda

@@ -56,10 +56,6 @@ void cuda_forward_UNARY(const Launch& l, Tensor* d) {
     if ((UnaryOp)d->op_params[0] == UnaryOp::XIELU) unsupported(d, "xielu not implemented yet");
     launch(l, d, 0);
 }
-void cuda_forward_LOG(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
-void cuda_forward_SIN(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
-void cuda_forward_COS(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
-void cuda_forward_LEAKY_RELU(const Launch&, Tensor* d) { unsupported(d, "not implemented yet"); }
 void cuda_forward_SQR(const Launch& l, Tensor* d) { launch(l, d, 1); }
 void cuda_forward_SQRT(const Launch& l, Tensor* d) { launch(l, d, 2); }
 
