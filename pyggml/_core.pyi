@@ -112,6 +112,8 @@ class Tensor:
         ...
     @property
     def device(self) -> typing.Any: ...
+    @property
+    def backend_name(self) -> typing.Any: ...
     def to_dlpack(self: object) -> typing_extensions.CapsuleType:
         ...
     def numpy(self: object) -> numpy.ndarray:
@@ -125,10 +127,12 @@ class Tensor:
 
 class Context:
     """Creates tensors. With no_alloc=False every tensor gets storage in an arena of mem_size bytes; with no_alloc=True storage is assigned by Graph.alloc()."""
-    def __init__(self: Context, mem_size: typing.SupportsInt | typing.SupportsIndex = 67108864, no_alloc: bool = False, device: typing.SupportsInt | typing.SupportsIndex = -1) -> None:
+    def __init__(self: Context, mem_size: typing.SupportsInt | typing.SupportsIndex = 67108864, no_alloc: bool = False, backend: str = 'cpu') -> None:
         ...
     def _pybind11_conduit_v1_(self, *args, **kwargs) -> typing.Any:
         ...
+    @property
+    def backend_name(self) -> typing.Any: ...
     @property
     def device(self) -> typing.Any: ...
     def new_tensor(self: Context, type: Type, ne: typing.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> Tensor:
@@ -155,7 +159,7 @@ class Graph:
     def alloc(self: Graph) -> None:
         """Assign storage to tensors that have none (memory planner)."""
     def compute(self: Graph, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        """Compute every node in order (the GIL is released)."""
+        """Compute every node in order on the context's backend (the GIL is released; Ctrl-C raises KeyboardInterrupt between nodes). Raises NotImplementedError before anything runs when a node's op is not supported by the backend."""
     @property
     def nodes(self) -> typing.Any: ...
     @property
@@ -185,6 +189,12 @@ def argsort(ctx: Context, a: Tensor, order: SortOrder = ...) -> Tensor:
     """I32 per-row permutation sorting a's rows; order 0 = ascending, 1 = descending."""
 def argsort_top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Descending argsort, then a view of its first k columns (ordered, strided)."""
+def backend_kinds() -> list:
+    """(kind, device count) of every backend kind in this build, 'cpu' first."""
+def backend_names() -> list[str]:
+    """Every present backend device: 'cpu', then e.g. 'cuda:0'."""
+def backend_unsupported_reason(backend: str, tensor: Tensor) -> str:
+    """Why `backend` (a device such as 'cuda:0', or a kind such as 'cuda') cannot compute `tensor`'s op with its types and parameters; '' when it can."""
 def blck_size(arg0: Type) -> int:
     ...
 def cast(ctx: Context, a: Tensor, type: object) -> Tensor:
@@ -319,6 +329,8 @@ def hardswish_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def is_quantized(arg0: Type) -> bool:
     ...
+def isa(detected: bool = False) -> str:
+    """The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best level this CPU runs, ignoring the cap)."""
 def lightning_indexer(ctx: Context, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
     """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16 or a block type, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
 def mean(ctx: Context, a: Tensor) -> Tensor:
@@ -415,6 +427,8 @@ def scale_inplace(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.Supp
     ...
 def set_debug(on: bool) -> None:
     """Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise."""
+def set_isa(level: str) -> str:
+    """Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`."""
 def set_rows(ctx: Context, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
     """a[:, c[i, j % c.ne1, k % c.ne2], j, k] = b[:, i, j, k]; returns a view of a. b f32/f16, c i32/i64. Out-of-range indices raise ValueError when computed."""
 def sgn(ctx: Context, a: Tensor) -> Tensor:

@@ -117,7 +117,9 @@ def test_cuda_support_is_per_op_and_type():
             assert "nvfp4" in why
     assert "quantizing" in ask(gg.cpy(ctx, x, ctx.new_tensor(gg.Q8_0, [64, 3])))
     assert ask(gg.cpy(ctx, x, ctx.new_tensor(gg.F16, [64, 3]))) == ""
-    assert "f32" in ask(gg.rms_norm(ctx, ctx.new_tensor(gg.F16, [64, 3]), 1e-6))
+    idx = ctx.new_tensor(gg.I32, [2])
+    assert ask(gg.get_rows(ctx, ctx.new_tensor(gg.Q4_0, [64, 5]), idx)) == ""
+    assert "nvfp4" in ask(gg.get_rows(ctx, ctx.new_tensor(gg.NVFP4, [64, 5]), idx))
     pos = ctx.new_tensor(gg.I32, [3])
     h = ctx.new_tensor(gg.F32, [64, 2, 3])
     assert ask(gg.rope_ext(ctx, h, pos, None, 64, 2, 4096, 10000.0, 1.0, 0.0, 1.0, 32.0, 1.0)) == ""

@@ -75,7 +75,9 @@ bool debug_enabled() {
     return v == 1;
 }
 
-Graph::Graph(Context* ctx, size_t capacity) : ctx_(ctx), capacity_(capacity) {}
+Graph::Graph(Context* ctx, size_t capacity) : ctx_(ctx), capacity_(capacity) {
+    if (!ctx) throw TypeMismatchError("Graph: ctx is None; pass the pyggml Context the tensors were made in");
+}
 
 void Graph::visit(Tensor* t) {
     if (!t || visited_.count(t)) return;

@@ -28,7 +28,7 @@ bool runs(const Tensor* n) { return !op_is_layout_only(n->op) && !n->is_empty() 
 }  // namespace
 
 int max_threads() {
-    static const int cap = std::max(64, 4 * (int)std::thread::hardware_concurrency());
+    static const int cap = std::max(16, 2 * (int)std::thread::hardware_concurrency());
     return cap;
 }
 

@@ -5,8 +5,9 @@
 
 namespace pyggml::cpu {
 
-// Worker threads beyond this add no speed (each node is split by rows) and each costs a stack,
-// so a larger n_threads is lowered to it: 4x the CPU count, at least 64.
+// Worker threads beyond this add no speed (each node is split by rows; oversubscribed threads
+// only wait at barriers) and each costs a stack, so a larger n_threads is lowered to it:
+// twice the CPU count, at least 16.
 int max_threads();
 
 class CpuBackend final : public Backend {

@@ -240,23 +240,6 @@ void bind_core(py::module_& m) {
         const BackendKind* k = find_backend_kind("cuda");
         return k ? k->device_count() : 0;
     });
-    m.def("backend_kinds", [] {
-        py::list out;
-        for (const BackendKind& k : backend_kinds()) out.append(py::make_tuple(k.name, k.device_count()));
-        return out;
-    }, "(kind, device count) of every backend kind in this build, 'cpu' first.");
-    m.def("backend_names", &backend_names, "Every present backend device: 'cpu', then e.g. 'cuda:0'.");
-    m.def("backend_unsupported_reason", [](const std::string& name, const Tensor* node) {
-        if (!node) throw py::type_error("backend_unsupported_reason: tensor is None");
-        if (name.find(':') == std::string::npos) {  // a kind: answerable without a device
-            const BackendKind* k = find_backend_kind(name);
-            if (!k) find_backend(name);  // throws naming what exists
-            return op_is_layout_only(node->op) ? std::string() : k->unsupported_reason(node);
-        }
-        return find_backend(name)->unsupported_reason(node);
-    }, py::arg("backend"), py::arg("tensor"),
-       "Why `backend` (a device such as 'cuda:0', or a kind such as 'cuda') cannot compute "
-       "`tensor`'s op with its types and parameters; '' when it can.");
     m.def("cuda_device_info", [](int dev) {
         DeviceInfo i = find_backend("cuda:" + std::to_string(dev))->info();
         py::dict d;
@@ -401,6 +384,25 @@ void bind_core(py::module_& m) {
         })
         .def("set_profiling", &Graph::set_profiling)
         .def_property_readonly("node_times", &Graph::node_times);
+
+    // After the Tensor class, so that signatures name it.
+    m.def("backend_kinds", [] {
+        py::list out;
+        for (const BackendKind& k : backend_kinds()) out.append(py::make_tuple(k.name, k.device_count()));
+        return out;
+    }, "(kind, device count) of every backend kind in this build, 'cpu' first.");
+    m.def("backend_names", &backend_names, "Every present backend device: 'cpu', then e.g. 'cuda:0'.");
+    m.def("backend_unsupported_reason", [](const std::string& name, Tensor* node) {
+        if (!node) throw py::type_error("backend_unsupported_reason: tensor is None");
+        if (name.find(':') == std::string::npos) {  // a kind: answerable without a device
+            const BackendKind* k = find_backend_kind(name);
+            if (!k) find_backend(name);  // throws naming what exists
+            return op_is_layout_only(node->op) ? std::string() : k->unsupported_reason(node);
+        }
+        return find_backend(name)->unsupported_reason(node);
+    }, py::arg("backend"), py::arg("tensor"),
+       "Why `backend` (a device such as 'cuda:0', or a kind such as 'cuda') cannot compute "
+       "`tensor`'s op with its types and parameters; '' when it can.");
 }
 
 }  // namespace pyggml::python

@@ -18,8 +18,7 @@ float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, float xdt,
-                                              int64_t n) {
+float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
     const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
     __m256 s0 = _mm256_setzero_ps();
     int64_t i = 0;
@@ -45,8 +44,8 @@ void hc_post(float* o, const float* x, float p, const char* r0, size_t rnb1, con
     hc_post_body(o, x, p, r0, rnb1, c, hc, d, n);
 }
 
-void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H,
-                             int64_t D, float* sc) {
+void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H, int64_t D,
+              float* sc) {
     const __m256 zero = _mm256_setzero_ps();
     for (int half = 0; half < 2; ++half) {  // 32 kv rows at a time: 4 vectors x 2 heads
         const float* K = KT + 32 * half;

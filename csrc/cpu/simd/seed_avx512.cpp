@@ -14,8 +14,7 @@
 namespace pyggml::cpu::seed {
 
 namespace {
-float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA, float xdt,
-                                                  int64_t n) {
+float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
     const __m512 va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(xdt);
     __m512 s0 = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
@@ -31,8 +30,8 @@ float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA,
 
 // Four state rows (consecutive, stride d_state = n) sharing B and C: same per-row arithmetic
 // and lane assignment as ssm_update_dot_avx512, so results are bit-identical to four calls.
-void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA,
-                                                  const float* xdt, int64_t n, float* y) {
+void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA, const float* xdt, int64_t n,
+                            float* y) {
     const __m512 va = _mm512_set1_ps(dA);
     const __m512 x0 = _mm512_set1_ps(xdt[0]), x1 = _mm512_set1_ps(xdt[1]), x2 = _mm512_set1_ps(xdt[2]),
                  x3 = _mm512_set1_ps(xdt[3]);
@@ -72,8 +71,8 @@ void hc_post(float* o, const float* x, float p, const char* r0, size_t rnb1, con
     hc_post_body(o, x, p, r0, rnb1, c, hc, d, n);
 }
 
-void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w,
-                                 int64_t H, int64_t D, float* sc) {
+void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H, int64_t D,
+              float* sc) {
     const __m512 zero = _mm512_setzero_ps();
     __m512 s[4] = {zero, zero, zero, zero};
     int64_t h = 0;
