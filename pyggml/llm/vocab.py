@@ -130,6 +130,8 @@ class Vocab:
             self.clean_spaces = "keep" not in opts
             self.ignore_merges = "ignore_merges" in opts
             self.add_bos = "add_bos" in opts
+            if "no_bos" in opts:
+                ids["bos"] = None
             self.escape_whitespaces = "escape_whitespaces" in opts
             raw_utf8 = "raw_utf8" in opts
         else:

@@ -230,3 +230,31 @@ def test_wpm_chunk_cache_equals_direct_tokenization():
         v._wpm_cache = saved
     assert fast == slow
     assert v.tokenize("CAF\u00c9", add_special=False) == v.tokenize("cafe", add_special=False)  # lowercase, accents
+
+
+# ---------------------------------------------------------------- pre-tokenizer splits
+def test_every_pre_tokenizer_splits_losslessly():
+    from pyggml.llm.vocab_bpe import _PRE, pre_tokenizer
+    from pyggml.llm.unicode_split import regex_split
+    text = ("Hello, y'all! HowAre you 😁 ?我想在apple工作1314151天～ ﾊﾝｶｸ  \t\n\n  x  "
+            "e\u0301 Ελληνικά 12345678 <sentinel:12> IMGIMGABZ    def f():\r\n  return 0\u00a0\u3000.")
+    assert len(_PRE) > 80
+    for name in _PRE:
+        pieces = regex_split(text, pre_tokenizer(name)[0])
+        assert "".join(pieces) == text and all(pieces), name
+
+
+def test_pre_tokenizer_splits_follow_their_regexes():
+    from pyggml.llm.vocab_bpe import pre_tokenizer
+    from pyggml.llm.unicode_split import regex_split
+
+    def split(name, text):
+        return regex_split(text, pre_tokenizer(name)[0])
+    assert split("gpt-2", "Hello world's  end 123") == ["Hello", " world", "'s", " ", " end", " 123"]
+    assert split("llama3", "Hello 12345\n\n  x") == ["Hello", " ", "123", "45", "\n\n", " ", " x"]
+    assert split("qwen2", "ab 123") == ["ab", " ", "1", "2", "3"]
+    assert split("gpt-4o", "HelloWorld camelCase") == ["Hello", "World", " camel", "Case"]
+    assert split("tiny_aya", "1234567") == ["1", "234", "567"]
+    assert split("deepseek-llm", "abc  \n") == ["abc", "  ", "\n"]
+    with pytest.raises(NotImplementedError, match="kimi-k2"):
+        pre_tokenizer("kimi-k2")
