@@ -293,11 +293,28 @@ class Vocab:
         """Cut special tokens out of `text`, longest first: a list of (start, end) raw spans
         and token ids."""
         frags: list = [(0, len(text))]
+        chars = set(text) if len(text) > 64 else None
+        prefix_seen: dict[str, bool] = {}     # cheap filters before scanning the text per token
         for tid in self._special_ids:
             attr = self.attrs[tid]
             if not parse_special and attr & _SPECIAL:
                 continue
             tok = self.tokens[tid]
+            if chars is not None:
+                if tok[0] not in chars:
+                    continue
+                absent = False
+                for n in (2, 4, 8):             # shared prefixes ("<|", "[PAD") are checked once
+                    if len(tok) <= n:
+                        break
+                    seen = prefix_seen.get(tok[:n])
+                    if seen is None:
+                        seen = prefix_seen[tok[:n]] = tok[:n] in text
+                    if not seen:
+                        absent = True
+                        break
+                if absent:
+                    continue
             if tok not in text:
                 continue
             out = []
