@@ -258,3 +258,15 @@ def test_pre_tokenizer_splits_follow_their_regexes():
     assert split("deepseek-llm", "abc  \n") == ["abc", "  ", "\n"]
     with pytest.raises(NotImplementedError, match="kimi-k2"):
         pre_tokenizer("kimi-k2")
+
+
+def test_special_tokens_found_in_long_texts():
+    v = _vocab("llama-bpe")
+    a, b = "x = [1, 2, 3]  # some code that is long enough " * 3, " and more text after it\n" * 3
+    bot, eot = v.token_to_id["<|begin_of_text|>"], v.token_to_id["<|eot_id|>"]
+    ids = v.tokenize("<|begin_of_text|>" + a + "<|eot_id|>" + b, add_special=False, parse_special=True)
+    assert ids == [bot] + v.tokenize(a, add_special=False) + [eot] + v.tokenize(b, add_special=False)
+    d = _vocab("deepseek-llm")                    # thousands of user-defined tokens ([PAD...], single chars)
+    text = a + "\u00f8" + b
+    ids = d.tokenize(text, add_special=False)
+    assert d.token_to_id["\u00f8"] in ids and d.detokenize(ids) == text
