@@ -160,8 +160,7 @@ class Vocab:
                 setattr(self, flag, bool(v))
         if pre == "gemma4":
             self.add_bos = True
-        lowercase = key("normalizer.lowercase", True) if "tokenizer.ggml.normalizer.lowercase" in kv else True
-        self.lowercase = bool(lowercase)
+        self.lowercase = bool(key("normalizer.lowercase", True))
         self.strip_accents = bool(key("normalizer.strip_accents", self.lowercase))
 
         self._detect_special_by_text(ids)
