@@ -21,7 +21,7 @@ from .vocab_bpe import BpeTokenizer, parse_merges, pre_tokenizer
 from .vocab_ugm import CharsMap, UgmTokenizer
 from .vocab_spm import spans_no_space_boundary, spm_tokenize, spm_tokenize_words, wpm_tokenize
 
-__all__ = ["Vocab", "tokenize", "detokenize", "token_to_piece",
+__all__ = ["Vocab", "TextStream", "tokenize", "detokenize", "token_to_piece",
            "ATTR_UNKNOWN", "ATTR_UNUSED", "ATTR_NORMAL", "ATTR_CONTROL", "ATTR_USER_DEFINED",
            "ATTR_BYTE", "ATTR_LSTRIP", "ATTR_RSTRIP"]
 
@@ -453,9 +453,36 @@ class Vocab:
         raw = b"".join(parts)
         return _clean_spaces(raw) if self.clean_spaces else raw
 
+    def text_stream(self, special: bool = False) -> "TextStream":
+        """An incremental decoder for streaming generated tokens as text."""
+        return TextStream(self, special)
+
     def detokenize(self, ids, remove_special: bool = False, unparse_special: bool = False) -> str:
         """Token ids -> text (llama_detokenize); invalid UTF-8 becomes U+FFFD."""
         return self.detokenize_bytes(ids, remove_special, unparse_special).decode("utf-8", errors="replace")
+
+
+class TextStream:
+    """Turns generated token ids into text as they arrive: a token may end inside a UTF-8
+    character, so bytes are held back until the character completes.
+
+        stream = vocab.text_stream()
+        for tid in generated:
+            print(stream.push(tid), end="", flush=True)
+        print(stream.flush())
+    """
+
+    def __init__(self, vocab: "Vocab", special: bool = False):
+        import codecs
+        self.vocab, self.special = vocab, special
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def push(self, token_id: int) -> str:
+        return self._decoder.decode(self.vocab.token_to_piece(token_id, special=self.special))
+
+    def flush(self) -> str:
+        """Whatever is held back (an incomplete character becomes U+FFFD)."""
+        return self._decoder.decode(b"", final=True)
 
 
 def _clean_spaces(raw: bytes) -> bytes:

@@ -270,3 +270,16 @@ def test_special_tokens_found_in_long_texts():
     text = a + "\u00f8" + b
     ids = d.tokenize(text, add_special=False)
     assert d.token_to_id["\u00f8"] in ids and d.detokenize(ids) == text
+
+
+def test_text_stream_holds_back_partial_characters():
+    v = _vocab("llama-spm")
+    ids = v.tokenize("a\U0001F999b \u00e9", add_special=False)      # the emoji is four byte tokens
+    stream = v.text_stream()
+    outs = [stream.push(i) for i in ids]
+    assert "".join(outs) + stream.flush() == " a\U0001F999b \u00e9"
+    assert all("\ufffd" not in o for o in outs)
+    assert "" in outs                                                 # bytes were held back
+    s2 = v.text_stream()
+    s2.push(v.token_to_id["<0xF0>"])                                  # a lead byte alone
+    assert s2.flush() == "\ufffd"
