@@ -158,11 +158,39 @@ def _translate_pattern(pattern: str) -> tuple[str, bool]:
     return "".join(out), uses_classes
 
 
+def _digit_groups(subject: str) -> list[int]:
+    """Digit runs split into groups of three from the right (the leading group has the rest);
+    the other characters stay attached to the group that follows them (the reference split
+    emits a piece only where a digit group ends)."""
+    out, prev, pos, n = [], 0, 0, len(subject)
+    while pos < n:
+        if subject[pos] in _DIGITS:
+            start = pos
+            while pos < n and subject[pos] in _DIGITS:
+                pos += 1
+            rem = (pos - start) % 3
+            for stop in ([start + rem] if rem else []) + list(range(start + rem + 3, pos + 1, 3)):
+                out.append(stop - prev)
+                prev = stop
+            continue
+        pos += 1
+    if prev < n:
+        out.append(n - prev)
+    return out
+
+
+_DIGITS = frozenset("0123456789" + _MARKER[NUMBER])   # numbers in the collapsed text
+# Patterns the reference replaces by hand-written splits (matched by their exact text).
+_CUSTOM = {"\\p{AFMoE_digits}": _digit_groups, "\\d{1,3}(?=(?:\\d{3})*\\b)": _digit_groups}
+
+
 @lru_cache(maxsize=None)
 def compile_split(pattern: str):
     """Compile a pre-tokenizer pattern: (compiled regex, runs on collapsed text, splitter).
     The splitter is the pattern wrapped in one capturing group, for ``re.split`` (None when
-    the pattern has groups of its own)."""
+    the pattern has groups of its own); for a hand-written split it is that function."""
+    if pattern in _CUSTOM:
+        return None, True, _CUSTOM[pattern]
     py, collapsed = _translate_pattern(pattern)
     rx = re.compile(py, re.ASCII)
     splitter = re.compile("(" + py + ")", re.ASCII) if rx.groups == 0 else None
@@ -171,6 +199,8 @@ def compile_split(pattern: str):
 
 def _pieces(rx, splitter, subject: str) -> list[int]:
     """Lengths of the matches and of the unmatched stretches between them, in order."""
+    if rx is None:
+        return splitter(subject)
     if splitter is not None:
         return [len(p) for p in splitter.split(subject) if p]
     out, prev = [], 0
@@ -195,7 +225,7 @@ def regex_split(text: str, patterns) -> list[str]:
     ascii_text = text.isascii()
     collapsed = text if ascii_text else (collapse(text) if any(c for _, c, _ in compiled) else None)
     folded = text if ascii_text else (text.translate(_FOLD_WS) if not all(c for _, c, _ in compiled) else None)
-    if len(compiled) == 1 and ascii_text and compiled[0][2] is not None:
+    if len(compiled) == 1 and ascii_text and compiled[0][0] is not None and compiled[0][2] is not None:
         return [p for p in compiled[0][2].split(text) if p]
     lengths = [len(text)]
     for rx, use_collapsed, splitter in compiled:

@@ -189,6 +189,14 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         "\\p{N}+",
         "[0-9][0-9][0-9]",
     ),
+    "afmoe": (
+        "\\p{AFMoE_digits}",
+        "[\u4e00-\u9fff\u3400-\u4dbf\u8c48-\ufaff\u3040-\u309f\u30a0-\u30ff\uff65-\uff9f\u2f00-\u2fdf"
+        "\u0e40-\u0e7f\u0e80-\u0eff\u1780-\u17ff\u1000-\u109f\uaa60-\uaa7f\ua9e0-\ua9ff\uac00-\ud7af"
+        "\u1100-\u11ff]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+        "| ?[\\p{P}\\p{S}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+    ),
 }
 
 # tokenizer.ggml.pre -> (pattern family, options). Options: "keep" (no space cleaning when
@@ -244,8 +252,9 @@ _reg("minicpm5", "minicpm5", "ignore_merges")
 _reg("gemma4 granite-embed-multi-311m", "gemma4", "escape_whitespaces", "raw_utf8")
 _reg("sarvam-moe", "sarvam_moe", "keep", "escape_whitespaces", "raw_utf8")
 _reg("whitespace", "whitespace", "raw_utf8")
-# Families whose split is hand-written code rather than a regex in the reference; not supported.
-_UNSUPPORTED = {"kimi-k2": "Kimi-K2's Han-aware split", "afmoe": "AFMoE's digit grouping"}
+_reg("afmoe", "afmoe", "keep")
+# A family whose split is hand-written code in the reference and not reproduced here.
+_UNSUPPORTED = {"kimi-k2": "Kimi-K2's Han-aware split"}
 
 
 def pre_tokenizer(name: str):

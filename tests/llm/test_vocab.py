@@ -255,6 +255,9 @@ def test_pre_tokenizer_splits_follow_their_regexes():
     assert split("qwen2", "ab 123") == ["ab", " ", "1", "2", "3"]
     assert split("gpt-4o", "HelloWorld camelCase") == ["Hello", "World", " camel", "Case"]
     assert split("tiny_aya", "1234567") == ["1", "234", "567"]
+    # the digit grouping cuts only where a group ends: other text rides with the next group
+    assert regex_split("ab1234cd 12 x", ["\\p{AFMoE_digits}"]) == ["ab1", "234", "cd 12", " x"]
+    assert split("afmoe", "ab1234cd 12 x\u4e2d\u6587") == ["ab", "1", "234", "cd", " ", "12", " x", "\u4e2d\u6587"]
     assert split("deepseek-llm", "abc  \n") == ["abc", "  ", "\n"]
     with pytest.raises(NotImplementedError, match="kimi-k2"):
         pre_tokenizer("kimi-k2")
