@@ -279,6 +279,9 @@ def parse_merges(merges) -> dict[tuple[str, str], int]:
     return ranks
 
 
+_NO_RANK = 1 << 62
+
+
 class BpeTokenizer:
     def __init__(self, token_to_id: dict, ranks: dict, patterns, ignore_merges: bool,
                  byte_level: bool, newline_runs_whole: bool):
@@ -323,21 +326,26 @@ class BpeTokenizer:
         return tuple(out)
 
     def _merge(self, sym: list[str]) -> list[str]:
-        """Repeatedly merge the adjacent pair of lowest rank (leftmost on ties)."""
-        ranks = self.ranks
+        """Repeatedly merge the adjacent pair of lowest rank (leftmost on ties). Keeps the rank
+        of every adjacent pair in a list, so each step is a min() plus two lookups."""
         if len(sym) < 2:
             return sym
-        if len(sym) > 48:
+        if len(sym) > 256:
             return self._merge_heap(sym)
-        while len(sym) > 1:
-            best, best_i = None, -1
-            for i in range(len(sym) - 1):
-                r = ranks.get((sym[i], sym[i + 1]))
-                if r is not None and (best is None or r < best):
-                    best, best_i = r, i
-            if best is None:
+        get = self.ranks.get
+        none = _NO_RANK
+        r = [get((sym[i], sym[i + 1]), none) for i in range(len(sym) - 1)]
+        while r:
+            best = min(r)
+            if best == none:
                 break
-            sym[best_i:best_i + 2] = [sym[best_i] + sym[best_i + 1]]
+            i = r.index(best)
+            sym[i:i + 2] = [sym[i] + sym[i + 1]]
+            del r[i]
+            if i > 0:
+                r[i - 1] = get((sym[i - 1], sym[i]), none)
+            if i < len(r):
+                r[i] = get((sym[i], sym[i + 1]), none)
         return sym
 
     def _merge_heap(self, sym: list[str]) -> list[str]:

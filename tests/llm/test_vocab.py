@@ -286,3 +286,15 @@ def test_text_stream_holds_back_partial_characters():
     s2 = v.text_stream()
     s2.push(v.token_to_id["<0xF0>"])                                  # a lead byte alone
     assert s2.flush() == "\ufffd"
+
+
+def test_bpe_merge_list_and_heap_agree():
+    from pyggml.llm.unicode_split import byte_encode, regex_split
+    v = _vocab("qwen2")
+    bpe = v._bpe
+    words = set()
+    for text in read_cases(vocab_path("qwen2")):
+        words.update(byte_encode(w) for w in regex_split(text, bpe.patterns))
+    words.update(["\u0120" * 300, "a" * 301, byte_encode("supercalifragilistic" * 20)])
+    for w in words:
+        assert bpe._merge(list(w)) == bpe._merge_heap(list(w)), w
