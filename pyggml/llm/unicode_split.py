@@ -20,7 +20,7 @@ import unicodedata
 from functools import lru_cache
 
 __all__ = ["codepoint_class", "is_whitespace", "collapse", "byte_encode", "byte_decode_char",
-           "BYTE_TO_CHAR", "CHAR_TO_BYTE", "compile_split", "regex_split", "to_lower"]
+           "BYTE_TO_CHAR", "CHAR_TO_BYTE", "compile_split", "regex_split", "PreSplitter", "to_lower"]
 
 # Class names: the first letter of the Unicode general category, with 'U' for unassigned.
 LETTER, NUMBER, PUNCT, MARK, SYMBOL, SEPARATOR, CONTROL, UNDEFINED = "LNPMSZCU"
@@ -216,30 +216,66 @@ def _pieces(rx, splitter, subject: str) -> list[int]:
     return out
 
 
-def regex_split(text: str, patterns) -> list[str]:
-    """Split `text` by each pattern in turn: every piece from the previous pattern is split
-    into the matches and the unmatched stretches between them (both kept, in order)."""
-    if not text:
-        return []
-    compiled = [compile_split(p) for p in patterns]
-    ascii_text = text.isascii()
-    collapsed = text if ascii_text else (collapse(text) if any(c for _, c, _ in compiled) else None)
-    folded = text if ascii_text else (text.translate(_FOLD_WS) if not all(c for _, c, _ in compiled) else None)
-    if len(compiled) == 1 and ascii_text and compiled[0][0] is not None and compiled[0][2] is not None:
-        return [p for p in compiled[0][2].split(text) if p]
-    lengths = [len(text)]
-    for rx, use_collapsed, splitter in compiled:
-        subject = collapsed if use_collapsed else folded
-        new, pos = [], 0
-        for n in lengths:
-            new.extend(_pieces(rx, splitter, subject[pos:pos + n] if n != len(subject) else subject))
+class PreSplitter:
+    """Split text by each pattern in turn: every piece from the previous pattern is split into
+    the matches and the unmatched stretches between them (both kept, in order).
+
+    The first pattern runs over the whole text; what the later ones do to a piece depends on
+    the piece alone, so those results are cached by piece (pieces are mostly words and lines,
+    which repeat)."""
+
+    def __init__(self, patterns, cache_size: int = 200_000):
+        self.compiled = [compile_split(p) for p in patterns]
+        self.cache_size = cache_size
+        self._cache: dict = {}
+
+    @staticmethod
+    def _subjects(text: str, need_collapsed: bool, need_folded: bool):
+        if text.isascii():
+            return text, text
+        return (collapse(text) if need_collapsed else None,
+                text.translate(_FOLD_WS) if need_folded else None)
+
+    def _lengths(self, text: str, level: int) -> list[int]:
+        """Final piece lengths of `text` after patterns[level:]."""
+        compiled = self.compiled
+        if level >= len(compiled):
+            return [len(text)]
+        rx, use_collapsed, splitter = compiled[level]
+        collapsed, folded = self._subjects(text, use_collapsed, not use_collapsed)
+        first = _pieces(rx, splitter, collapsed if use_collapsed else folded)
+        if level + 1 == len(compiled):
+            return first
+        out, pos = [], 0
+        cache, nxt = self._cache, level + 1
+        for n in first:
+            piece = text[pos:pos + n]
             pos += n
-        lengths = new
-    out, pos = [], 0
-    for n in lengths:
-        out.append(text[pos:pos + n])
-        pos += n
-    return out
+            key = (nxt, piece)
+            sub = cache.get(key)
+            if sub is None:
+                sub = self._lengths(piece, nxt)
+                if len(cache) < self.cache_size:
+                    cache[key] = sub
+            out.extend(sub)
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        if not text:
+            return []
+        c = self.compiled
+        if len(c) == 1 and c[0][0] is not None and c[0][2] is not None and text.isascii():
+            return [p for p in c[0][2].split(text) if p]
+        out, pos = [], 0
+        for n in self._lengths(text, 0):
+            out.append(text[pos:pos + n])
+            pos += n
+        return out
+
+
+def regex_split(text: str, patterns) -> list[str]:
+    """:class:`PreSplitter` applied once (no cache kept)."""
+    return PreSplitter(patterns, cache_size=0)(text)
 
 
 # ---------------------------------------------------------------- GPT-2 byte mapping

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 
-from .unicode_split import byte_encode, regex_split
+from .unicode_split import PreSplitter, byte_encode
 
 # ---------------------------------------------------------------- pre-tokenizer patterns
 # The split patterns of each pre-tokenizer family, applied in order (each splits the pieces of
@@ -288,6 +288,7 @@ class BpeTokenizer:
         self.token_to_id = token_to_id
         self.ranks = ranks
         self.patterns = patterns
+        self.split = PreSplitter(patterns)
         self.ignore_merges = ignore_merges
         self.byte_level = byte_level
         self.newline_runs_whole = newline_runs_whole
@@ -296,7 +297,7 @@ class BpeTokenizer:
     def tokenize(self, text: str, out: list) -> None:
         cache = self._cache              # piece of text -> ids (keyed before the byte mapping)
         get = cache.get
-        for w in regex_split(text, self.patterns):
+        for w in self.split(text):
             ids = get(w)
             if ids is None:
                 ids = self._word(byte_encode(w) if self.byte_level else w)

@@ -298,3 +298,13 @@ def test_bpe_merge_list_and_heap_agree():
     words.update(["\u0120" * 300, "a" * 301, byte_encode("supercalifragilistic" * 20)])
     for w in words:
         assert bpe._merge(list(w)) == bpe._merge_heap(list(w)), w
+
+
+def test_cached_multi_pattern_split_equals_uncached():
+    from pyggml.llm.unicode_split import PreSplitter, regex_split
+    from pyggml.llm.vocab_bpe import pre_tokenizer
+    text = "\n".join(read_cases(vocab_path("gpt-2"))) * 2
+    for name in ("deepseek-llm", "deepseek-coder", "starcoder", "default", "falcon", "deepseek-v3", "laguna"):
+        patterns = pre_tokenizer(name)[0]
+        cached = PreSplitter(patterns)
+        assert cached(text) == regex_split(text, patterns) == cached(text), name
