@@ -75,7 +75,7 @@ class Vocab:
         kv = {}
         for name, field in reader.fields.items():
             if name.startswith("tokenizer.") or name.startswith("general."):
-                kv[name] = field.contents()
+                kv[name] = _reader_field_value(field)
         return cls.from_kv(kv)
 
     @classmethod
@@ -460,6 +460,21 @@ class Vocab:
     def detokenize(self, ids, remove_special: bool = False, unparse_special: bool = False) -> str:
         """Token ids -> text (llama_detokenize); invalid UTF-8 becomes U+FFFD."""
         return self.detokenize_bytes(ids, remove_special, unparse_special).decode("utf-8", errors="replace")
+
+
+def _reader_field_value(field):
+    """A GGUFReader field as a Python value (``contents()`` where the gguf package has it)."""
+    if hasattr(field, "contents"):
+        return field.contents()
+    string, array = 8, 9                      # GGUF value types
+
+    def one(i, t):
+        part = field.parts[i]
+        return bytes(part).decode("utf-8", errors="replace") if t == string else part.tolist()[0]
+    types = [int(t) for t in field.types]
+    if types[0] == array:
+        return [one(i, types[1]) for i in field.data]
+    return one(field.data[0], types[0])
 
 
 class TextStream:
