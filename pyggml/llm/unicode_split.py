@@ -180,8 +180,43 @@ def _digit_groups(subject: str) -> list[int]:
 
 
 _DIGITS = frozenset("0123456789" + _MARKER[NUMBER])   # numbers in the collapsed text
-# Patterns the reference replaces by hand-written splits (matched by their exact text).
-_CUSTOM = {"\\p{AFMoE_digits}": _digit_groups, "\\d{1,3}(?=(?:\\d{3})*\\b)": _digit_groups}
+
+
+def is_han(cp: int) -> bool:
+    """CJK ideographs (unified, extensions A-F, compatibility)."""
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+            or 0x2CEB0 <= cp <= 0x2EBEF or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+_HAN_MARKER = "\xce"
+
+
+class _HanCollapseTable(_CollapseTable):
+    """The collapse table with Han ideographs on a marker of their own."""
+
+    def __missing__(self, cp: int) -> str:
+        out = _HAN_MARKER if is_han(cp) else _CollapseTable.__missing__(self, cp)
+        self[cp] = out
+        return out
+
+
+_HAN_COLLAPSE = _HanCollapseTable((i, chr(i)) for i in range(128))
+_L, _N = _MARKER[LETTER] + "A-Za-z", _MARKER[NUMBER] + "0-9"
+# Kimi-K2's split: Han runs, then the llama-3 split with letters that exclude Han.
+_KIMI = re.compile(
+    f"{_HAN_MARKER}+|[^\\r\\n{_L}{_N}{_HAN_MARKER}]?[{_L}]+(?:'[sStTmMdD]|'[rR][eE]|'[vV][eE]|'[lL][lL])?"
+    f"|[{_N}]{{1,3}}| ?[^\\s{_L}{_N}{_HAN_MARKER}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", re.ASCII)
+
+
+def _kimi_split(subject: str) -> list[int]:
+    return _pieces(_KIMI, None, subject.translate(_HAN_COLLAPSE))
+
+
+# Patterns the reference replaces by hand-written splits (matched by their exact text):
+# pattern -> (function, runs on collapsed text).
+_CUSTOM = {"\\p{AFMoE_digits}": (_digit_groups, True), "\\d{1,3}(?=(?:\\d{3})*\\b)": (_digit_groups, True),
+           "\\p{Han}+": (_kimi_split, False)}
 
 
 @lru_cache(maxsize=None)
@@ -190,7 +225,8 @@ def compile_split(pattern: str):
     The splitter is the pattern wrapped in one capturing group, for ``re.split`` (None when
     the pattern has groups of its own); for a hand-written split it is that function."""
     if pattern in _CUSTOM:
-        return None, True, _CUSTOM[pattern]
+        fn, collapsed = _CUSTOM[pattern]
+        return None, collapsed, fn
     py, collapsed = _translate_pattern(pattern)
     rx = re.compile(py, re.ASCII)
     splitter = re.compile("(" + py + ")", re.ASCII) if rx.groups == 0 else None

@@ -178,6 +178,8 @@ class Vocab:
         self._spm_cache = {} if self.kind == "spm" and spans_no_space_boundary(self.tokens) else None
         if self.kind == "bpe":
             merges = key("merges")
+            if merges is None and pre == "kimi-k2":
+                merges = []
             if merges is None:
                 raise ValueError("tokenizer.ggml.merges is missing (required by a BPE vocabulary)")
             self._bpe = BpeTokenizer(self.token_to_id, parse_merges(merges), patterns,

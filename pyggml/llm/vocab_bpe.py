@@ -189,6 +189,9 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         "\\p{N}+",
         "[0-9][0-9][0-9]",
     ),
+    "kimi_k2": (
+        "\\p{Han}+",
+    ),
     "afmoe": (
         "\\p{AFMoE_digits}",
         "[\u4e00-\u9fff\u3400-\u4dbf\u8c48-\ufaff\u3040-\u309f\u30a0-\u30ff\uff65-\uff9f\u2f00-\u2fdf"
@@ -253,14 +256,9 @@ _reg("gemma4 granite-embed-multi-311m", "gemma4", "escape_whitespaces", "raw_utf
 _reg("sarvam-moe", "sarvam_moe", "keep", "escape_whitespaces", "raw_utf8")
 _reg("whitespace", "whitespace", "raw_utf8")
 _reg("afmoe", "afmoe", "keep")
-# A family whose split is hand-written code in the reference and not reproduced here.
-_UNSUPPORTED = {"kimi-k2": "Kimi-K2's Han-aware split"}
-
-
+_reg("kimi-k2", "kimi_k2", "keep")
 def pre_tokenizer(name: str):
     """(patterns, options) for a tokenizer.ggml.pre value; ValueError for an unknown one."""
-    if name in _UNSUPPORTED:
-        raise NotImplementedError(f"pre-tokenizer '{name}' ({_UNSUPPORTED[name]}) is not implemented")
     if name not in _PRE:
         raise ValueError(f"unknown pre-tokenizer type '{name}' (tokenizer.ggml.pre); known: "
                          f"{', '.join(sorted(_PRE))}")

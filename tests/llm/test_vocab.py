@@ -259,8 +259,12 @@ def test_pre_tokenizer_splits_follow_their_regexes():
     assert regex_split("ab1234cd 12 x", ["\\p{AFMoE_digits}"]) == ["ab1", "234", "cd 12", " x"]
     assert split("afmoe", "ab1234cd 12 x\u4e2d\u6587") == ["ab", "1", "234", "cd", " ", "12", " x", "\u4e2d\u6587"]
     assert split("deepseek-llm", "abc  \n") == ["abc", "  ", "\n"]
-    with pytest.raises(NotImplementedError, match="kimi-k2"):
-        pre_tokenizer("kimi-k2")
+    # Kimi-K2: Han runs apart, letters of other scripts as llama-3 does, contractions attached
+    assert split("kimi-k2", "Hello中文世界 it's 12345 日本ok") == \
+        ["Hello", "中文世界", " it's", " ", "123", "45", " ", "日本", "ok"]
+    assert split("kimi-k2", "\u00c9t\u00e9 Сергей\u4e00") == ["\u00c9t\u00e9", " Сергей", "\u4e00"]
+    with pytest.raises(ValueError, match="unknown pre-tokenizer"):
+        pre_tokenizer("no-such-pre")
 
 
 def test_special_tokens_found_in_long_texts():
