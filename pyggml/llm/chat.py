@@ -4,8 +4,8 @@ A template ships inside a downloaded file, so it is untrusted input: it is compi
 ``ImmutableSandboxedEnvironment`` (no attribute access to internals such as ``__class__``, no
 mutation of the passed objects, bounded ``range``), with caps on string/list repetition and on
 the output size. The environment matches the Hugging Face convention templates are written
-for: ``trim_blocks``, ``lstrip_blocks``, ``loopcontrols``, ``raise_exception(msg)``,
-``strftime_now(fmt)`` and a ``tojson`` that does not HTML-escape.
+for: ``trim_blocks``, ``lstrip_blocks``, ``loopcontrols``, ``{% generation %}`` blocks,
+``raise_exception(msg)``, ``strftime_now(fmt)`` and a ``tojson`` that does not HTML-escape.
 
 Every failure (syntax error, a ``raise_exception`` call, a sandbox violation, a runtime error)
 raises ``ValueError`` naming the template and the problem.
@@ -68,8 +68,19 @@ def _environment():
                     raise _TemplateRaised(f"exponent {right} is too large")
                 return super().call_binop(context, operator, left, right)
 
+        from jinja2.ext import Extension
+
+        class _Generation(Extension):
+            """{% generation %}...{% endgeneration %} marks the assistant's text for training
+            masks; rendering just emits the body."""
+            tags = {"generation"}
+
+            def parse(self, parser):
+                next(parser.stream)
+                return parser.parse_statements(("name:endgeneration",), drop_needle=True)
+
         env = _Env(trim_blocks=True, lstrip_blocks=True, autoescape=False,
-                   extensions=["jinja2.ext.loopcontrols"])
+                   extensions=["jinja2.ext.loopcontrols", _Generation])
         env.filters["tojson"] = _tojson
         env.globals["raise_exception"] = _raise_exception
         env.globals["strftime_now"] = _strftime_now

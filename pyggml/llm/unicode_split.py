@@ -20,7 +20,7 @@ import unicodedata
 from functools import lru_cache
 
 __all__ = ["codepoint_class", "is_whitespace", "collapse", "byte_encode", "byte_decode_char",
-           "BYTE_TO_CHAR", "CHAR_TO_BYTE", "compile_split", "regex_split", "to_lower"]
+           "BYTE_TO_CHAR", "CHAR_TO_BYTE", "compile_split", "regex_split", "PreSplitter", "to_lower"]
 
 # Class names: the first letter of the Unicode general category, with 'U' for unassigned.
 LETTER, NUMBER, PUNCT, MARK, SYMBOL, SEPARATOR, CONTROL, UNDEFINED = "LNPMSZCU"
@@ -158,11 +158,75 @@ def _translate_pattern(pattern: str) -> tuple[str, bool]:
     return "".join(out), uses_classes
 
 
+def _digit_groups(subject: str) -> list[int]:
+    """Digit runs split into groups of three from the right (the leading group has the rest);
+    the other characters stay attached to the group that follows them (the reference split
+    emits a piece only where a digit group ends)."""
+    out, prev, pos, n = [], 0, 0, len(subject)
+    while pos < n:
+        if subject[pos] in _DIGITS:
+            start = pos
+            while pos < n and subject[pos] in _DIGITS:
+                pos += 1
+            rem = (pos - start) % 3
+            for stop in ([start + rem] if rem else []) + list(range(start + rem + 3, pos + 1, 3)):
+                out.append(stop - prev)
+                prev = stop
+            continue
+        pos += 1
+    if prev < n:
+        out.append(n - prev)
+    return out
+
+
+_DIGITS = frozenset("0123456789" + _MARKER[NUMBER])   # numbers in the collapsed text
+
+
+def is_han(cp: int) -> bool:
+    """CJK ideographs (unified, extensions A-F, compatibility)."""
+    return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+            or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+            or 0x2CEB0 <= cp <= 0x2EBEF or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+
+_HAN_MARKER = "\xce"
+
+
+class _HanCollapseTable(_CollapseTable):
+    """The collapse table with Han ideographs on a marker of their own."""
+
+    def __missing__(self, cp: int) -> str:
+        out = _HAN_MARKER if is_han(cp) else _CollapseTable.__missing__(self, cp)
+        self[cp] = out
+        return out
+
+
+_HAN_COLLAPSE = _HanCollapseTable((i, chr(i)) for i in range(128))
+_L, _N = _MARKER[LETTER] + "A-Za-z", _MARKER[NUMBER] + "0-9"
+# Kimi-K2's split: Han runs, then the llama-3 split with letters that exclude Han.
+_KIMI = re.compile(
+    f"{_HAN_MARKER}+|[^\\r\\n{_L}{_N}{_HAN_MARKER}]?[{_L}]+(?:'[sStTmMdD]|'[rR][eE]|'[vV][eE]|'[lL][lL])?"
+    f"|[{_N}]{{1,3}}| ?[^\\s{_L}{_N}{_HAN_MARKER}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", re.ASCII)
+
+
+def _kimi_split(subject: str) -> list[int]:
+    return _pieces(_KIMI, None, subject.translate(_HAN_COLLAPSE))
+
+
+# Patterns the reference replaces by hand-written splits (matched by their exact text):
+# pattern -> (function, runs on collapsed text).
+_CUSTOM = {"\\p{AFMoE_digits}": (_digit_groups, True), "\\d{1,3}(?=(?:\\d{3})*\\b)": (_digit_groups, True),
+           "\\p{Han}+": (_kimi_split, False)}
+
+
 @lru_cache(maxsize=None)
 def compile_split(pattern: str):
     """Compile a pre-tokenizer pattern: (compiled regex, runs on collapsed text, splitter).
     The splitter is the pattern wrapped in one capturing group, for ``re.split`` (None when
-    the pattern has groups of its own)."""
+    the pattern has groups of its own); for a hand-written split it is that function."""
+    if pattern in _CUSTOM:
+        fn, collapsed = _CUSTOM[pattern]
+        return None, collapsed, fn
     py, collapsed = _translate_pattern(pattern)
     rx = re.compile(py, re.ASCII)
     splitter = re.compile("(" + py + ")", re.ASCII) if rx.groups == 0 else None
@@ -171,6 +235,8 @@ def compile_split(pattern: str):
 
 def _pieces(rx, splitter, subject: str) -> list[int]:
     """Lengths of the matches and of the unmatched stretches between them, in order."""
+    if rx is None:
+        return splitter(subject)
     if splitter is not None:
         return [len(p) for p in splitter.split(subject) if p]
     out, prev = [], 0
@@ -186,30 +252,66 @@ def _pieces(rx, splitter, subject: str) -> list[int]:
     return out
 
 
-def regex_split(text: str, patterns) -> list[str]:
-    """Split `text` by each pattern in turn: every piece from the previous pattern is split
-    into the matches and the unmatched stretches between them (both kept, in order)."""
-    if not text:
-        return []
-    compiled = [compile_split(p) for p in patterns]
-    ascii_text = text.isascii()
-    collapsed = text if ascii_text else (collapse(text) if any(c for _, c, _ in compiled) else None)
-    folded = text if ascii_text else (text.translate(_FOLD_WS) if not all(c for _, c, _ in compiled) else None)
-    if len(compiled) == 1 and ascii_text and compiled[0][2] is not None:
-        return [p for p in compiled[0][2].split(text) if p]
-    lengths = [len(text)]
-    for rx, use_collapsed, splitter in compiled:
-        subject = collapsed if use_collapsed else folded
-        new, pos = [], 0
-        for n in lengths:
-            new.extend(_pieces(rx, splitter, subject[pos:pos + n] if n != len(subject) else subject))
+class PreSplitter:
+    """Split text by each pattern in turn: every piece from the previous pattern is split into
+    the matches and the unmatched stretches between them (both kept, in order).
+
+    The first pattern runs over the whole text; what the later ones do to a piece depends on
+    the piece alone, so those results are cached by piece (pieces are mostly words and lines,
+    which repeat)."""
+
+    def __init__(self, patterns, cache_size: int = 200_000):
+        self.compiled = [compile_split(p) for p in patterns]
+        self.cache_size = cache_size
+        self._cache: dict = {}
+
+    @staticmethod
+    def _subjects(text: str, need_collapsed: bool, need_folded: bool):
+        if text.isascii():
+            return text, text
+        return (collapse(text) if need_collapsed else None,
+                text.translate(_FOLD_WS) if need_folded else None)
+
+    def _lengths(self, text: str, level: int) -> list[int]:
+        """Final piece lengths of `text` after patterns[level:]."""
+        compiled = self.compiled
+        if level >= len(compiled):
+            return [len(text)]
+        rx, use_collapsed, splitter = compiled[level]
+        collapsed, folded = self._subjects(text, use_collapsed, not use_collapsed)
+        first = _pieces(rx, splitter, collapsed if use_collapsed else folded)
+        if level + 1 == len(compiled):
+            return first
+        out, pos = [], 0
+        cache, nxt = self._cache, level + 1
+        for n in first:
+            piece = text[pos:pos + n]
             pos += n
-        lengths = new
-    out, pos = [], 0
-    for n in lengths:
-        out.append(text[pos:pos + n])
-        pos += n
-    return out
+            key = (nxt, piece)
+            sub = cache.get(key)
+            if sub is None:
+                sub = self._lengths(piece, nxt)
+                if len(cache) < self.cache_size:
+                    cache[key] = sub
+            out.extend(sub)
+        return out
+
+    def __call__(self, text: str) -> list[str]:
+        if not text:
+            return []
+        c = self.compiled
+        if len(c) == 1 and c[0][0] is not None and c[0][2] is not None and text.isascii():
+            return [p for p in c[0][2].split(text) if p]
+        out, pos = [], 0
+        for n in self._lengths(text, 0):
+            out.append(text[pos:pos + n])
+            pos += n
+        return out
+
+
+def regex_split(text: str, patterns) -> list[str]:
+    """:class:`PreSplitter` applied once (no cache kept)."""
+    return PreSplitter(patterns, cache_size=0)(text)
 
 
 # ---------------------------------------------------------------- GPT-2 byte mapping

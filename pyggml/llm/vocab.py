@@ -21,7 +21,7 @@ from .vocab_bpe import BpeTokenizer, parse_merges, pre_tokenizer
 from .vocab_ugm import CharsMap, UgmTokenizer
 from .vocab_spm import spans_no_space_boundary, spm_tokenize, spm_tokenize_words, wpm_tokenize
 
-__all__ = ["Vocab", "tokenize", "detokenize", "token_to_piece",
+__all__ = ["Vocab", "TextStream", "tokenize", "detokenize", "token_to_piece",
            "ATTR_UNKNOWN", "ATTR_UNUSED", "ATTR_NORMAL", "ATTR_CONTROL", "ATTR_USER_DEFINED",
            "ATTR_BYTE", "ATTR_LSTRIP", "ATTR_RSTRIP"]
 
@@ -75,7 +75,7 @@ class Vocab:
         kv = {}
         for name, field in reader.fields.items():
             if name.startswith("tokenizer.") or name.startswith("general."):
-                kv[name] = field.contents()
+                kv[name] = _reader_field_value(field)
         return cls.from_kv(kv)
 
     @classmethod
@@ -130,6 +130,8 @@ class Vocab:
             self.clean_spaces = "keep" not in opts
             self.ignore_merges = "ignore_merges" in opts
             self.add_bos = "add_bos" in opts
+            if "no_bos" in opts:
+                ids["bos"] = None
             self.escape_whitespaces = "escape_whitespaces" in opts
             raw_utf8 = "raw_utf8" in opts
         else:
@@ -158,8 +160,7 @@ class Vocab:
                 setattr(self, flag, bool(v))
         if pre == "gemma4":
             self.add_bos = True
-        lowercase = key("normalizer.lowercase", True) if "tokenizer.ggml.normalizer.lowercase" in kv else True
-        self.lowercase = bool(lowercase)
+        self.lowercase = bool(key("normalizer.lowercase", True))
         self.strip_accents = bool(key("normalizer.strip_accents", self.lowercase))
 
         self._detect_special_by_text(ids)
@@ -177,6 +178,8 @@ class Vocab:
         self._spm_cache = {} if self.kind == "spm" and spans_no_space_boundary(self.tokens) else None
         if self.kind == "bpe":
             merges = key("merges")
+            if merges is None and pre == "kimi-k2":
+                merges = []
             if merges is None:
                 raise ValueError("tokenizer.ggml.merges is missing (required by a BPE vocabulary)")
             self._bpe = BpeTokenizer(self.token_to_id, parse_merges(merges), patterns,
@@ -291,11 +294,28 @@ class Vocab:
         """Cut special tokens out of `text`, longest first: a list of (start, end) raw spans
         and token ids."""
         frags: list = [(0, len(text))]
+        chars = set(text) if len(text) > 64 else None
+        prefix_seen: dict[str, bool] = {}     # cheap filters before scanning the text per token
         for tid in self._special_ids:
             attr = self.attrs[tid]
             if not parse_special and attr & _SPECIAL:
                 continue
             tok = self.tokens[tid]
+            if chars is not None:
+                if tok[0] not in chars:
+                    continue
+                absent = False
+                for n in (2, 4, 8):             # shared prefixes ("<|", "[PAD") are checked once
+                    if len(tok) <= n:
+                        break
+                    seen = prefix_seen.get(tok[:n])
+                    if seen is None:
+                        seen = prefix_seen[tok[:n]] = tok[:n] in text
+                    if not seen:
+                        absent = True
+                        break
+                if absent:
+                    continue
             if tok not in text:
                 continue
             out = []
@@ -435,9 +455,51 @@ class Vocab:
         raw = b"".join(parts)
         return _clean_spaces(raw) if self.clean_spaces else raw
 
+    def text_stream(self, special: bool = False) -> "TextStream":
+        """An incremental decoder for streaming generated tokens as text."""
+        return TextStream(self, special)
+
     def detokenize(self, ids, remove_special: bool = False, unparse_special: bool = False) -> str:
         """Token ids -> text (llama_detokenize); invalid UTF-8 becomes U+FFFD."""
         return self.detokenize_bytes(ids, remove_special, unparse_special).decode("utf-8", errors="replace")
+
+
+def _reader_field_value(field):
+    """A GGUFReader field as a Python value (``contents()`` where the gguf package has it)."""
+    if hasattr(field, "contents"):
+        return field.contents()
+    string, array = 8, 9                      # GGUF value types
+
+    def one(i, t):
+        part = field.parts[i]
+        return bytes(part).decode("utf-8", errors="replace") if t == string else part.tolist()[0]
+    types = [int(t) for t in field.types]
+    if types[0] == array:
+        return [one(i, types[1]) for i in field.data]
+    return one(field.data[0], types[0])
+
+
+class TextStream:
+    """Turns generated token ids into text as they arrive: a token may end inside a UTF-8
+    character, so bytes are held back until the character completes.
+
+        stream = vocab.text_stream()
+        for tid in generated:
+            print(stream.push(tid), end="", flush=True)
+        print(stream.flush())
+    """
+
+    def __init__(self, vocab: "Vocab", special: bool = False):
+        import codecs
+        self.vocab, self.special = vocab, special
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def push(self, token_id: int) -> str:
+        return self._decoder.decode(self.vocab.token_to_piece(token_id, special=self.special))
+
+    def flush(self) -> str:
+        """Whatever is held back (an incomplete character becomes U+FFFD)."""
+        return self._decoder.decode(b"", final=True)
 
 
 def _clean_spaces(raw: bytes) -> bytes:

@@ -145,3 +145,10 @@ def test_template_from_a_vocabulary():
     nov = Vocab.load(vocab_path("gpt-2"))
     with pytest.raises(ValueError, match="no chat template"):
         ChatTemplate.from_vocab(nov)
+
+
+def test_generation_blocks_render_their_body():
+    src = ("{% for m in messages %}{% if m['role'] == 'assistant' %}{% generation %}A: {{ m['content'] }}"
+           "{% endgeneration %}{% else %}U: {{ m['content'] }}{% endif %}{{ '\\n' }}{% endfor %}")
+    got = ChatTemplate(src).render(CONVERSATION[1:3])
+    assert got == "U: Hello\nA: Hi there\n"

@@ -230,3 +230,85 @@ def test_wpm_chunk_cache_equals_direct_tokenization():
         v._wpm_cache = saved
     assert fast == slow
     assert v.tokenize("CAF\u00c9", add_special=False) == v.tokenize("cafe", add_special=False)  # lowercase, accents
+
+
+# ---------------------------------------------------------------- pre-tokenizer splits
+def test_every_pre_tokenizer_splits_losslessly():
+    from pyggml.llm.vocab_bpe import _PRE, pre_tokenizer
+    from pyggml.llm.unicode_split import regex_split
+    text = ("Hello, y'all! HowAre you 😁 ?我想在apple工作1314151天～ ﾊﾝｶｸ  \t\n\n  x  "
+            "e\u0301 Ελληνικά 12345678 <sentinel:12> IMGIMGABZ    def f():\r\n  return 0\u00a0\u3000.")
+    assert len(_PRE) > 80
+    for name in _PRE:
+        pieces = regex_split(text, pre_tokenizer(name)[0])
+        assert "".join(pieces) == text and all(pieces), name
+
+
+def test_pre_tokenizer_splits_follow_their_regexes():
+    from pyggml.llm.vocab_bpe import pre_tokenizer
+    from pyggml.llm.unicode_split import regex_split
+
+    def split(name, text):
+        return regex_split(text, pre_tokenizer(name)[0])
+    assert split("gpt-2", "Hello world's  end 123") == ["Hello", " world", "'s", " ", " end", " 123"]
+    assert split("llama3", "Hello 12345\n\n  x") == ["Hello", " ", "123", "45", "\n\n", " ", " x"]
+    assert split("qwen2", "ab 123") == ["ab", " ", "1", "2", "3"]
+    assert split("gpt-4o", "HelloWorld camelCase") == ["Hello", "World", " camel", "Case"]
+    assert split("tiny_aya", "1234567") == ["1", "234", "567"]
+    # the digit grouping cuts only where a group ends: other text rides with the next group
+    assert regex_split("ab1234cd 12 x", ["\\p{AFMoE_digits}"]) == ["ab1", "234", "cd 12", " x"]
+    assert split("afmoe", "ab1234cd 12 x\u4e2d\u6587") == ["ab", "1", "234", "cd", " ", "12", " x", "\u4e2d\u6587"]
+    assert split("deepseek-llm", "abc  \n") == ["abc", "  ", "\n"]
+    # Kimi-K2: Han runs apart, letters of other scripts as llama-3 does, contractions attached
+    assert split("kimi-k2", "Hello中文世界 it's 12345 日本ok") == \
+        ["Hello", "中文世界", " it's", " ", "123", "45", " ", "日本", "ok"]
+    assert split("kimi-k2", "\u00c9t\u00e9 Сергей\u4e00") == ["\u00c9t\u00e9", " Сергей", "\u4e00"]
+    with pytest.raises(ValueError, match="unknown pre-tokenizer"):
+        pre_tokenizer("no-such-pre")
+
+
+def test_special_tokens_found_in_long_texts():
+    v = _vocab("llama-bpe")
+    a, b = "x = [1, 2, 3]  # some code that is long enough " * 3, " and more text after it\n" * 3
+    bot, eot = v.token_to_id["<|begin_of_text|>"], v.token_to_id["<|eot_id|>"]
+    ids = v.tokenize("<|begin_of_text|>" + a + "<|eot_id|>" + b, add_special=False, parse_special=True)
+    assert ids == [bot] + v.tokenize(a, add_special=False) + [eot] + v.tokenize(b, add_special=False)
+    d = _vocab("deepseek-llm")                    # thousands of user-defined tokens ([PAD...], single chars)
+    text = a + "\u00f8" + b
+    ids = d.tokenize(text, add_special=False)
+    assert d.token_to_id["\u00f8"] in ids and d.detokenize(ids) == text
+
+
+def test_text_stream_holds_back_partial_characters():
+    v = _vocab("llama-spm")
+    ids = v.tokenize("a\U0001F999b \u00e9", add_special=False)      # the emoji is four byte tokens
+    stream = v.text_stream()
+    outs = [stream.push(i) for i in ids]
+    assert "".join(outs) + stream.flush() == " a\U0001F999b \u00e9"
+    assert all("\ufffd" not in o for o in outs)
+    assert "" in outs                                                 # bytes were held back
+    s2 = v.text_stream()
+    s2.push(v.token_to_id["<0xF0>"])                                  # a lead byte alone
+    assert s2.flush() == "\ufffd"
+
+
+def test_bpe_merge_list_and_heap_agree():
+    from pyggml.llm.unicode_split import byte_encode, regex_split
+    v = _vocab("qwen2")
+    bpe = v._bpe
+    words = set()
+    for text in read_cases(vocab_path("qwen2")):
+        words.update(byte_encode(w) for w in regex_split(text, bpe.patterns))
+    words.update(["\u0120" * 300, "a" * 301, byte_encode("supercalifragilistic" * 20)])
+    for w in words:
+        assert bpe._merge(list(w)) == bpe._merge_heap(list(w)), w
+
+
+def test_cached_multi_pattern_split_equals_uncached():
+    from pyggml.llm.unicode_split import PreSplitter, regex_split
+    from pyggml.llm.vocab_bpe import pre_tokenizer
+    text = "\n".join(read_cases(vocab_path("gpt-2"))) * 2
+    for name in ("deepseek-llm", "deepseek-coder", "starcoder", "default", "falcon", "deepseek-v3", "laguna"):
+        patterns = pre_tokenizer(name)[0]
+        cached = PreSplitter(patterns)
+        assert cached(text) == regex_split(text, patterns) == cached(text), name
