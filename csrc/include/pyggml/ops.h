@@ -1,6 +1,7 @@
 // All op constructors. One header per op family under pyggml/ops/.
 #pragma once
 #include "pyggml/ops/binary.h"
+#include "pyggml/ops/conv.h"
 #include "pyggml/ops/copy.h"
 #include "pyggml/ops/dsv4_hc.h"
 #include "pyggml/ops/fill.h"
