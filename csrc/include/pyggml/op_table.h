@@ -53,6 +53,8 @@
     X(CONV_TRANSPOSE_1D, conv,    "conv_transpose_1d") \
     X(CONV_TRANSPOSE_2D, conv,    "conv_transpose_2d_p0") \
     X(COL2IM_1D,         conv,    "col2im_1d") \
+    X(POOL_1D,           pool,    "pool_1d") \
+    X(POOL_2D,           pool,    "pool_2d") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \

@@ -12,6 +12,7 @@
 #include "pyggml/ops/misc.h"
 #include "pyggml/ops/mul_mat.h"
 #include "pyggml/ops/norm.h"
+#include "pyggml/ops/pool.h"
 #include "pyggml/ops/reduce.h"
 #include "pyggml/ops/rope.h"
 #include "pyggml/ops/rows.h"
