@@ -20,3 +20,4 @@
 #include "pyggml/ops/sort.h"
 #include "pyggml/ops/ssm.h"
 #include "pyggml/ops/unary.h"
+#include "pyggml/ops/upscale.h"
