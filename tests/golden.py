@@ -30,7 +30,7 @@ PENDING_OPS = {
     "group_norm", "pad_reflect_1d", "roll", "timestep_embedding", "out_prod", "solve_tri",
     "soft_max_ext_back",
     # this branch's ops not built yet
-    "win_part", "win_unpart", "get_rel_pos", "add_rel_pos", "gated_linear_attn", "rwkv_wkv6", "rwkv_wkv7",
+    "gated_linear_attn", "rwkv_wkv6", "rwkv_wkv7",
     # issue 12 (recurrent models)
     "gated_delta_net",
 }

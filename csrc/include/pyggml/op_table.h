@@ -56,6 +56,10 @@
     X(POOL_1D,           pool,    "pool_1d") \
     X(POOL_2D,           pool,    "pool_2d") \
     X(UPSCALE,           upscale, "upscale upscale_ext interpolate") \
+    X(WIN_PART,          window,  "win_part") \
+    X(WIN_UNPART,        window,  "win_unpart") \
+    X(GET_REL_POS,       window,  "get_rel_pos") \
+    X(ADD_REL_POS,       window,  "add_rel_pos add_rel_pos_inplace") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \

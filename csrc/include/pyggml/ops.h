@@ -21,3 +21,4 @@
 #include "pyggml/ops/ssm.h"
 #include "pyggml/ops/unary.h"
 #include "pyggml/ops/upscale.h"
+#include "pyggml/ops/window.h"
