@@ -60,6 +60,9 @@
     X(WIN_UNPART,        window,  "win_unpart") \
     X(GET_REL_POS,       window,  "get_rel_pos") \
     X(ADD_REL_POS,       window,  "add_rel_pos add_rel_pos_inplace") \
+    X(RWKV_WKV6,         linear_attn, "rwkv_wkv6") \
+    X(GATED_LINEAR_ATTN, linear_attn, "gated_linear_attn") \
+    X(RWKV_WKV7,         linear_attn, "rwkv_wkv7") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \

@@ -8,6 +8,7 @@
 #include "pyggml/ops/flash_attn.h"
 #include "pyggml/ops/glu.h"
 #include "pyggml/ops/layout.h"
+#include "pyggml/ops/linear_attn.h"
 #include "pyggml/ops/lightning_indexer.h"
 #include "pyggml/ops/misc.h"
 #include "pyggml/ops/mul_mat.h"
