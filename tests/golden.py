@@ -29,8 +29,6 @@ PENDING_OPS = {
     "leaky_relu", "xielu", "diag", "diag_mask_inf", "diag_mask_zero", "l2_norm",
     "group_norm", "pad_reflect_1d", "roll", "timestep_embedding", "out_prod", "solve_tri",
     "soft_max_ext_back",
-    # issue 12 (recurrent models)
-    "gated_delta_net",
 }
 
 

@@ -63,6 +63,7 @@
     X(RWKV_WKV6,         linear_attn, "rwkv_wkv6") \
     X(GATED_LINEAR_ATTN, linear_attn, "gated_linear_attn") \
     X(RWKV_WKV7,         linear_attn, "rwkv_wkv7") \
+    X(GATED_DELTA_NET,   delta_net, "gated_delta_net") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \

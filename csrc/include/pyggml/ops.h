@@ -3,6 +3,7 @@
 #include "pyggml/ops/binary.h"
 #include "pyggml/ops/conv.h"
 #include "pyggml/ops/copy.h"
+#include "pyggml/ops/delta_net.h"
 #include "pyggml/ops/dsv4_hc.h"
 #include "pyggml/ops/fill.h"
 #include "pyggml/ops/flash_attn.h"
