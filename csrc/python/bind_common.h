@@ -50,7 +50,8 @@ PYGGML_FAMILY(reduce) PYGGML_FAMILY(sort) PYGGML_FAMILY(norm) PYGGML_FAMILY(mul_
 PYGGML_FAMILY(misc) PYGGML_FAMILY(fill) PYGGML_FAMILY(rows) PYGGML_FAMILY(softmax)
 PYGGML_FAMILY(rope) PYGGML_FAMILY(flash_attn) PYGGML_FAMILY(ssm) PYGGML_FAMILY(glu)
 PYGGML_FAMILY(dsv4_hc) PYGGML_FAMILY(lightning_indexer)
-PYGGML_FAMILY(conv) PYGGML_FAMILY(pool) PYGGML_FAMILY(upscale) PYGGML_FAMILY(window) PYGGML_FAMILY(linear_attn) PYGGML_FAMILY(delta_net)
+PYGGML_FAMILY(conv) PYGGML_FAMILY(pool) PYGGML_FAMILY(upscale) PYGGML_FAMILY(window)
+PYGGML_FAMILY(linear_attn) PYGGML_FAMILY(delta_net)
 #undef PYGGML_FAMILY
 
 void bind_core(py::module_& m);   // Type, Tensor, Context, Graph, errors
