@@ -15,6 +15,16 @@ CUDA_SKIPS = {
     "sum_rows": "reduce kernels not written for CUDA yet",
     "mean": "reduce kernels not written for CUDA yet",
     "concat": "concat kernel not written for CUDA yet",
+    **{op: "conv kernels not written for CUDA yet" for op in (
+        "im2col", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d")},
+    "pool_1d": "pool kernels not written for CUDA yet",
+    "pool_2d": "pool kernels not written for CUDA yet",
+    "upscale": "upscale kernel not written for CUDA yet",
+    **{op: "window kernels not written for CUDA yet" for op in (
+        "win_part", "win_unpart", "get_rel_pos", "add_rel_pos")},
+    **{op: "linear attention kernels not written for CUDA yet" for op in (
+        "gated_linear_attn", "rwkv_wkv6", "rwkv_wkv7")},
+    "gated_delta_net": "delta-net kernel not written for CUDA yet",
 }
 
 
