@@ -5,6 +5,7 @@
 //   pass 1: decay (scalar or per-key exp(g)) and dot with k -> delta_j = (v_j - M_j . k) * beta
 //   pass 2: M_j += delta_j * k and dot with q -> out_j = M_j . q / sqrt(S)
 // (ggml makes four passes over the whole matrix; the arithmetic per element is the same.)
+// With AVX2 and S % 8 == 0 four rows go together, sharing the loads of k, q and the decay.
 // Snapshot slot j (1 <= j < K) receives a copy after token T-1-j; slots j >= T are zeroed.
 #include <immintrin.h>
 
@@ -96,6 +97,36 @@ PG_DN_AVX2 inline float update_dot_avx2(float* m, float d, const float* k, const
     return s;
 }
 
+// Four rows j..j+3 at once (S a multiple of 8): k, q and the decay are loaded once per 8 keys
+// for all four rows, which halves the loads of the single-row passes.
+PG_DN_AVX2 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,
+                           const float* v, float beta, float scale, float* out) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const __m256 vds = _mm256_set1_ps(ds);
+    for (int64_t i = 0; i < S; i += 8) {
+        const __m256 d = dvec ? _mm256_loadu_ps(dvec + i) : vds, kk = _mm256_loadu_ps(k + i);
+        for (int r = 0; r < 4; ++r) {
+            const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(m + r * S + i), d);
+            _mm256_storeu_ps(m + r * S + i, x);
+            acc[r] = _mm256_fmadd_ps(x, kk, acc[r]);
+        }
+    }
+    __m256 dl[4];
+    for (int r = 0; r < 4; ++r) {
+        dl[r] = _mm256_set1_ps((v[r] - hsum(acc[r])) * beta);
+        acc[r] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < S; i += 8) {
+        const __m256 kk = _mm256_loadu_ps(k + i), qq = _mm256_loadu_ps(q + i);
+        for (int r = 0; r < 4; ++r) {
+            const __m256 x = _mm256_fmadd_ps(dl[r], kk, _mm256_loadu_ps(m + r * S + i));
+            _mm256_storeu_ps(m + r * S + i, x);
+            acc[r] = _mm256_fmadd_ps(x, qq, acc[r]);
+        }
+    }
+    for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]) * scale;
+}
+
 }  // namespace
 
 void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
@@ -133,7 +164,10 @@ void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
             else ds = std::exp(gt[0]);
             const float* dv = kda ? decay.data() : nullptr;
             float* ot = out + ((b * T + t) * H + h) * S;
-            for (int64_t j = 0; j < S; ++j) {
+            int64_t j = 0;
+            if (avx2 && S % 8 == 0)
+                for (; j + 4 <= S; j += 4) rows4_avx2(M + j * S, S, dv, ds, kt, qt, vt + j, bt, scale, ot + j);
+            for (; j < S; ++j) {
                 float* mj = M + j * S;
                 if (avx2) {
                     const float d = (vt[j] - decay_dot_avx2(mj, dv, ds, kt, S)) * bt;

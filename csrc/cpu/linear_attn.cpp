@@ -108,6 +108,31 @@ PG_LA_AVX2 inline float wkv7_row_avx2(float* out, const float* prev, const float
     return y;
 }
 
+// GLA / RWKV-6 for one head and token with S % 8 == 0: eight output columns j stay in a
+// register while the rows i stream past (y sums over i in increasing order, as the row path).
+// wkv6 selects RWKV-6 (y from the previous state and tf), else GLA (y from the new state).
+PG_LA_AVX2 void cols8_avx2(bool wkv6, float* cur, const float* prev, const float* decay, const float* k,
+                           const float* yw, const float* tf, float scale, const float* v, float* y, int64_t S) {
+    for (int64_t j = 0; j < S; j += 8) {
+        const __m256 vv = _mm256_loadu_ps(v + j);
+        __m256 acc = _mm256_setzero_ps();
+        for (int64_t i = 0; i < S; ++i) {
+            const __m256 kv = _mm256_mul_ps(_mm256_set1_ps(k[i]), vv);
+            const __m256 pr = _mm256_loadu_ps(prev + i * S + j);
+            if (wkv6) {
+                const __m256 t = _mm256_fmadd_ps(_mm256_set1_ps(tf[i]), kv, pr);
+                acc = _mm256_fmadd_ps(t, _mm256_set1_ps(yw[i]), acc);
+                _mm256_storeu_ps(cur + i * S + j, _mm256_fmadd_ps(pr, _mm256_set1_ps(decay[i]), kv));
+            } else {
+                const __m256 x = _mm256_fmadd_ps(pr, _mm256_set1_ps(decay[i]), kv);
+                _mm256_storeu_ps(cur + i * S + j, x);
+                acc = _mm256_fmadd_ps(_mm256_set1_ps(yw[i] * scale), x, acc);
+            }
+        }
+        _mm256_storeu_ps(y + j, acc);
+    }
+}
+
 struct Recurrence {
     int64_t S, H, T, n_seqs, C;
     const float* state_in;
@@ -153,6 +178,10 @@ void cpu_forward_GATED_LINEAR_ATTN(const ComputeParams& p, Tensor* dst) {
             R.head_state(t, h, prev, cur);
             const int64_t o = t * R.C + h * R.S;
             float* y = R.y + o;
+            if (avx2 && R.S % 8 == 0) {
+                cols8_avx2(false, cur, prev, g + o, k + o, q + o, nullptr, scale, v + o, y, R.S);
+                continue;
+            }
             for (int64_t j = 0; j < R.S; ++j) y[j] = 0.0f;
             for (int64_t i = 0; i < R.S; ++i) {
                 float* row = cur + i * R.S;
@@ -185,6 +214,10 @@ void cpu_forward_RWKV_WKV6(const ComputeParams& p, Tensor* dst) {
             R.head_state(t, h, prev, cur);
             const int64_t o = t * R.C + h * R.S;
             float* y = R.y + o;
+            if (avx2 && R.S % 8 == 0) {
+                cols8_avx2(true, cur, prev, td + o, k + o, r + o, tf + h * R.S, 1.0f, v + o, y, R.S);
+                continue;
+            }
             for (int64_t j = 0; j < R.S; ++j) y[j] = 0.0f;
             for (int64_t i = 0; i < R.S; ++i) {
                 const float ki = k[o + i], kt = ki * tf[h * R.S + i];
