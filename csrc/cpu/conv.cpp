@@ -15,6 +15,7 @@
 #include "cpu/convert.h"
 #include "cpu/kernels.h"
 #include "cpu/seed_simd.h"
+#include "cpu/simd/isa.h"
 
 namespace pyggml::cpu {
 
@@ -275,6 +276,16 @@ size_t cpu_work_size_CONV_3D(const Tensor* dst, int nth) { return direct_work_si
 
 // ---- depth-wise ----
 
+namespace {
+// acc += w * x over a contiguous run; the AVX2+FMA clone is picked at run time.
+void tap_row(float* acc, float w, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+}
+__attribute__((target("avx2,fma"))) void tap_row_avx2(float* acc, float w, const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
+}
+}  // namespace
+
 void cpu_forward_CONV_2D_DW(const ComputeParams& p, Tensor* dst) {
     const Tensor* k = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -284,6 +295,7 @@ void cpu_forward_CONV_2D_DW(const ComputeParams& p, Tensor* dst) {
     const int64_t KW = k->ne[0], KH = k->ne[1], OW = dst->ne[0], OH = dst->ne[1];
     if (dst->is_empty()) return;
     const size_t sw = b->nb[0];
+    const auto tap = simd::cpu_isa() != simd::Isa::Scalar ? tap_row_avx2 : tap_row;
     std::vector<float> acc(OW), taps(KW * KH);
     int64_t r0, r1;
     split_range(C * N * OH, p.ith, p.nth, r0, r1);
@@ -302,8 +314,7 @@ void cpu_forward_CONV_2D_DW(const ComputeParams& p, Tensor* dst) {
                 const int64_t lo = off >= 0 ? 0 : (-off + s0 - 1) / s0;
                 const int64_t hi = std::min<int64_t>(OW, IW - 1 - off < 0 ? 0 : (IW - 1 - off) / s0 + 1);
                 if (sw == sizeof(float) && s0 == 1) {
-                    const float* x = (const float*)srow + off;
-                    for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += w * x[ox];
+                    if (hi > lo) tap(acc.data() + lo, w, (const float*)srow + off + lo, hi - lo);
                 } else {
                     for (int64_t ox = lo; ox < hi; ++ox) acc[ox] += w * *(const float*)(srow + (ox * s0 + off) * sw);
                 }

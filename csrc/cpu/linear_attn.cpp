@@ -133,6 +133,35 @@ PG_LA_AVX2 void cols8_avx2(bool wkv6, float* cur, const float* prev, const float
     }
 }
 
+// RWKV-7, four state rows i..i+3 at once (S % 8 == 0): a, w, k, b and r are loaded once per
+// eight columns for all four rows.
+PG_LA_AVX2 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float* k, const float* vi,
+                                const float* a, const float* b, const float* r, float* y, int64_t S) {
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    for (int64_t j = 0; j < S; j += 8) {
+        const __m256 av = _mm256_loadu_ps(a + j);
+        for (int q = 0; q < 4; ++q) acc[q] = _mm256_fmadd_ps(av, _mm256_loadu_ps(prev + q * S + j), acc[q]);
+    }
+    __m256 sa[4], vv[4];
+    for (int q = 0; q < 4; ++q) {
+        sa[q] = _mm256_set1_ps(hsum(acc[q]));
+        vv[q] = _mm256_set1_ps(vi[q]);
+        acc[q] = _mm256_setzero_ps();
+    }
+    for (int64_t j = 0; j < S; j += 8) {
+        const __m256 wv = _mm256_loadu_ps(w + j), kv = _mm256_loadu_ps(k + j), bv = _mm256_loadu_ps(b + j),
+                     rv = _mm256_loadu_ps(r + j);
+        for (int q = 0; q < 4; ++q) {
+            __m256 x = _mm256_mul_ps(_mm256_loadu_ps(prev + q * S + j), wv);
+            x = _mm256_fmadd_ps(vv[q], kv, x);
+            x = _mm256_fmadd_ps(sa[q], bv, x);
+            _mm256_storeu_ps(cur + q * S + j, x);
+            acc[q] = _mm256_fmadd_ps(x, rv, acc[q]);
+        }
+    }
+    for (int q = 0; q < 4; ++q) y[q] = hsum(acc[q]);
+}
+
 struct Recurrence {
     int64_t S, H, T, n_seqs, C;
     const float* state_in;
@@ -251,7 +280,12 @@ void cpu_forward_RWKV_WKV7(const ComputeParams& p, Tensor* dst) {
             float* cur;
             R.head_state(t, h, prev, cur);
             const int64_t o = t * R.C + h * R.S;
-            for (int64_t i = 0; i < R.S; ++i) {
+            int64_t i0 = 0;
+            if (avx2 && R.S % 8 == 0)
+                for (; i0 + 4 <= R.S; i0 += 4)
+                    wkv7_rows4_avx2(cur + i0 * R.S, prev + i0 * R.S, w + o, k + o, v + o + i0, a + o, b + o, r + o,
+                                    R.y + o + i0, R.S);
+            for (int64_t i = i0; i < R.S; ++i) {
                 const float* pr = prev + i * R.S;
                 float* row = cur + i * R.S;
                 if (avx2) {

@@ -142,9 +142,10 @@ def test_conv_2d_bf16_kernel_uses_f32_columns():
 # ------------------------------------------------------------------ depth-wise
 
 
+@pytest.mark.parametrize("simd", ["native", "scalar"], indirect=True)
 @pytest.mark.parametrize("geom", CONV_GEOMS)
 @pytest.mark.parametrize("ktype", [gg.F32, gg.F16])
-def test_conv_2d_dw(geom, ktype):
+def test_conv_2d_dw(simd, geom, ktype):
     s0, s1, p0, p1, d0, d1 = geom
     ctx = gg.Context(16 << 20)
     rng = np.random.default_rng(sum(geom))
