@@ -320,7 +320,8 @@ void cpu_forward_CONV_2D_DW(const ComputeParams& p, Tensor* dst) {
                 }
             }
         }
-        for (int64_t ox = 0; ox < OW; ++ox) *(float*)dst->ptr(ox, oy, c, n) = acc[ox];
+        char* orow = dst->ptr(0, oy, c, n);
+        for (int64_t ox = 0; ox < OW; ++ox) *(float*)(orow + ox * dst->nb[0]) = acc[ox];
     }
 }
 size_t cpu_work_size_CONV_2D_DW(const Tensor*, int) { return 0; }
@@ -348,8 +349,10 @@ void transpose_conv(const ComputeParams& p, Tensor* dst, int64_t KW, int64_t KH,
         const float v = *(const float*)(is_1d ? b->ptr(x, ic) : b->ptr(x, y, ic, n));
         return f16 ? fp16_to_fp32(fp32_to_fp16(v)) : v;
     };
-    auto out_at = [&](int64_t x, int64_t y, int64_t oc, int64_t n) {
-        return (float*)(is_1d ? dst->ptr(x, oc) : dst->ptr(x, y, oc, n));
+    const size_t ob0 = dst->nb[0], ob1 = is_1d ? 0 : dst->nb[1], obc = is_1d ? dst->nb[1] : dst->nb[2],
+                 obn = is_1d ? 0 : dst->nb[3];
+    auto out_at = [=](int64_t x, int64_t y, int64_t oc, int64_t n) {
+        return (float*)((char*)dst->data + x * ob0 + y * ob1 + oc * obc + n * obn);
     };
     int64_t r0, r1;
     split_range(OC * KH * KW, p.ith, p.nth, r0, r1);

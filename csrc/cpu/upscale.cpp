@@ -24,7 +24,11 @@ void cpu_forward_UPSCALE(const ComputeParams& p, Tensor* dst) {
         if (ne0 > 1 && ne00 > 1) sf0 = (float)(ne0 - 1) / (ne00 - 1);
         if (ne1 > 1 && ne01 > 1) sf1 = (float)(ne1 - 1) / (ne01 - 1);
     }
-    auto src = [&](int64_t x, int64_t y, int64_t i2, int64_t i3) { return *(const float*)a->ptr(x, y, i2, i3); };
+    const char* base = (const char*)a->data;
+    const size_t nb0 = a->nb[0], nb1 = a->nb[1], nb2 = a->nb[2], nb3 = a->nb[3];
+    auto src = [=](int64_t x, int64_t y, int64_t i2, int64_t i3) {
+        return *(const float*)(base + x * nb0 + y * nb1 + i2 * nb2 + i3 * nb3);
+    };
     auto clampx = [&](int64_t x) { return std::max<int64_t>(0, std::min<int64_t>(x, ne00 - 1)); };
     auto clampy = [&](int64_t y) { return std::max<int64_t>(0, std::min<int64_t>(y, ne01 - 1)); };
     int64_t r0, r1;
