@@ -37,6 +37,11 @@ struct Unfold {
 // ((ic*KD + kd)*KH + kh)*KW + kw; zero outside the image.
 void unfold_patch(const Unfold& u, int64_t ow, int64_t oh, int64_t od, int64_t n, float* row) {
     const int64_t iw0 = ow * u.s[0] - u.p[0], ih0 = oh * u.s[1] - u.p[1], id0 = od * u.s[2] - u.p[2];
+    // taps kw in [kw_lo, kw_hi) land inside the image row; the others are padding
+    const int64_t d0 = u.d[0];
+    const int64_t kw_lo = std::min<int64_t>(u.KW, iw0 >= 0 ? 0 : (-iw0 + d0 - 1) / d0);
+    const int64_t kw_hi = std::max<int64_t>(kw_lo, std::min<int64_t>(u.KW, u.IW - 1 - iw0 < 0 ? 0 : (u.IW - 1 - iw0) / d0 + 1));
+    const bool packed = u.type == Type::F32 && u.sw == sizeof(float) && d0 == 1;
     for (int64_t ic = 0; ic < u.IC; ++ic) {
         const char* plane = u.data + n * u.sn + ic * u.sc;
         for (int64_t kd = 0; kd < u.KD; ++kd) {
@@ -48,11 +53,14 @@ void unfold_patch(const Unfold& u, int64_t ow, int64_t oh, int64_t od, int64_t n
                     continue;
                 }
                 const char* src = plane + id * u.sd + ih * u.sh;
-                for (int64_t kw = 0; kw < u.KW; ++kw) {
-                    const int64_t iw = iw0 + kw * u.d[0];
-                    if (iw < 0 || iw >= u.IW) row[kw] = 0.0f;
-                    else if (u.type == Type::F32) row[kw] = *(const float*)(src + iw * u.sw);
-                    else row[kw] = conv::load_f32(u.type, src + iw * u.sw);
+                std::fill(row, row + kw_lo, 0.0f);
+                std::fill(row + kw_hi, row + u.KW, 0.0f);
+                if (packed) {
+                    std::memcpy(row + kw_lo, (const float*)src + iw0 + kw_lo, (kw_hi - kw_lo) * sizeof(float));
+                } else if (u.type == Type::F32) {
+                    for (int64_t kw = kw_lo; kw < kw_hi; ++kw) row[kw] = *(const float*)(src + (iw0 + kw * d0) * u.sw);
+                } else {
+                    for (int64_t kw = kw_lo; kw < kw_hi; ++kw) row[kw] = conv::load_f32(u.type, src + (iw0 + kw * d0) * u.sw);
                 }
             }
         }
