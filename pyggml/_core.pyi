@@ -342,7 +342,7 @@ def gelu_quick(ctx: Context, a: Tensor) -> Tensor:
 def gelu_quick_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def get_rel_pos(ctx: Context, a: Tensor, qh: typing.SupportsInt | typing.SupportsIndex, kh: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
-    """a f16/bf16 [C, 2h-1] -> [C, h, h] of a's type: result[c, k, q] = a[c, q - k + h - 1] (qh == kh == h)."""
+    """a f16/bf16 [C, 2h-1] -> [C, h, h] of a's type: result[c, k, q] = a[c, q - k + h - 1] (qh == kh == h). (ggml labels the result f16 even for a bf16 a; pyggml keeps bf16.)"""
 def get_rows(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """out[:, r, j, k] = a[:, b[r, j, k], j, k] as f32 (i32 when a is i32). b: i32 indices. Out-of-range indices raise ValueError when computed."""
 def glu(ctx: Context, a: Tensor, op: GluOp, swapped: bool = False) -> Tensor:
