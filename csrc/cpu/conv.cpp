@@ -53,10 +53,11 @@ void unfold_patch(const Unfold& u, int64_t ow, int64_t oh, int64_t od, int64_t n
                     continue;
                 }
                 const char* src = plane + id * u.sd + ih * u.sh;
-                std::fill(row, row + kw_lo, 0.0f);
-                std::fill(row + kw_hi, row + u.KW, 0.0f);
-                if (packed) {
-                    std::memcpy(row + kw_lo, (const float*)src + iw0 + kw_lo, (kw_hi - kw_lo) * sizeof(float));
+                for (int64_t kw = 0; kw < kw_lo; ++kw) row[kw] = 0.0f;
+                for (int64_t kw = kw_hi; kw < u.KW; ++kw) row[kw] = 0.0f;
+                if (packed) {  // kernel rows are short: a plain loop beats a memcpy call
+                    const float* sf = (const float*)src + iw0;
+                    for (int64_t kw = kw_lo; kw < kw_hi; ++kw) row[kw] = sf[kw];
                 } else if (u.type == Type::F32) {
                     for (int64_t kw = kw_lo; kw < kw_hi; ++kw) row[kw] = *(const float*)(src + (iw0 + kw * d0) * u.sw);
                 } else {
