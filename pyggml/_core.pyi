@@ -175,6 +175,18 @@ class Graph:
     def to_dot(self, *args, **kwargs) -> typing.Any:
         """Write the graph in Graphviz dot format (leafs as boxes, nodes as ellipses)."""
 
+OP_POOL_AVG: int
+OP_POOL_MAX: int
+ROPE_TYPE_IMROPE: int
+ROPE_TYPE_MROPE: int
+ROPE_TYPE_NEOX: int
+ROPE_TYPE_NORMAL: int
+ROPE_TYPE_VISION: int
+SCALE_FLAG_ALIGN_CORNERS: int
+SCALE_FLAG_ANTIALIAS: int
+SCALE_MODE_BICUBIC: int
+SCALE_MODE_BILINEAR: int
+SCALE_MODE_NEAREST: int
 def abs(ctx: Context, a: Tensor) -> Tensor:
     ...
 def abs_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -183,6 +195,10 @@ def add(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def add_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def add_rel_pos(ctx: Context, a: Tensor, pw: Tensor, ph: Tensor) -> Tensor:
+    """SAM's decomposed relative positions: a f32 [W*W, W*qh, B], pw, ph f32 [W, W, qh, B]; result[kw + kh*W, r, b] = a[kw + kh*W, r, b] + pw[kw, r, b] + ph[kh, r, b], r = i1 + W*i2 of pw."""
+def add_rel_pos_inplace(ctx: Context, a: Tensor, pw: Tensor, ph: Tensor) -> Tensor:
+    """add_rel_pos writing into a."""
 def arange(ctx: Context, start: typing.SupportsFloat | typing.SupportsIndex, stop: typing.SupportsFloat | typing.SupportsIndex, step: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     """F32 [ceil((stop - start)/step)] with out[i] = start + step*i."""
 def argsort(ctx: Context, a: Tensor, order: SortOrder = ...) -> Tensor:
@@ -207,6 +223,8 @@ def clamp(ctx: Context, a: Tensor, min: typing.SupportsFloat | typing.SupportsIn
     """out = max(min(a, max), min) by comparisons: NaN inputs give max (like ggml's CPU)."""
 def clamp_inplace(ctx: Context, a: Tensor, min: typing.SupportsFloat | typing.SupportsIndex, max: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
+def col2im_1d(ctx: Context, a: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, oc: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Scatter-add of GEMM columns a [K*oc, T_in] (column (t, o*K + k)) into [(T_in-1)*s0 + K - 2*p0, oc]; a's type (f32, f16, bf16)."""
 def concat(ctx: Context, a: Tensor, b: Tensor, dim: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Join a and b along dim; every other dim must match."""
 def cont(ctx: Context, a: Tensor) -> Tensor:
@@ -219,6 +237,34 @@ def cont_3d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIn
     ...
 def cont_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """A packed copy of a reshaped to ne (equal element count, logical order)."""
+def conv_1d(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a [K, IC, OC], b [L, IC, N] -> [OL, OC, N] as im2col (f16) + mul_mat. Like ggml, the [N*OL, OC] product is read as [OL, OC, N] (exact for N == 1)."""
+def conv_1d_dw(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Depth-wise 1-D: a [K, 1, C], b [L, C] -> [OL, C, 1] (im2col + mul_mat)."""
+def conv_1d_dw_ph(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """conv_1d_dw with padding K // 2."""
+def conv_1d_ph(ctx: Context, a: Tensor, b: Tensor, s: typing.SupportsInt | typing.SupportsIndex, d: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """conv_1d with padding K // 2."""
+def conv_2d(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a [KW, KH, IC, OC], b [W, H, IC, N] -> f32 [OW, OH, OC, N]: im2col (f16 columns; f32 for a bf16 kernel) + mul_mat + permute, as ggml builds it."""
+def conv_2d_direct(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """conv_2d as one op: a f32/f16 [KW, KH, IC, OC] contiguous, b f32 [W, H, IC, N] -> f32 [OW, OH, OC, N]. An f16 kernel rounds the image to f16, as ggml does."""
+def conv_2d_dw(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Depth-wise: a [KW, KH, 1, C], b [W, H, C, N] -> [OW, OH, C, N] (im2col + mul_mat)."""
+def conv_2d_dw_direct(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Depth-wise as one op: a f32/f16 [KW, KH, 1, C], b f32 [W, H, C, N] -> f32 [OW, OH, C, N]. A channel-innermost (CWHN) b gives a CWHN result in memory."""
+def conv_2d_s1_ph(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """conv_2d with stride 1 and half padding."""
+def conv_2d_sk_p0(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """conv_2d with stride = kernel size and no padding."""
+def conv_3d(ctx: Context, a: Tensor, b: Tensor, IC: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, s2: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, d2: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a [KW, KH, KD, IC*OC], b [W, H, D, IC*N] -> [OW, OH, OD, OC*N] (im2col_3d + mul_mat)."""
+def conv_3d_direct(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, s2: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, d2: typing.SupportsInt | typing.SupportsIndex, n_channels: typing.SupportsInt | typing.SupportsIndex, n_batch: typing.SupportsInt | typing.SupportsIndex, n_channels_out: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f32/f16 [KW, KH, KD, c*oc], b f32 [W, H, D, c*n] -> f32 [OW, OH, OD, oc*n]; output channel o of image i is ne3 index i*oc + o and uses kernel slices o*c .. o*c + c-1."""
+def conv_transpose_1d(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f32/f16 [K, OC, IC], b f32 [L, IC] -> f32 [(L-1)*s0 + K, OC]; p0 must be 0 and d0 1 (as in ggml)."""
+def conv_transpose_2d_p0(ctx: Context, a: Tensor, b: Tensor, stride: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f32/f16 [KW, KH, OC, IC], b f32 [W, H, IC, N] -> f32 [(W-1)*s + KW, (H-1)*s + KH, OC, N]."""
 def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
 def cuda_built() -> bool:
@@ -283,6 +329,10 @@ def fp32_to_bf16_bits(arg0: typing.Annotated[numpy.typing.ArrayLike, numpy.float
     ...
 def fp32_to_fp16_bits(arg0: typing.Annotated[numpy.typing.ArrayLike, numpy.float32]) -> numpy.ndarray:
     ...
+def gated_delta_net(ctx: Context, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor, K: typing.SupportsInt | typing.SupportsIndex = 1) -> Tensor:
+    """Gated delta rule. q, k f32 [S, H_k, T, B_k] (value head h uses q/k head h % H_k), v f32 [S, H, T, B], g f32 [1 or S, H, T, B] (log decay; per key channel = KDA), beta f32 [1, H, T, B], state f32 [S, S, H, B] (element (i, j) = S[i][j], i the key index). Per token: S *= exp(g); delta = (v - S^T k) * beta; S += k delta^T; out = S^T q / sqrt(S). Result f32 [S*H, T*B + K*S*B]: outputs [S, H, T, B], then K states [S, S, H, B]; slot 0 is the final state, slot j the state j tokens earlier; slots j >= T are zero-filled by pyggml (ggml leaves them unwritten)."""
+def gated_linear_attn(ctx: Context, k: Tensor, v: Tensor, q: Tensor, g: Tensor, state: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Gated linear attention: state[i][j] = state[i][j]*g[i] + k[i]*v[j], y[j] = sum_i q[i]*scale*state[i][j]. Inputs f32 [S, H, n_tokens] contiguous, tokens split evenly over n_seqs = state.ne[1] sequences; state f32 [S*S*H, n_seqs] (per head an S x S row-major matrix); result f32 [S*H, n_tokens + S*n_seqs]: the outputs, then the final states."""
 def geglu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def geglu_erf(ctx: Context, a: Tensor) -> Tensor:
@@ -313,6 +363,8 @@ def gelu_quick(ctx: Context, a: Tensor) -> Tensor:
     ...
 def gelu_quick_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def get_rel_pos(ctx: Context, a: Tensor, qh: typing.SupportsInt | typing.SupportsIndex, kh: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f16/bf16 [C, 2h-1] -> [C, h, h] of a's type: result[c, k, q] = a[c, q - k + h - 1] (qh == kh == h). (ggml labels the result f16 even for a bf16 a; pyggml keeps bf16.)"""
 def get_rows(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """out[:, r, j, k] = a[:, b[r, j, k], j, k] as f32 (i32 when a is i32). b: i32 indices. Out-of-range indices raise ValueError when computed."""
 def glu(ctx: Context, a: Tensor, op: GluOp, swapped: bool = False) -> Tensor:
@@ -327,6 +379,12 @@ def hardswish(ctx: Context, a: Tensor) -> Tensor:
     ...
 def hardswish_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def im2col(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, is_2D: bool, dst_type: Type) -> Tensor:
+    """Unfolds image b for a GEMM; the kernel a gives only its shape. 2-D: a [KW, KH, IC, OC], b [W, H, IC, N] -> [IC*KH*KW, OW, OH, N], column ic*KH*KW + kh*KW + kw; 1-D: a [K, IC], b [L, IC, N] -> [IC*K, OW, N]. O = (in + 2p - d(k-1) - 1) // s + 1, zero padding; dst_type f32, f16 or bf16."""
+def im2col_3d(ctx: Context, a: Tensor, b: Tensor, IC: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, s2: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, d2: typing.SupportsInt | typing.SupportsIndex, dst_type: Type) -> Tensor:
+    """3-D unfold: a [KW, KH, KD, IC*OC], b [W, H, D, IC*N] -> [IC*KD*KH*KW, OW, OH, OD*N]."""
+def interpolate(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Resamples a f32 to [ne0, ne1, ne2, ne3]. mode: gg.SCALE_MODE_NEAREST (0, floor(i*in/out)), SCALE_MODE_BILINEAR (1, half-pixel samples, edges clamped) or SCALE_MODE_BICUBIC (2), or-ed with SCALE_FLAG_ALIGN_CORNERS (256) or SCALE_FLAG_ANTIALIAS (512, bilinear only). 2-D modes interpolate dims 0 and 1."""
 def is_quantized(arg0: Type) -> bool:
     ...
 def isa(detected: bool = False) -> str:
@@ -363,6 +421,10 @@ def pad_ext_circular(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.S
     """Like pad_ext, but the padding wraps around (out[i] = a[(i - lp) mod a.ne])."""
 def permute(ctx: Context, a: Tensor, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex, axis2: typing.SupportsInt | typing.SupportsIndex, axis3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Source dim k moves to result position axis_k (the inverse of numpy.transpose's axes)."""
+def pool_1d(ctx: Context, a: Tensor, op: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Pools dim 0: a f32/f16 [L, ...] -> f32 [(L + 2*p0 - k0) // s0 + 1, ...]. op: gg.OP_POOL_MAX (0) or gg.OP_POOL_AVG (1); padding is ignored by max, avg divides by the in-bounds count."""
+def pool_2d(ctx: Context, a: Tensor, op: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsInt | typing.SupportsIndex, k1: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsFloat | typing.SupportsIndex, p1: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Pools dims 0 and 1: a f32/f16 [W, H, ...] -> f32 [OW, OH, ...], O = int((in + 2p - k) / s + 1). Avg always divides by k0*k1 (padding counts as zeros); windows use int(p)."""
 def quantize(type: Type, x: typing.Annotated[numpy.typing.ArrayLike, numpy.float32], reference: bool = True) -> numpy.ndarray:
     """Quantize float32 values to block bytes with ggml's reference quantizer of the type (reference=False: the CPU backend's form behind cpy/set_rows; they differ for q8_0/q8_1)."""
 def reglu(ctx: Context, a: Tensor) -> Tensor:
@@ -417,6 +479,10 @@ def round_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def row_size(arg0: Type, arg1: typing.SupportsInt | typing.SupportsIndex) -> int:
     ...
+def rwkv_wkv6(ctx: Context, k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor) -> Tensor:
+    """RWKV-6 WKV: y[j] = sum_i r[i]*(tf[i]*k[i]*v[j] + state[i][j]), state[i][j] = state[i][j]*td[i] + k[i]*v[j]; tf f32 [S, H]. Inputs f32 [S, H, n_tokens] contiguous, tokens split evenly over n_seqs = state.ne[1] sequences; state f32 [S*S*H, n_seqs] (per head an S x S row-major matrix); result f32 [S*H, n_tokens + S*n_seqs]: the outputs, then the final states."""
+def rwkv_wkv7(ctx: Context, r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor) -> Tensor:
+    """RWKV-7 WKV: sa = state[i] . a, state[i][j] = state[i][j]*w[j] + v[i]*k[j] + sa*b[j], y[i] = state[i] . r. Inputs f32 [S, H, n_tokens] contiguous, tokens split evenly over n_seqs = state.ne[1] sequences; state f32 [S*S*H, n_seqs] (per head an S x S row-major matrix); result f32 [S*H, n_tokens + S*n_seqs]: the outputs, then the final states."""
 def scale(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     """out = s*a (f32/bf16)."""
 def scale_bias(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex, b: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
@@ -513,6 +579,10 @@ def unary(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
     ...
 def unary_inplace(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
     ...
+def upscale(ctx: Context, a: Tensor, scale_factor: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f32 [ne0, ne1, ne2, ne3] -> [ne0*f, ne1*f, ne2, ne3] (f > 1). mode: gg.SCALE_MODE_NEAREST (0, floor(i*in/out)), SCALE_MODE_BILINEAR (1, half-pixel samples, edges clamped) or SCALE_MODE_BICUBIC (2), or-ed with SCALE_FLAG_ALIGN_CORNERS (256) or SCALE_FLAG_ANTIALIAS (512, bilinear only). 2-D modes interpolate dims 0 and 1."""
+def upscale_ext(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """The older name of interpolate."""
 def view_1d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
 def view_2d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, nb1: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
@@ -523,3 +593,7 @@ def view_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIn
     """View with explicit byte strides; nb0 is the element size."""
 def view_tensor(ctx: Context, a: Tensor) -> Tensor:
     ...
+def win_part(ctx: Context, a: Tensor, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """a f32 [C, W, H] -> [C, w, w, npx*npy]: window py*npx + px holds a[:, px*w + x, py*w + y], zero padded to multiples of w."""
+def win_unpart(ctx: Context, a: Tensor, w0: typing.SupportsInt | typing.SupportsIndex, h0: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Inverse of win_part: a f32 [C, w, w, n_windows] -> [C, w0, h0] (padding cropped)."""

@@ -21,15 +21,7 @@ TYPES = {gg.type_name(t): t for t in (getattr(gg, n) for n in dir(gg)) if isinst
 # Each entry must still be missing from pyggml; test_golden_pending_is_still_pending fails
 # once it exists, so the list only shrinks.
 PENDING_TYPES: set = set()
-PENDING_OPS = {
-    # issue 14 (the rest of ggml's forward ops)
-    "im2col", "conv_2d", "conv_2d_dw", "conv_transpose_1d", "conv_transpose_2d",
-    "pool_1d", "pool_2d", "upscale", "win_part",
-    "win_unpart", "get_rel_pos", "add_rel_pos", "gated_linear_attn", "rwkv_wkv6",
-    "rwkv_wkv7",
-    # issue 12 (recurrent models)
-    "gated_delta_net",
-}
+PENDING_OPS: set = set()  # issues 12 and 14 built them all
 
 
 def case_types(case) -> set:

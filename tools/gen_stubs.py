@@ -78,6 +78,8 @@ def main():
             continue
         if callable(obj):
             parts.append(emit_function(name, obj))
+        elif isinstance(obj, int):  # ggml's enum constants (OP_POOL_MAX, SCALE_MODE_BILINEAR, ...)
+            parts.append(f"{name}: int\n")
     OUT.write_text("".join(parts))
     print(f"wrote {OUT}")
 

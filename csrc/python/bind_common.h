@@ -51,6 +51,8 @@ PYGGML_FAMILY(misc) PYGGML_FAMILY(fill) PYGGML_FAMILY(rows) PYGGML_FAMILY(softma
 PYGGML_FAMILY(rope) PYGGML_FAMILY(flash_attn) PYGGML_FAMILY(ssm) PYGGML_FAMILY(glu)
 PYGGML_FAMILY(dsv4_hc) PYGGML_FAMILY(lightning_indexer)
 PYGGML_FAMILY(set) PYGGML_FAMILY(diag) PYGGML_FAMILY(linalg)
+PYGGML_FAMILY(conv) PYGGML_FAMILY(pool) PYGGML_FAMILY(upscale) PYGGML_FAMILY(window)
+PYGGML_FAMILY(linear_attn) PYGGML_FAMILY(delta_net)
 #undef PYGGML_FAMILY
 
 void bind_core(py::module_& m);   // Type, Tensor, Context, Graph, errors

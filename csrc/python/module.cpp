@@ -11,4 +11,6 @@ PYBIND11_MODULE(_core, m) {
     bind_rope(m); bind_flash_attn(m); bind_ssm(m); bind_glu(m); bind_dsv4_hc(m);
     bind_set(m); bind_diag(m); bind_linalg(m);
     bind_lightning_indexer(m);
+    bind_conv(m); bind_pool(m); bind_upscale(m); bind_window(m);
+    bind_linear_attn(m); bind_delta_net(m);
 }

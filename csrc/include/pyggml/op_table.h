@@ -67,6 +67,25 @@
     X(FLASH_ATTN_EXT,    flash_attn, "flash_attn_ext flash_attn_ext_add_sinks flash_attn_ext_set_prec flash_attn_ext_set_n_kv_max") \
     X(SSM_CONV,          ssm,     "ssm_conv") \
     X(SSM_SCAN,          ssm,     "ssm_scan") \
+    X(IM2COL,            conv,    "im2col conv_1d conv_1d_ph conv_1d_dw conv_1d_dw_ph conv_2d conv_2d_sk_p0 conv_2d_s1_ph conv_2d_dw") \
+    X(IM2COL_3D,         conv,    "im2col_3d conv_3d") \
+    X(CONV_2D,           conv,    "conv_2d_direct") \
+    X(CONV_3D,           conv,    "conv_3d_direct") \
+    X(CONV_2D_DW,        conv,    "conv_2d_dw_direct") \
+    X(CONV_TRANSPOSE_1D, conv,    "conv_transpose_1d") \
+    X(CONV_TRANSPOSE_2D, conv,    "conv_transpose_2d_p0") \
+    X(COL2IM_1D,         conv,    "col2im_1d") \
+    X(POOL_1D,           pool,    "pool_1d") \
+    X(POOL_2D,           pool,    "pool_2d") \
+    X(UPSCALE,           upscale, "upscale upscale_ext interpolate") \
+    X(WIN_PART,          window,  "win_part") \
+    X(WIN_UNPART,        window,  "win_unpart") \
+    X(GET_REL_POS,       window,  "get_rel_pos") \
+    X(ADD_REL_POS,       window,  "add_rel_pos add_rel_pos_inplace") \
+    X(RWKV_WKV6,         linear_attn, "rwkv_wkv6") \
+    X(GATED_LINEAR_ATTN, linear_attn, "gated_linear_attn") \
+    X(RWKV_WKV7,         linear_attn, "rwkv_wkv7") \
+    X(GATED_DELTA_NET,   delta_net, "gated_delta_net") \
     X(UNARY,             unary,   "unary silu gelu gelu_quick sigmoid exp neg relu tanh softplus abs sgn step elu hardswish hardsigmoid expm1 gelu_erf floor ceil round trunc xielu") \
     X(GLU,               glu,     "glu glu_split swiglu swiglu_split swiglu_swapped geglu geglu_split geglu_swapped reglu reglu_split reglu_swapped geglu_erf geglu_erf_split geglu_erf_swapped geglu_quick geglu_quick_split geglu_quick_swapped swiglu_oai swiglu_clamp") \
     X(DSV4_HC_COMB,      dsv4_hc, "dsv4_hc_comb") \

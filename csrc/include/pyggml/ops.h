@@ -1,7 +1,9 @@
 // All op constructors. One header per op family under pyggml/ops/.
 #pragma once
 #include "pyggml/ops/binary.h"
+#include "pyggml/ops/conv.h"
 #include "pyggml/ops/copy.h"
+#include "pyggml/ops/delta_net.h"
 #include "pyggml/ops/diag.h"
 #include "pyggml/ops/dsv4_hc.h"
 #include "pyggml/ops/fill.h"
@@ -9,10 +11,12 @@
 #include "pyggml/ops/glu.h"
 #include "pyggml/ops/layout.h"
 #include "pyggml/ops/linalg.h"
+#include "pyggml/ops/linear_attn.h"
 #include "pyggml/ops/lightning_indexer.h"
 #include "pyggml/ops/misc.h"
 #include "pyggml/ops/mul_mat.h"
 #include "pyggml/ops/norm.h"
+#include "pyggml/ops/pool.h"
 #include "pyggml/ops/reduce.h"
 #include "pyggml/ops/rope.h"
 #include "pyggml/ops/rows.h"
@@ -21,3 +25,5 @@
 #include "pyggml/ops/sort.h"
 #include "pyggml/ops/ssm.h"
 #include "pyggml/ops/unary.h"
+#include "pyggml/ops/upscale.h"
+#include "pyggml/ops/window.h"
