@@ -375,7 +375,7 @@ void transpose_conv(const ComputeParams& p, Tensor* dst, int64_t KW, int64_t KH,
         for (int64_t ic = 0; ic < IC; ++ic) wx[r * IC + ic] = image_at(x, y, ic, n);
     }
     p.barrier();
-    const seed::Isa isa = seed::isa();
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     const int64_t OW = dst->ne[0], OH = is_1d ? 1 : dst->ne[1];
     // threads own output channels (and images), so their writes never overlap
     split_range(OC * N, p.ith, p.nth, r0, r1);
@@ -388,7 +388,7 @@ void transpose_conv(const ComputeParams& p, Tensor* dst, int64_t KW, int64_t KH,
                 const float* xv = wx + ((n * H + y) * W + x) * IC;
                 for (int64_t ky = 0; ky < KH; ++ky)
                     for (int64_t kx = 0; kx < KW; ++kx) {
-                        const float v = seed::dot(isa, xv, wk + ((oc * KH + ky) * KW + kx) * IC, IC);
+                        const float v = kern.dot(xv, wk + ((oc * KH + ky) * KW + kx) * IC, IC);
                         *out_at(x * stride + kx, y * stride + ky, oc, n) += v;
                     }
             }

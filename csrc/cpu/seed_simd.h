@@ -78,7 +78,15 @@ struct SeedOps {
     // row stride ldk.
     void (*li_block)(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const float* w, int64_t H,
                      int64_t D, float* sc);
+    // sum_i a[i] * b[i] over two packed f32 vectors (dot_scalar below is the reference).
+    float (*dot)(const float* a, const float* b, int64_t n);
 };
+
+inline float dot_scalar(const float* a, const float* b, int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
 
 const SeedOps& seed_scalar();   // simd/seed_scalar.cpp
 const SeedOps& seed_avx2();     // simd/seed_avx2.cpp (the scalar table off x86)

@@ -86,10 +86,25 @@ void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const f
 }
 
 
+float dot(const float* a, const float* b, int64_t n) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+    }
+    for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
+    float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    for (; i < n; ++i) s += a[i] * b[i];
+    return s;
+}
+
 }  // namespace
 
 const SeedOps& seed_avx2() {
-    static const SeedOps k{ssm_update_dot_avx2, nullptr, hc_pre, hc_post, li_block};
+    static const SeedOps k{ssm_update_dot_avx2, nullptr, hc_pre, hc_post, li_block, dot};
     return k;
 }
 

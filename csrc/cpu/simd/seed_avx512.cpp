@@ -110,10 +110,26 @@ void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const f
 }
 
 
+float dot(const float* a, const float* b, int64_t n) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    }
+    s0 = _mm512_add_ps(s0, s1);
+    for (; i < n; i += 16) {  // masked tail
+        const int64_t r = n - i;
+        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
+        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
+    }
+    return _mm512_reduce_add_ps(s0);
+}
+
 }  // namespace
 
 const SeedOps& seed_avx512() {
-    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block};
+    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block, dot};
     return k;
 }
 

@@ -30,7 +30,7 @@ void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const f
 }  // namespace
 
 const SeedOps& seed_scalar() {
-    static const SeedOps k{ssm_update_dot_scalar, nullptr, hc_pre, hc_post, li_block};
+    static const SeedOps k{ssm_update_dot_scalar, nullptr, hc_pre, hc_post, li_block, dot_scalar};
     return k;
 }
 
