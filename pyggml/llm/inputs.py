@@ -8,7 +8,7 @@ re-points the input at the new memory state.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -6,7 +6,6 @@ ne = [n_in, n_out], the GGUF layout.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 import numpy as np
 

@@ -212,3 +212,13 @@ def test_taps_layer_inputs_and_h_nextn(tiny):
     assert_close(ctx.output("layer_inp-0").reshape(9, -1), emb, 1e-12, "layer 0 input = embedding")
     assert ctx.output("layer_inp-2").shape[-1] == cfg["n_embd"]
     assert ctx.output("h_nextn").reshape(9, -1).shape == (9, 4 * cfg["n_embd"])   # all hc streams
+
+
+def test_top_k_4_two_hash_layers_hca_first(tmp_path):
+    kw = dict(seed=2, indexer_top_k=4, compress_ratios=(128, 4, 4, 0), hash_layer_count=2)
+    path = write_tiny_deepseek4(tmp_path / "topk4.gguf", **kw)
+    toks = prompt()
+    ref = forward(config(**kw), load_weights(path), toks)
+    for fa in (False, True):
+        got = f32_ctx(Model.load(path), flash_attn=fa, n_ubatch=37).decode(toks, logits_all=True)
+        assert_close(got, ref, 1e-9, f"topk4 fa={fa}")

@@ -4,7 +4,7 @@ import numpy as np
 import pyggml as gg
 from pyggml.llm.graph import GraphParams
 from pyggml.llm.inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch
-from pyggml.llm.kv_cache import KVCache, KVCacheContext
+from pyggml.llm.kv_cache import KVCache
 from pyggml.llm.memory import NoCacheContext
 
 

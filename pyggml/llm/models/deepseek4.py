@@ -24,7 +24,7 @@ from ..inputs_dsv4 import InpDSV4, hadamard_size
 from ..kv_cache_dsv4 import CSA_RATIO, HCA_RATIO, DSV4Memory
 from ..model import ROPE_TYPE_NORM
 from . import register
-from .llama import get_tensor, layer_weights
+from .llama import layer_weights
 
 TENSORS = {
     "attn_norm": "attn_norm.weight", "attn_sinks": "attn_sinks.weight",
