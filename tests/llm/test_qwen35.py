@@ -121,6 +121,37 @@ def test_rollback_then_other_tokens_and_refusals(model, ref):
     assert max(nmse(w, g) for w, g in zip(want, got)) <= MAX_NMSE
 
 
+@pytest.mark.skipif(not FUSED, reason="gated_delta_net not built")
+@pytest.mark.parametrize("S,Hk,H,T,K", [(16, 2, 4, 5, 3), (8, 1, 3, 2, 4), (16, 4, 4, 7, 1)])
+def test_composite_delta_net_matches_the_op(monkeypatch, S, Hk, H, T, K):
+    """The basic-op fallback the model uses without the op computes what the op does
+    (outputs, then min(T, K) states most recent first; q/k heads tile over v heads)."""
+    from pyggml.llm.models import qwen35
+    rng = np.random.default_rng(S + T)
+    ctx = gg.Context(mem_size=64 << 20)
+
+    def t(shape, f=lambda x: x):
+        x = f(rng.standard_normal(shape)).astype(np.float32)
+        tt = ctx.new_tensor(gg.F32, list(reversed(shape)))
+        tt.numpy()[...] = x
+        return tt
+
+    q, k, v = t((1, T, Hk, S), lambda x: 0.3 * x), t((1, T, Hk, S), lambda x: 0.3 * x), t((1, T, H, S))
+    g, beta = t((1, T, H, 1), lambda x: -np.abs(x)), t((1, T, H, 1), lambda x: 1 / (1 + np.exp(-x)))
+    st = t((1, H, S, S), lambda x: 0.5 * x)
+    op = gg.gated_delta_net(ctx, q, k, v, g, beta, st, K)
+    with monkeypatch.context() as mp:
+        mp.delattr(gg, "gated_delta_net")
+        co = qwen35.gated_delta_net(ctx, q, k, v, g, beta, st, K)
+    gf = gg.Graph(ctx, 8192)
+    gf.build_forward_expand(op)
+    gf.build_forward_expand(co)
+    gf.compute(2)
+    n = S * H * T + min(T, K) * S * S * H
+    o, c = np.asarray(op.numpy()).ravel()[:n], np.asarray(co.numpy()).ravel()[:n]
+    assert nmse(o, c) <= 1e-12
+
+
 @pytest.mark.oracle
 def test_logits_and_greedy_tokens_match_llama_cpp(path):
     llama_cpp = pytest.importorskip("llama_cpp")
