@@ -173,3 +173,25 @@ def test_logits_and_greedy_tokens_match_llama_cpp(path):
     print(f"\n{os.path.basename(str(path))}: max row NMSE {max(errs):.2e} (fused op: {FUSED})")
     assert max(errs) <= 1e-4
     assert toks == ref_toks
+
+
+@pytest.mark.oracle
+def test_rollback_matches_llama_cpp(path):
+    """The same calls on both: decode a prefix, a verify batch of 6, seq_rm the last 2,
+    decode 2 other tokens; every returned row within NMSE 1e-4 of llama.cpp's."""
+    pytest.importorskip("llama_cpp")
+    from llama_cpp_raw import RawLlama
+    try:
+        llm = RawLlama(path, n_rs_seq=3)
+    except RuntimeError as e:
+        pytest.skip(str(e))
+    toks = [int(t) for t in tokens(24, seed=11)]
+    ctx = Context(Model.load(path), n_ctx=256, n_ubatch=64, n_rs_seq=3)
+    pairs = [(llm.decode(toks[:18], True), ctx.decode(toks[:18], logits_all=True)),
+             (llm.decode(toks[18:], True), ctx.decode(toks[18:], logits_all=True))]
+    assert llm.seq_rm(22) is True and ctx.seq_rm(0, 22, -1) is True
+    pairs.append((llm.decode([7, 99], True), ctx.decode([7, 99], logits_all=True)))
+    assert llm.seq_rm(10) is False and ctx.seq_rm(0, 10, -1) is False
+    llm.close()
+    errs = [nmse(r, g) for a, b in pairs for r, g in zip(a, b)]
+    assert max(errs) <= 1e-4, f"max row NMSE {max(errs):.2e}"
