@@ -225,8 +225,11 @@ class Context:
             res.gf.compute(self.n_threads)
             t3 = time.perf_counter()
         except BaseException:
-            # this ubatch's cells hold no valid state: forget them
-            self.memory.seq_rm(int(ub.seq_id[0]), int(ub.pos[0]), -1)
+            # this ubatch's cells hold no valid state: forget them (a recurrent state cannot
+            # drop just this ubatch: then the whole sequence goes)
+            seq = int(ub.seq_id[0])
+            if not self.memory.seq_rm(seq, int(ub.pos[0]), -1):
+                self.memory.seq_rm(seq, -1, -1)
             raise
         self._last = res
         logits = None

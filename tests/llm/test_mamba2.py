@@ -165,6 +165,29 @@ def test_whole_sequence_removal_and_copy(model):
         ctx.seq_cp(0, 1, 2, 5)
 
 
+def test_a_failed_ubatch_forgets_the_sequence(model):
+    from types import SimpleNamespace
+    toks = tokens(10, seed=10)
+    ctx = Context(model, n_ctx=64, n_ubatch=16, n_rs_seq=2)
+    ctx.decode(toks)
+    get = ctx._get_graph
+
+    def failing(params):
+        res = get(params)
+        return SimpleNamespace(set_inputs=res.set_inputs, gf=SimpleNamespace(compute=boom))
+
+    def boom(n_threads):
+        raise RuntimeError("compute failed")
+
+    ctx._get_graph = failing
+    with pytest.raises(RuntimeError, match="compute failed"):
+        ctx.decode([5, 6, 7])
+    ctx._get_graph = get
+    assert ctx.n_past() == 0                           # the state could not be rolled back
+    fresh = Context(model, n_ctx=64, n_ubatch=16, n_rs_seq=2).decode(toks)
+    np.testing.assert_array_equal(ctx.decode(toks), fresh)
+
+
 def test_n_ubatch_must_exceed_the_kept_tail(model):
     with pytest.raises(ValueError, match="n_ubatch=4"):
         Context(model, n_ctx=64, n_ubatch=4, n_rs_seq=4)
