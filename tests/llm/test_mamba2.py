@@ -188,6 +188,21 @@ def test_a_failed_ubatch_forgets_the_sequence(model):
     np.testing.assert_array_equal(ctx.decode(toks), fresh)
 
 
+def test_interleaved_sequences_equal_independent_runs(model):
+    a, b = tokens(14, seed=12), tokens(11, seed=13)
+    ctx = Context(model, n_ctx=64, n_ubatch=16, n_seq_max=3, n_rs_seq=2)
+    got_b = [ctx.decode(b[:6], logits_all=True, seq_id=2)]
+    got_a = [ctx.decode(a[:9], logits_all=True, seq_id=0)]
+    got_b.append(ctx.decode(b[6:], logits_all=True, seq_id=2))
+    assert ctx.seq_rm(0, 8, -1)                        # a rollback on one sequence only
+    got_a.append(ctx.decode(a[8:], logits_all=True, seq_id=0))
+    for toks, got in ((a, np.concatenate([got_a[0][:8], got_a[1]])), (b, np.concatenate(got_b))):
+        alone = Context(model, n_ctx=64, n_ubatch=16, n_rs_seq=2)
+        want = np.concatenate([alone.decode(toks[:8], logits_all=True),
+                               alone.decode(toks[8:], logits_all=True)])
+        assert_same(got, want, SPLIT_REL)
+
+
 def test_n_ubatch_must_exceed_the_kept_tail(model):
     with pytest.raises(ValueError, match="n_ubatch=4"):
         Context(model, n_ctx=64, n_ubatch=4, n_rs_seq=4)

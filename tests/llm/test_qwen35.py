@@ -121,6 +121,20 @@ def test_rollback_then_other_tokens_and_refusals(model, ref):
     assert max(nmse(w, g) for w, g in zip(want, got)) <= MAX_NMSE
 
 
+def test_interleaved_sequences_equal_independent_runs(model, ref):
+    a, b = tokens(12, seed=12), tokens(9, seed=13)
+    ctx = f32_ctx(model, n_ubatch=16, n_seq_max=2, n_rs_seq=2)
+    got_b = [ctx.decode(b[:5], logits_all=True, seq_id=1)]
+    got_a = [ctx.decode(a[:7], logits_all=True, seq_id=0)]
+    got_b.append(ctx.decode(b[5:], logits_all=True, seq_id=1))
+    assert ctx.seq_rm(0, 6, -1)
+    got_a.append(ctx.decode(a[6:], logits_all=True, seq_id=0))
+    for toks, got in ((a, np.concatenate([got_a[0][:6], got_a[1]])), (b, np.concatenate(got_b))):
+        ref.reset()
+        want = ref.forward(toks)
+        assert max(nmse(w, g) for w, g in zip(want, got)) <= MAX_NMSE
+
+
 @pytest.mark.skipif(not FUSED, reason="gated_delta_net not built")
 @pytest.mark.parametrize("S,Hk,H,T,K", [(16, 2, 4, 5, 3), (8, 1, 3, 2, 4), (16, 4, 4, 7, 1)])
 def test_composite_delta_net_matches_the_op(monkeypatch, S, Hk, H, T, K):
