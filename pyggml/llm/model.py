@@ -247,10 +247,12 @@ def _hparams_from_kv(path: str, kv: dict, header: GGUFHeader) -> HParams:
     n_embd = get("embedding_length", required=True)
     n_layer = get("block_count", required=True)
     n_ctx_train = get("context_length", required=True)
-    # attention-free architectures (GGUF converters write head_count 0 or nothing): one
-    # nominal head keeps the generic fields defined; their builders never read them
-    n_head = get("attention.head_count", 0 if arch in _NO_ATTN_ARCHS else None,
-                 required=arch not in _NO_ATTN_ARCHS) or (1 if arch in _NO_ATTN_ARCHS else 0)
+    if arch in _NO_ATTN_ARCHS:
+        # attention-free (converters write head_count 0 or nothing): one nominal head keeps
+        # the generic fields defined; these builders never read them
+        n_head = get("attention.head_count", 0) or 1
+    else:
+        n_head = get("attention.head_count", required=True)
     n_ff = get("feed_forward_length", 0, required=strict)
     if n_embd <= 0 or n_layer <= 0 or n_head <= 0:
         raise err(f"embedding_length={n_embd}, block_count={n_layer}, head_count={n_head} must be positive")

@@ -185,7 +185,7 @@ def gated_delta_net(c, q, k, v, g, beta, state, K: int):
 
 
 def l2_norm(c, x, eps: float):
-    """x / max(||x||, ~sqrt(eps)) over dim 0, as upstream computes it (an RMS norm rescaled)."""
+    """x / sqrt(||x||^2 + eps) over dim 0, as upstream computes it (an RMS norm rescaled)."""
     n = x.ne[0]
     return gg.scale(c, gg.rms_norm(c, x, eps / n), 1.0 / math.sqrt(n))
 
@@ -262,8 +262,7 @@ class Qwen35Graph(GraphContext):
         row_count = (d_conv - 1) * conv_dim
         row_size = gg.row_size(conv_all.type, row_count)
         T = conv_in.ne[0] - (d_conv - 1)
-        n_planes = r.K if r.K > 1 else 1
-        for slot in range(n_planes):
+        for slot in range(r.K):                        # every plane, windows clamped at 0
             start = max(0, T - slot)
             last = gg.view_3d(c, conv_in, d_conv - 1, conv_dim, r.n_seqs, conv_in.nb[1],
                               conv_in.nb[2], start * conv_in.nb[0])
