@@ -121,6 +121,18 @@ def test_rollback_then_other_tokens_and_refusals(model, ref):
     assert max(nmse(w, g) for w, g in zip(want, got)) <= MAX_NMSE
 
 
+def test_graph_reuse_gives_the_same_logits(model):
+    toks = tokens(12, seed=3)
+    out = {}
+    for reuse in (True, False):
+        ctx = Context(model, n_ctx=64, n_ubatch=8, n_rs_seq=2, graph_reuse=reuse)
+        rows = [ctx.decode(toks[:8], logits_all=True)] + [ctx.decode([int(t)]) for t in toks[8:]]
+        out[reuse] = np.concatenate(rows)
+        if reuse:
+            assert ctx.timings["n_graph_reuse"] >= 2
+    np.testing.assert_array_equal(out[True], out[False])
+
+
 def test_interleaved_sequences_equal_independent_runs(model, ref):
     a, b = tokens(12, seed=12), tokens(9, seed=13)
     ctx = f32_ctx(model, n_ubatch=16, n_seq_max=2, n_rs_seq=2)
