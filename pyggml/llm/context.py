@@ -17,7 +17,7 @@ import numpy as np
 import pyggml as gg
 
 from .graph import GraphParams, GraphResult, graph_max_nodes
-from .inputs import UBatch
+from .inputs import UBatch, split_sizes
 from .models import build_graph, builder_for, load_hparams
 from .sampling import greedy
 
@@ -88,6 +88,7 @@ class Context:
         self.samplers = ("greedy",) if backend_sampling else ()
         self.outputs = tuple(outputs)
         self.memory = cls.create_memory(model, hp, cp)
+        split_sizes(0, self.n_ubatch, getattr(self.memory, "keep_tail", 0))  # n_ubatch large enough
         self._graphs: OrderedDict = OrderedDict()
         self._max_nodes = graph_max_nodes(len(model.tensors), self.n_ubatch,
                                           hybrid=cls.HYBRID_NODE_BUDGET)
@@ -187,8 +188,9 @@ class Context:
         out[:] = logits_all
         out[-1] = True
         ubs, wanted = [], []
-        for b0 in range(0, len(tok), self.n_ubatch):
-            b1 = min(b0 + self.n_ubatch, len(tok))
+        b1 = 0
+        for size in split_sizes(len(tok), self.n_ubatch, getattr(self.memory, "keep_tail", 0)):
+            b0, b1 = b1, b1 + size
             flags = out[b0:b1].copy()
             wanted.append(flags.any())
             flags[-1] = True  # a ubatch always has an output row: its shape then matches the
@@ -223,8 +225,11 @@ class Context:
             res.gf.compute(self.n_threads)
             t3 = time.perf_counter()
         except BaseException:
-            # this ubatch's cells hold no valid state: forget them
-            self.memory.seq_rm(int(ub.seq_id[0]), int(ub.pos[0]), -1)
+            # this ubatch's cells hold no valid state: forget them (a recurrent state cannot
+            # drop just this ubatch: then the whole sequence goes)
+            seq = int(ub.seq_id[0])
+            if not self.memory.seq_rm(seq, int(ub.pos[0]), -1):
+                self.memory.seq_rm(seq, -1, -1)
             raise
         self._last = res
         logits = None

@@ -21,6 +21,7 @@ import pyggml as gg
 
 from .inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch
 from .memory import NoCacheContext
+from .memory_recurrent import InpRS, build_rs
 
 
 class NormType(IntEnum):            # llm_norm_type
@@ -248,6 +249,14 @@ class GraphContext:
         mctx = self.mctx if self.mctx is not None else NoCacheContext(self.n_tokens)
         return self.res.add_input(InpAttn(self.ctx0, mctx, self.n_tokens, self.flash_attn,
                                           self.params.causal_attn))
+
+    def build_rs_inp(self):
+        """The recurrent-state input (`s_copy`) of this graph's recurrent or hybrid memory."""
+        return self.res.add_input(InpRS(self.ctx0, self.mctx.recr()))
+
+    def build_rs(self, inp, states_all, state_size: int, get_state_rows=None):
+        """The starting states [state_size, n_seqs] of this ubatch (memory_recurrent.build_rs)."""
+        return build_rs(self, inp, states_all, state_size, get_state_rows)
 
     # the llama.cpp spellings of the same thing
     build_attn_inp_kv = build_attn_inp

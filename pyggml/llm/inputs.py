@@ -50,6 +50,23 @@ class UBatch:
                    seq_id=np.full(n, seq_id, np.int32), output=out, token=tok)
 
 
+def split_sizes(n_tokens: int, n_ubatch: int, keep_tail: int = 0) -> list[int]:
+    """Ubatch lengths for n_tokens of one sequence: n_ubatch each, except that the last
+    `keep_tail` tokens never straddle two ubatches (a ubatch is shortened instead)."""
+    if keep_tail and n_ubatch <= keep_tail:
+        raise ValueError(f"split: n_ubatch={n_ubatch} must exceed the {keep_tail} trailing tokens "
+                         f"that share one ubatch (n_rs_seq + 1)")
+    sizes, i = [], 0
+    while i < n_tokens:
+        take = min(n_ubatch, n_tokens - i)
+        rest = n_tokens - i - take
+        if keep_tail and 0 < rest < keep_tail:
+            take = n_tokens - i - keep_tail
+        sizes.append(take)
+        i += take
+    return sizes
+
+
 def _input(ctx, type, ne, name):
     t = ctx.new_tensor(type, ne)
     t.name = name

@@ -42,6 +42,7 @@ _NO_ROPE_ARCHS = frozenset({"gpt2", "gptj", "mpt", "refact", "bloom", "mamba", "
                             "nemotron-h"})
 
 _LLAMA_FAMILY = frozenset({"llama", "qwen2", "qwen3"})   # archs whose keys we require strictly
+_NO_ATTN_ARCHS = frozenset({"mamba", "mamba2"})
 
 
 def rope_type_for_arch(arch: str) -> int:
@@ -246,7 +247,12 @@ def _hparams_from_kv(path: str, kv: dict, header: GGUFHeader) -> HParams:
     n_embd = get("embedding_length", required=True)
     n_layer = get("block_count", required=True)
     n_ctx_train = get("context_length", required=True)
-    n_head = get("attention.head_count", required=True)
+    if arch in _NO_ATTN_ARCHS:
+        # attention-free (converters write head_count 0 or nothing): one nominal head keeps
+        # the generic fields defined; these builders never read them
+        n_head = get("attention.head_count", 0) or 1
+    else:
+        n_head = get("attention.head_count", required=True)
     n_ff = get("feed_forward_length", 0, required=strict)
     if n_embd <= 0 or n_layer <= 0 or n_head <= 0:
         raise err(f"embedding_length={n_embd}, block_count={n_layer}, head_count={n_head} must be positive")

@@ -53,3 +53,5 @@ def build_graph(model, params, res):
 
 from . import llama  # noqa: E402,F401  (registers llama, qwen2, qwen3)
 from . import deepseek4  # noqa: E402,F401
+from . import mamba2  # noqa: E402,F401
+from . import qwen35  # noqa: E402,F401
