@@ -7,7 +7,6 @@
 // (ggml makes four passes over the whole matrix; the arithmetic per element is the same.)
 // With AVX2 and S % 8 == 0 four rows go together, sharing the loads of k, q and the decay.
 // Snapshot slot j (1 <= j < K) receives a copy after token T-1-j; slots j >= T are zeroed.
-#include <immintrin.h>
 
 #include <cmath>
 #include <cstring>
@@ -15,6 +14,13 @@
 
 #include "cpu/kernels.h"
 #include "cpu/simd/isa.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PG_X86 1
+#else
+#define PG_X86 0  // cpu_isa() is always Scalar here: the AVX2 helpers are stubs never called
+#endif
 
 namespace pyggml::cpu {
 
@@ -41,12 +47,16 @@ inline float update_dot(float* m, float d, const float* k, const float* q, int64
     return s;
 }
 
+#if PG_X86
 PG_DN_AVX2 inline float hsum(__m256 v) {
     __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
     return _mm_cvtss_f32(_mm_add_ss(lo, _mm_movehdup_ps(lo)));
 }
+#else
+#endif
 
+#if PG_X86
 PG_DN_AVX2 inline float decay_dot_avx2(float* m, const float* dvec, float ds, const float* k, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     const __m256 vds = _mm256_set1_ps(ds);
@@ -71,7 +81,11 @@ PG_DN_AVX2 inline float decay_dot_avx2(float* m, const float* dvec, float ds, co
     }
     return s;
 }
+#else
+float decay_dot_avx2(float* m, const float* dvec, float ds, const float* k, int64_t n) { __builtin_trap(); }
+#endif
 
+#if PG_X86
 PG_DN_AVX2 inline float update_dot_avx2(float* m, float d, const float* k, const float* q, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     const __m256 vd = _mm256_set1_ps(d);
@@ -96,9 +110,13 @@ PG_DN_AVX2 inline float update_dot_avx2(float* m, float d, const float* k, const
     }
     return s;
 }
+#else
+float update_dot_avx2(float* m, float d, const float* k, const float* q, int64_t n) { __builtin_trap(); }
+#endif
 
 // Four rows j..j+3 at once (S a multiple of 8): k, q and the decay are loaded once per 8 keys
 // for all four rows, which halves the loads of the single-row passes.
+#if PG_X86
 PG_DN_AVX2 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,
                            const float* v, float beta, float scale, float* out) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -126,6 +144,10 @@ PG_DN_AVX2 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, con
     }
     for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]) * scale;
 }
+#else
+void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,
+                           const float* v, float beta, float scale, float* out) { __builtin_trap(); }
+#endif
 
 }  // namespace
 

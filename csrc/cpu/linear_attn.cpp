@@ -3,12 +3,18 @@
 // for a sequence's first token) and writing the new one into the result's state block, which
 // then holds the final state. Rows of the S x S state are updated with AVX2+FMA when the CPU
 // has it (run-time pick); the plain loops are the reference path.
-#include <immintrin.h>
 
 #include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/simd/isa.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PG_X86 1
+#else
+#define PG_X86 0  // cpu_isa() is always Scalar here: the AVX2 helpers are stubs never called
+#endif
 
 namespace pyggml::cpu {
 
@@ -20,6 +26,7 @@ namespace {
 inline void row_decay_update(float* out, const float* prev, float g, float kk, const float* v, int64_t n) {
     for (int64_t j = 0; j < n; ++j) out[j] = prev[j] * g + kk * v[j];
 }
+#if PG_X86
 PG_LA_AVX2 inline void row_decay_update_avx2(float* out, const float* prev, float g, float kk, const float* v, int64_t n) {
     const __m256 vg = _mm256_set1_ps(g), vk = _mm256_set1_ps(kk);
     int64_t j = 0;
@@ -28,11 +35,15 @@ PG_LA_AVX2 inline void row_decay_update_avx2(float* out, const float* prev, floa
                                                   _mm256_mul_ps(vk, _mm256_loadu_ps(v + j))));
     for (; j < n; ++j) out[j] = prev[j] * g + kk * v[j];
 }
+#else
+void row_decay_update_avx2(float* out, const float* prev, float g, float kk, const float* v, int64_t n) { __builtin_trap(); }
+#endif
 
 // y += s*x
 inline void axpy(float* y, float s, const float* x, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] += s * x[j];
 }
+#if PG_X86
 PG_LA_AVX2 inline void axpy_avx2(float* y, float s, const float* x, int64_t n) {
     const __m256 vs = _mm256_set1_ps(s);
     int64_t j = 0;
@@ -40,11 +51,15 @@ PG_LA_AVX2 inline void axpy_avx2(float* y, float s, const float* x, int64_t n) {
         _mm256_storeu_ps(y + j, _mm256_fmadd_ps(vs, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
     for (; j < n; ++j) y[j] += s * x[j];
 }
+#else
+void axpy_avx2(float* y, float s, const float* x, int64_t n) { __builtin_trap(); }
+#endif
 
 // RWKV-6 output row: y += r * (kk*tf*v + prev)
 inline void wkv6_out(float* y, float r, float kt, const float* v, const float* prev, int64_t n) {
     for (int64_t j = 0; j < n; ++j) y[j] += (kt * v[j] + prev[j]) * r;
 }
+#if PG_X86
 PG_LA_AVX2 inline void wkv6_out_avx2(float* y, float r, float kt, const float* v, const float* prev, int64_t n) {
     const __m256 vr = _mm256_set1_ps(r), vkt = _mm256_set1_ps(kt);
     int64_t j = 0;
@@ -54,17 +69,24 @@ PG_LA_AVX2 inline void wkv6_out_avx2(float* y, float r, float kt, const float* v
     }
     for (; j < n; ++j) y[j] += (kt * v[j] + prev[j]) * r;
 }
+#else
+void wkv6_out_avx2(float* y, float r, float kt, const float* v, const float* prev, int64_t n) { __builtin_trap(); }
+#endif
 
 inline float dot(const float* a, const float* b, int64_t n) {
     float s = 0.0f;
     for (int64_t j = 0; j < n; ++j) s += a[j] * b[j];
     return s;
 }
+#if PG_X86
 PG_LA_AVX2 inline float hsum(__m256 v) {
     __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
     return _mm_cvtss_f32(_mm_add_ss(lo, _mm_movehdup_ps(lo)));
 }
+#else
+#endif
+#if PG_X86
 PG_LA_AVX2 inline float dot_avx2(const float* a, const float* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t j = 0;
@@ -77,6 +99,9 @@ PG_LA_AVX2 inline float dot_avx2(const float* a, const float* b, int64_t n) {
     for (; j < n; ++j) s += a[j] * b[j];
     return s;
 }
+#else
+float dot_avx2(const float* a, const float* b, int64_t n) { __builtin_trap(); }
+#endif
 
 // RWKV-7 row: out = prev*w + vi*k + sa*b, returns out . r
 inline float wkv7_row(float* out, const float* prev, const float* w, float vi, const float* k, float sa,
@@ -88,6 +113,7 @@ inline float wkv7_row(float* out, const float* prev, const float* w, float vi, c
     }
     return y;
 }
+#if PG_X86
 PG_LA_AVX2 inline float wkv7_row_avx2(float* out, const float* prev, const float* w, float vi, const float* k,
                                       float sa, const float* b, const float* r, int64_t n) {
     const __m256 vv = _mm256_set1_ps(vi), vsa = _mm256_set1_ps(sa);
@@ -107,10 +133,15 @@ PG_LA_AVX2 inline float wkv7_row_avx2(float* out, const float* prev, const float
     }
     return y;
 }
+#else
+float wkv7_row_avx2(float* out, const float* prev, const float* w, float vi, const float* k,
+                                      float sa, const float* b, const float* r, int64_t n) { __builtin_trap(); }
+#endif
 
 // GLA / RWKV-6 for one head and token with S % 8 == 0: eight output columns j stay in a
 // register while the rows i stream past (y sums over i in increasing order, as the row path).
 // wkv6 selects RWKV-6 (y from the previous state and tf), else GLA (y from the new state).
+#if PG_X86
 PG_LA_AVX2 void cols8_avx2(bool wkv6, float* cur, const float* prev, const float* decay, const float* k,
                            const float* yw, const float* tf, float scale, const float* v, float* y, int64_t S) {
     for (int64_t j = 0; j < S; j += 8) {
@@ -132,9 +163,14 @@ PG_LA_AVX2 void cols8_avx2(bool wkv6, float* cur, const float* prev, const float
         _mm256_storeu_ps(y + j, acc);
     }
 }
+#else
+void cols8_avx2(bool wkv6, float* cur, const float* prev, const float* decay, const float* k,
+                           const float* yw, const float* tf, float scale, const float* v, float* y, int64_t S) { __builtin_trap(); }
+#endif
 
 // RWKV-7, four state rows i..i+3 at once (S % 8 == 0): a, w, k, b and r are loaded once per
 // eight columns for all four rows.
+#if PG_X86
 PG_LA_AVX2 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float* k, const float* vi,
                                 const float* a, const float* b, const float* r, float* y, int64_t S) {
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -161,6 +197,10 @@ PG_LA_AVX2 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, c
     }
     for (int q = 0; q < 4; ++q) y[q] = hsum(acc[q]);
 }
+#else
+void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float* k, const float* vi,
+                                const float* a, const float* b, const float* r, float* y, int64_t S) { __builtin_trap(); }
+#endif
 
 struct Recurrence {
     int64_t S, H, T, n_seqs, C;

@@ -1,12 +1,11 @@
 // AVX2 dequantization of the newer block types' weight rows for the GEMM path, bit exact with
 // the type table's to_float (the same products and subtractions, in the same order).
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 

@@ -5,13 +5,12 @@
 //     against q8_0, or unsigned levels plus the block min (q4_1, q5_1) against q8_1;
 //   - K-quants: unsigned levels against q8_K; the level offset and the mins are applied once
 //     per block through q8_K's sums of 16 (bsums).
-#include <immintrin.h>
-
 #include <cstring>
 
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
