@@ -290,9 +290,13 @@ namespace {
 void tap_row(float* acc, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
 }
+#if defined(__x86_64__) || defined(__i386__)
 __attribute__((target("avx2,fma"))) void tap_row_avx2(float* acc, float w, const float* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) acc[i] += w * x[i];
 }
+#else
+void tap_row_avx2(float* acc, float w, const float* x, int64_t n) { tap_row(acc, w, x, n); }
+#endif
 }  // namespace
 
 void cpu_forward_CONV_2D_DW(const ComputeParams& p, Tensor* dst) {
