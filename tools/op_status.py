@@ -4,8 +4,9 @@ Usage: PYGGML_BUILD_DIR=build python tools/op_status.py [path/to/ggml/include/gg
 
 ggml's op list is read from its ggml.h (the GGML_OP_* and GGML_UNARY_OP_* enums); what pyggml
 has comes from its op table (gg.op_table(): every op there has a CPU kernel) and, for CUDA,
-from the cuda_forward_<OP> definitions in cuda/*.cu: a body that is only an `unsupported(...)`
-call is "no", a body that calls it on some path is "partial", anything else "yes".
+from cuda/op_list.cu, the explicit list of ops the device runs: a listed op is "yes" (its
+entry's check may still refuse some types or modes, which `Backend.supports_op` reports), an
+op that is not listed is "no".
 """
 import re
 import sys
@@ -48,19 +49,10 @@ def function_bodies(src: str, prefix: str) -> dict:
 
 
 def cuda_status() -> dict:
-    bodies = {}
-    for f in sorted((ROOT / "cuda").glob("*.cu")):
-        bodies.update(function_bodies(f.read_text(), "cuda_forward_"))
-    status = {}
-    for name, body in bodies.items():
-        stmt = [s.strip() for s in body.split(";") if s.strip()]
-        if len(stmt) == 1 and stmt[0].startswith("unsupported("):
-            status[name] = "no"
-        elif "unsupported(" in body:
-            status[name] = "partial"
-        else:
-            status[name] = "yes"
-    return status, "\n".join(f.read_text() for f in (ROOT / "cuda").glob("unary.cu"))
+    src = (ROOT / "cuda" / "op_list.cu").read_text()
+    listed = set(re.findall(r"\{Op::(\w+),\s*\{cuda_forward_", src))
+    status = {name: ("yes" if name in listed else "no") for name, _f, _c in gg.op_table()}
+    return status, src
 
 
 def main():
@@ -81,8 +73,8 @@ def main():
              f"({len(on_cuda)} fully on CUDA); ggml also has {len(groups.get('backward', []))} backward, "
              f"{len(groups.get('training', []))} training and {len(groups.get('custom callback', []))} "
              "custom-callback ops. CPU: the op is in pyggml's op table (every row has a CPU kernel). "
-             "CUDA: yes = a device kernel, partial = some types or modes raise NotImplementedError, "
-             "no = raises NotImplementedError (the graph must run on the CPU).", "",
+             "CUDA: yes = listed in cuda/op_list.cu (some types or modes may still be refused), no = not on "
+             "the device (Graph.compute refuses it before running; compute such graphs on the CPU).", "",
              "| ggml op | pyggml constructors | family | CPU | CUDA |", "|---|---|---|---|---|"]
     for op in ggml_ops:
         if kind_of(op) != "forward" and op not in table:
@@ -103,8 +95,7 @@ def main():
     for u in unary_ops:
         name = u.lower()
         bound = hasattr(gg, name) and hasattr(gg.UnaryOp, u)
-        on_device = (f"case UnaryOp::{u}:" in unary_src and
-                     not re.search(r"UnaryOp::" + u + r"\)\s*unsupported", unary_src))
+        on_device = f"case UnaryOp::{u}:" in unary_src
         cu = ("yes" if on_device else "no") if cuda.get("UNARY") in ("yes", "partial") else "no"
         lines.append(f"| {u} | {'`' + name + '`' if bound else '—'} | {'yes' if bound else '—'} | "
                      f"{cu if bound else '—'} |")
