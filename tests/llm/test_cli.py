@@ -15,6 +15,7 @@ def tiny(tmp_path):
 
 def test_demo_writes_the_model_once_and_generates(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PYGGML_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PYGGML_OFFLINE", "1")    # the tiny fallback (the real model: test_demo.py)
     assert main(["demo", "-n", "4", "-t", "1"]) == 0
     out = capsys.readouterr().out
     assert "wrote demo model" in out and "tokens/s" in out
