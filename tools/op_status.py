@@ -70,7 +70,7 @@ def main():
     have = [o for o in forward if o in table]
     on_cuda = [o for o in have if cuda.get(o) == "yes"]
     lines = [f"pyggml implements {len(have)} of ggml's {len(forward)} forward ops on the CPU "
-             f"({len(on_cuda)} fully on CUDA); ggml also has {len(groups.get('backward', []))} backward, "
+             f"({len(on_cuda)} of them on CUDA); ggml also has {len(groups.get('backward', []))} backward, "
              f"{len(groups.get('training', []))} training and {len(groups.get('custom callback', []))} "
              "custom-callback ops. CPU: the op is in pyggml's op table (every row has a CPU kernel). "
              "CUDA: yes = listed in cuda/op_list.cu (some types or modes may still be refused), no = not on "
