@@ -1,4 +1,4 @@
-// Device-side dequantization of single elements of Q8_0 / Q4_0 rows (spec 1.5 layouts).
+// Device-side dequantization of single elements of Q8_0 / Q4_0 rows.
 #pragma once
 #include "common.cuh"
 

@@ -1,4 +1,4 @@
-// CUDA: ROPE for the NORMAL and NEOX modes with YaRN and freq_factors (spec 4.11).
+// CUDA: ROPE for the NORMAL and NEOX modes with YaRN and freq_factors.
 // Multi-section modes (MROPE, IMROPE, VISION) raise NotImplementedError for now.
 #include <cmath>
 

@@ -1,4 +1,4 @@
-"""numpy references for every op, written for the tests from ../shared/spec/ops.md.
+"""numpy references for every op, written for the tests from the ops' definitions (independent of the C++ kernels).
 
 One module per op family lives in tests/references/; this module re-exports them all, so
 tests do `import reference as ref; ref.rms_norm(x, eps)`. Arrays use numpy order

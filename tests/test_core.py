@@ -204,7 +204,7 @@ def test_graph_order_leafs_names_and_str(tmp_path):
 
 
 def test_execution_follows_insertion_order_for_side_effects():
-    """A write expanded before an unrelated reader runs first (spec 2.2): here an
+    """A write expanded before an unrelated reader runs first: here an
     in-place add into `cache` followed by a node reading a plain view of `cache`."""
     ctx = gg.Context(1 << 20)
     cache = ctx.from_numpy(np.zeros(4, np.float32))

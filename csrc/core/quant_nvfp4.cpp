@@ -1,4 +1,4 @@
-// NVFP4 blocks (spec 1.5): 64 values, four 16-element sub-blocks with UE4M3 scales.
+// NVFP4 blocks: 64 values, four 16-element sub-blocks with UE4M3 scales.
 // Each nibble is an E2M1 code looked up in a doubled table; the sub-block scale is the
 // UE4M3 value halved to compensate.
 #include <cmath>
@@ -14,7 +14,7 @@ namespace {
 // E2M1 values times two; bit 3 of the code is the sign.
 constexpr int8_t kE2M1x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-// Encode a non-negative float as UE4M3 (bias 7), rounding as spec 1.5 describes.
+// Encode a non-negative float as UE4M3 (bias 7), rounding the 3-bit mantissa half up; values above 448 saturate to 0x7E.
 uint8_t fp32_to_ue4m3(float x) {
     if (!(x > 0.0f)) return 0;  // zero, negative and NaN
     if (x > 448.0f) x = 448.0f;

@@ -1,4 +1,4 @@
-// Tensor layout predicates (spec 1.1-1.2) and error-message helpers.
+// Tensor layout predicates and error-message helpers.
 #include "pyggml/tensor.h"
 
 #include "pyggml/error.h"

@@ -1,4 +1,4 @@
-// CPU kernels of DUP/CPY/CONT: a logical-order copy between any two layouts (spec 3.2).
+// CPU kernels of DUP/CPY/CONT: a logical-order copy between any two layouts.
 // The logical element (block) sequence of the source is walked in segments that stay inside
 // one row of both tensors; each segment is one strided conversion (memmove when packed).
 #include <vector>

@@ -1,4 +1,4 @@
-// CPU kernel of FILL (spec 3.1): contiguous destination split across threads.
+// CPU kernel of FILL: contiguous destination split across threads.
 #include "cpu/kernels.h"
 #include "pyggml/error.h"
 

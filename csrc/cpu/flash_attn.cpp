@@ -1,4 +1,4 @@
-// CPU kernel of FLASH_ATTN_EXT (spec 3.3, 3.4, 7): tiled online softmax, F32 accumulation.
+// CPU kernel of FLASH_ATTN_EXT: tiled online softmax, F32 accumulation.
 //
 // Work is split into units: (sequence s, group of query heads sharing one K and one V head,
 // block of consecutive query tokens, KV chunk). A unit holds up to kMaxQ query vectors

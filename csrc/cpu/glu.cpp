@@ -1,4 +1,4 @@
-// CPU kernel of GLU (spec 3.11): rows split across threads, computed in f32 and rounded to
+// CPU kernel of GLU: rows split across threads, computed in f32 and rounded to
 // the storage type. Activations come from unary_math.h (shared with UNARY).
 #include <cmath>
 #include <vector>

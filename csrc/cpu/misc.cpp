@@ -1,4 +1,4 @@
-// CPU kernels of SCALE, CLAMP, ARANGE, TRI (spec 4.6, 4.20, 4.17, 4.19) and TIMESTEP_EMBEDDING.
+// CPU kernels of SCALE, CLAMP, ARANGE, TRI and TIMESTEP_EMBEDDING.
 // SCALE and CLAMP run row by row (any row strides) and tolerate dst aliasing src0.
 #include <cmath>
 #include <vector>

@@ -1,4 +1,4 @@
-// CPU kernels of the 'mul_mat' family (spec 4.7, 4.8).
+// CPU kernels of the 'mul_mat' family.
 //
 // Numerics follow ggml's CPU: b is first converted to the weights' vec_dot_type (f16 / bf16
 // rounding, or q8_0 / q8_1 / q8_K quantization for block weights), products accumulate in f32.

@@ -1,5 +1,5 @@
 // Shared pieces of the MUL_MAT / MUL_MAT_ID drivers: the activation conversion to the weights
-// vec_dot_type (spec 4.7), the nvfp4 scale table and the work counter.
+// vec_dot_type, the nvfp4 scale table and the work counter.
 #pragma once
 #include <atomic>
 #include <new>

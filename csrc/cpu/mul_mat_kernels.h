@@ -54,7 +54,7 @@ void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
 void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
 
-// E2M1 codes doubled (bit 3 = sign), spec 1.5; the nvfp4 scale table holds halved UE4M3 scales.
+// E2M1 codes doubled (bit 3 = sign); the nvfp4 scale table holds halved UE4M3 scales.
 constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;
 
 }  // namespace pyggml::cpu::mm

@@ -1,4 +1,4 @@
-// CPU kernels of NORM, RMS_NORM (spec 4.9, 4.10) and L2_NORM: one row at a time, rows split
+// CPU kernels of NORM, RMS_NORM and L2_NORM: one row at a time, rows split
 // across threads. Packed rows run the SIMD row primitives; rows with nb[0] != 4 (in src or dst) are
 // gathered into per-thread scratch, normalised there and scattered back.
 #include <cmath>

@@ -1,4 +1,4 @@
-// CPU kernel of ROPE (spec 4.11). Rows are split across threads; each thread keeps a cache
+// CPU kernel of ROPE. Rows are split across threads; each thread keeps a cache
 // of the per-pair (cos, sin) of the current token (positions depend on dim 2 only), built
 // with the reference's F32 recurrences (theta *= theta_scale) and YaRN formulas, then rotates
 // the window [n_offs, n_offs + n_dims) of each row with the SIMD row primitives. Elements

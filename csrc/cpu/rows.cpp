@@ -1,4 +1,4 @@
-// CPU kernels of GET_ROWS / SET_ROWS (spec 4.1, 4.2): rows split across threads; every index
+// CPU kernels of GET_ROWS / SET_ROWS: rows split across threads; every index
 // is range-checked before its row is touched (out-of-range indices raise ShapeError).
 #include <sstream>
 

@@ -1,4 +1,4 @@
-// CPU kernel of SOFT_MAX (spec 4.12): per row z = x*scale + slope(head)*mask, then
+// CPU kernel of SOFT_MAX: per row z = x*scale + slope(head)*mask, then
 // exp(z - max) / sum with the sum accumulated in double, optional sink logit per head.
 // The destination row doubles as scratch (element i depends only on x[i] until the final
 // scale), so dst may alias src0.

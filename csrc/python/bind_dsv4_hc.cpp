@@ -1,4 +1,4 @@
-// Python bindings of the DeepSeek-V4 hyper-connection ops (spec 3.5-3.7).
+// Python bindings of the DeepSeek-V4 hyper-connection ops.
 #include "bind_common.h"
 
 namespace pyggml::python {

@@ -1,4 +1,4 @@
-// Python bindings of the 'flash_attn' op family (spec 3.3, 3.4).
+// Python bindings of the 'flash_attn' op family.
 #include "bind_common.h"
 
 namespace pyggml::python {

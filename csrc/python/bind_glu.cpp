@@ -1,4 +1,4 @@
-// Python bindings of the GLU family (spec 3.11).
+// Python bindings of the GLU family.
 #include "bind_common.h"
 
 namespace pyggml::python {

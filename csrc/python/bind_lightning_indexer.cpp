@@ -1,4 +1,4 @@
-// Python bindings of LIGHTNING_INDEXER (spec 3.8).
+// Python bindings of LIGHTNING_INDEXER.
 #include "bind_common.h"
 
 namespace pyggml::python {

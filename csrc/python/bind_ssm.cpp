@@ -1,4 +1,4 @@
-// Python bindings of the Mamba ops SSM_CONV and SSM_SCAN (spec 3.9-3.10).
+// Python bindings of the Mamba ops SSM_CONV and SSM_SCAN.
 #include "bind_common.h"
 
 namespace pyggml::python {

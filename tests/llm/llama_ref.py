@@ -1,4 +1,4 @@
-"""A float64 numpy LLaMA forward written from the spec (graph.md section 4), and a small
+"""A float64 numpy LLaMA forward written from the architecture's definition, and a small
 in-memory model (random weights in a pyggml context) to run pyggml.llm against it.
 
 Weights are numpy arrays shaped (n_out, n_in) as math sees them; as pyggml tensors that is

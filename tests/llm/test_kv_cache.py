@@ -1,5 +1,5 @@
 """KV cache host side: slots, n_kv padding, sequence operations and the KQ mask, checked
-against a direct numpy construction of the rule in spec graph.md 2.5."""
+against a direct numpy construction of the rule in."""
 import numpy as np
 import pytest
 
@@ -23,7 +23,7 @@ def put(kv, pos, seq):
 
 
 def reference_mask(cells_pos, cells_seq, q_pos, q_seq, n_kv, causal=True, n_swa=0, swa_type=SWA_NONE):
-    """Element by element, as the spec writes it."""
+    """Element by element, as the mask rule reads."""
     out = np.full((len(q_pos), n_kv), -np.inf, np.float32)
     for i, (p1, s) in enumerate(zip(q_pos, q_seq)):
         for j in range(n_kv):

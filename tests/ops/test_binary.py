@@ -1,4 +1,4 @@
-"""ADD/SUB/MUL/DIV and their in-place forms (spec 4.5): b tiles into a by modulo."""
+"""ADD/SUB/MUL/DIV and their in-place forms: b tiles into a by modulo."""
 import itertools
 
 import numpy as np

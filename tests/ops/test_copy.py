@@ -1,4 +1,4 @@
-"""dup / dup_inplace / cpy / cast / cont / cont_Nd (spec 3.2, 4.3, 1.7)."""
+"""dup / dup_inplace / cpy / cast / cont / cont_Nd."""
 import itertools
 
 import numpy as np
@@ -64,7 +64,7 @@ def test_cast_f32_to_f16_bit_exact_edges():
     assert r.op == "CPY" and r.type == gg.F16 and r.ne == a.ne
     compute(ctx, r)
     np.testing.assert_array_equal(raw(r), ref.f16_bits(x))
-    # the spot values of spec 1.4 (independent of the reference helper)
+    # the spot values of (independent of the reference helper)
     bits = raw(r)
     assert bits[0] == 0x3C00          # 1 + 2^-11 ties to even -> 1
     assert bits[1] == 0x3C02          # 1 + 3*2^-11 ties to even -> up

@@ -1,4 +1,4 @@
-"""DSV4_HC_COMB / DSV4_HC_PRE / DSV4_HC_POST (spec 3.5-3.7) against float64 references."""
+"""DSV4_HC_COMB / DSV4_HC_PRE / DSV4_HC_POST against float64 references."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""fill / fill_inplace (spec 3.1)."""
+"""fill / fill_inplace."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""FLASH_ATTN_EXT (spec 3.3, 3.4, 6, 7) against the float64 reference of
+"""FLASH_ATTN_EXT against the float64 reference of
 tests/references/flash_attn.py: GQA, dim-3 streams, mask broadcast over heads/streams,
 D_k != D_v, V a view of K, strided cache views and permuted inputs, fully masked rows,
 ALiBi, softcap, sinks, decode/prefill sizes, every K/V type, the SIMD paths, thread counts,

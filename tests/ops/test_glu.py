@@ -1,4 +1,4 @@
-"""GLU family (spec 3.11) against the float64 references in tests/references/glu.py."""
+"""GLU family against the float64 references in tests/references/glu.py."""
 import numpy as np
 import pytest
 
@@ -18,7 +18,7 @@ def _ctx():
 
 def _bound(op, tname):
     b = {"f32": 1e-7, "f16": 1e-6, "bf16": 5e-5}[tname]
-    return max(b, 1e-6) if op == "geglu" else b  # ggml's f16 GELU table (spec 3.11)
+    return max(b, 1e-6) if op == "geglu" else b  # ggml's f16 GELU table
 
 
 def _input(ctx, type_, ne, view, seed, lo=-150.0, hi=150.0):
@@ -127,7 +127,7 @@ def test_swiglu_clamp_exact_points():
 
 
 def test_generic_constructors_leave_limit_zero():
-    """SWIGLU_CLAMP through glu/glu_split gets limit 0: output identically 0 (spec 3.11)."""
+    """SWIGLU_CLAMP through glu/glu_split gets limit 0: output identically 0."""
     ctx = _ctx()
     a, _ = new(ctx, gg.F32, [16, 3], rng=np.random.default_rng(0), lo=-5, hi=5)
     b, _ = new(ctx, gg.F32, [16, 3], rng=np.random.default_rng(1), lo=-5, hi=5)
@@ -149,7 +149,7 @@ def test_sigmoid_overflow_and_reglu_nan():
     s = values(rs).ravel()
     assert np.all(np.isfinite(s[:4]))
     np.testing.assert_allclose(s[:4], [0.0, 2000.0, -150 * 3 / (1 + np.exp(150.0)), 450.0], atol=1e-30)
-    # REGLU with a non-positive gate is 0 even when up is NaN (spec 7.12)
+    # REGLU with a non-positive gate is 0 even when up is NaN
     assert values(rr).ravel()[4] == 0 and values(rr).ravel()[5] == 0
 
 

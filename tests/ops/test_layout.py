@@ -1,5 +1,4 @@
-"""Layout ops: the metadata-only views (spec 1.7) and the copying ops REPEAT, CONCAT, PAD
-(spec 4.21, 4.14, 4.22) against numpy."""
+"""Layout ops: the metadata-only views and the copying ops REPEAT, CONCAT, PAD against numpy."""
 import numpy as np
 import pytest
 

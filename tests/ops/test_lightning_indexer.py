@@ -1,4 +1,4 @@
-"""LIGHTNING_INDEXER (spec 3.8) against a float64 reference (K dequantized as stored)."""
+"""LIGHTNING_INDEXER against a float64 reference (K dequantized as stored)."""
 import numpy as np
 import pytest
 

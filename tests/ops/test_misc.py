@@ -1,4 +1,4 @@
-"""scale / scale_bias / clamp / arange / tri (+ in-place) (spec 4.6, 4.20, 4.17, 4.19)."""
+"""scale / scale_bias / clamp / arange / tri (+ in-place)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""MUL_MAT and MUL_MAT_ID on the CPU backend against the numpy references (spec 4.7, 4.8).
+"""MUL_MAT and MUL_MAT_ID on the CPU backend against the numpy references.
 
 Every result is checked twice: against the exact float64 product of the stored weights (the peer
 bound, NMSE 5e-4) and against the same product with the activations converted as ggml's CPU

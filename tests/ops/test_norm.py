@@ -1,4 +1,4 @@
-"""NORM and RMS_NORM (spec 4.9, 4.10) against the float64 references."""
+"""NORM and RMS_NORM against the float64 references."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""NVFP4 block type (spec 1.5): quantizer/dequantizer against the numpy reference and gguf."""
+"""NVFP4 block type: quantizer/dequantizer against the numpy reference and gguf."""
 import numpy as np
 import pytest
 
@@ -35,7 +35,7 @@ def _check_against_ref(x):
 
 
 def test_scale_decode_all_codes():
-    """Every UE4M3 byte decodes as the spec says (exercised through dequantize)."""
+    """Every UE4M3 byte decodes as the UE4M3 format defines (exercised through dequantize)."""
     for u in range(256):
         blk = np.zeros(36, dtype=np.uint8)
         blk[:4] = u

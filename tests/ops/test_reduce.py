@@ -1,4 +1,4 @@
-"""SUM_ROWS, MEAN (spec 4.15) and CUMSUM (spec 4.18) against numpy."""
+"""SUM_ROWS, MEAN and CUMSUM against numpy."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""ROPE (spec 4.11) against the reference: every mode, partial rotation (tail copied), the
+"""ROPE against the reference: every mode, partial rotation (tail copied), the
 n_offs window, freq_factors, YaRN (incl. n_ctx_orig = 0), large positions, multi-stream
 positions, backward, F16, offset views, in-place, op_params layout, errors."""
 import numpy as np
@@ -160,7 +160,7 @@ def test_multi_unequal_streams(mode, sections):
 
 
 def test_mrope_text_positions_equal_neox():
-    """Equal t/h/w streams, sections[3] == 0: MROPE equals NEOX (graph.md 3.8)."""
+    """Equal t/h/w streams, sections[3] == 0: MROPE equals NEOX."""
     ne2 = 6
     p = np.arange(ne2) * 7 + 3
     pos = np.concatenate([p, p, p, np.zeros(ne2, int)])

@@ -1,4 +1,4 @@
-"""get_rows / set_rows (spec 4.1, 4.2)."""
+"""get_rows / set_rows."""
 import numpy as np
 import pytest
 

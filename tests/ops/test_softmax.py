@@ -1,4 +1,4 @@
-"""SOFT_MAX (spec 4.12) against the float64 reference: masks (F16/F32, broadcast over dims
+"""SOFT_MAX against the float64 reference: masks (F16/F32, broadcast over dims
 2/3, more mask rows than a), scale, ALiBi, sinks, -inf rows, in-place, SIMD paths."""
 import numpy as np
 import pytest
@@ -82,7 +82,7 @@ def test_mask_more_rows_than_a():
 def test_alibi_12_heads(sinks):
     _, got, want, _ = _run([64, 7, 12, 1], [64, 7, 1, 1], gg.F16, 0.125, 8.0, sinks=sinks, seed=12)
     assert_close(got, want, TOL)
-    # slopes differ per head: the reference agrees with the spec formula
+    # slopes differ per head: the reference agrees with the ALiBi slope formula
     s = ref.alibi_slopes(12, 8.0)
     assert np.isclose(s[0], 2 ** -1) and np.isclose(s[7], 2 ** -8) and np.isclose(s[8], 2 ** -0.5)
 

@@ -1,4 +1,4 @@
-"""ARGSORT, ARGSORT_TOP_K and TOP_K (spec 4.16): compared by the values they select."""
+"""ARGSORT, ARGSORT_TOP_K and TOP_K: compared by the values they select."""
 import numpy as np
 import pytest
 

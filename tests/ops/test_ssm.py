@@ -1,4 +1,4 @@
-"""SSM_CONV and SSM_SCAN (spec 3.9-3.10) against float64 references."""
+"""SSM_CONV and SSM_SCAN against float64 references."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,4 @@
-"""UNARY (every named op, + _inplace, and xielu), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU
-(spec 4.13) against float64 references rounded to the storage type."""
+"""UNARY (every named op, + _inplace, and xielu), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU against float64 references rounded to the storage type."""
 import numpy as np
 import pytest
 

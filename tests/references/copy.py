@@ -1,11 +1,11 @@
-"""References of the copy ops (spec 1.4, 1.5, 3.2): bit-level conversions and block
-quantizers written in numpy from the spec."""
+"""References of the copy ops: bit-level conversions and block
+quantizers written in numpy from the block formats."""
 import numpy as np
 
 
 def f16_bits(x):
     """float32 -> IEEE half bits: round to nearest even, overflow to inf, subnormals kept,
-    NaN -> 0x7E00 with the input's sign (spec 1.4)."""
+    NaN -> 0x7E00 with the input's sign."""
     x = np.ascontiguousarray(x, dtype=np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         h = x.astype(np.float16).view(np.uint16).copy()
@@ -72,7 +72,7 @@ def _round_half_away(v):
 
 def quantize_q8_0_np(x, cpu_form=True):
     """Q8_0 block bytes (34 per 32 values). cpu_form: id = 127/amax (the CPU backend's row
-    quantizer behind CPY/SET_ROWS); otherwise id = 1/d (the reference of spec 1.5)."""
+    quantizer behind CPY/SET_ROWS); otherwise id = 1/d (the reference of)."""
     v = np.asarray(x, dtype=np.float32).reshape(-1, 32)
     amax = np.max(np.abs(v), axis=1).astype(np.float32)
     d = (amax / np.float32(127.0)).astype(np.float32)
@@ -96,7 +96,7 @@ def dequantize_q8_0_np(b):
 
 
 def quantize_q4_0_np(x):
-    """Q4_0 reference quantizer of spec 1.5 (18 bytes per 32 values)."""
+    """Q4_0 reference quantizer of (18 bytes per 32 values)."""
     v = np.asarray(x, dtype=np.float32).reshape(-1, 32)
     idx = np.argmax(np.abs(v), axis=1)  # first maximum wins, as the strict '<' scan
     m = v[np.arange(v.shape[0]), idx]
@@ -123,7 +123,7 @@ _NVFP4_LUT = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12],
 
 
 def nvfp4_scale(u):
-    """UE4M3 decode, halved (spec 1.5)."""
+    """UE4M3 decode, halved."""
     u = int(u)
     if u in (0x00, 0x7F):
         return np.float32(0.0)
@@ -153,7 +153,7 @@ def _ue4m3_encode(x):
 
 
 def quantize_nvfp4_np(x):
-    """NVFP4 reference quantizer of spec 1.5 (36 bytes per 64 values)."""
+    """NVFP4 reference quantizer of (36 bytes per 64 values)."""
     v = np.asarray(x, dtype=np.float32).reshape(-1, 64)
     out = np.zeros((v.shape[0], 36), dtype=np.uint8)
     for b in range(v.shape[0]):

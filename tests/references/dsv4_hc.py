@@ -1,4 +1,4 @@
-"""DeepSeek-V4 hyper-connection ops (spec 3.5-3.7), float64, numpy axis order (ne reversed).
+"""DeepSeek-V4 hyper-connection ops, float64, numpy axis order (ne reversed).
 
 Shapes: mixes (T, (2+hc)*hc), scale (>=3,), base ((2+hc)*hc,) -> comb (T, src, dst);
 x (T, hc, n_embd), weights (T, hc), gate like x -> (T, n_embd);

@@ -1,4 +1,4 @@
-"""Reference of FILL (spec 3.1)."""
+"""Reference of FILL."""
 import numpy as np
 
 

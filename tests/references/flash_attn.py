@@ -1,4 +1,4 @@
-"""Reference of FLASH_ATTN_EXT (spec 3.3), float64, written from the spec's pseudocode.
+"""Reference of FLASH_ATTN_EXT, float64, written from the op's definition (online softmax not used).
 
 Arrays are in numpy order (ne reversed):
   q (S, H, N, D_k), k (S, H_kv, KV, D_k), v (S, H_v, KV, D_v), mask (S_m, H_m, >=N, >=KV) or None,
@@ -8,7 +8,7 @@ import numpy as np
 
 
 def fa_alibi_slopes(n_head, max_bias):
-    """slope(h) of spec 3.3 (1 for every head when max_bias == 0)."""
+    """slope(h) of (1 for every head when max_bias == 0)."""
     if max_bias == 0.0:
         return np.ones(n_head)
     n_head_log2 = 2 ** int(np.floor(np.log2(n_head)))

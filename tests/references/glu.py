@@ -1,4 +1,4 @@
-"""References of the GLU family (spec 3.11): out = act(gate) * up, float64."""
+"""References of the GLU family: out = act(gate) * up, float64."""
 import numpy as np
 
 from references.elementwise import gelu_erf as _gelu_erf

@@ -1,5 +1,5 @@
-"""References of the copying layout ops (spec 4.14, 4.21, 4.22) and of ggml's view/permute
-conventions (spec 1.7). Arrays in numpy order (ne3, ne2, ne1, ne0); `dim` in ggml order."""
+"""References of the copying layout ops and of ggml's view/permute
+conventions. Arrays in numpy order (ne3, ne2, ne1, ne0); `dim` in ggml order."""
 import numpy as np
 
 

@@ -1,4 +1,4 @@
-"""LIGHTNING_INDEXER (spec 3.8), float64, numpy axis order.
+"""LIGHTNING_INDEXER, float64, numpy axis order.
 
 q (S, n_batch, n_head, D), k (S, n_kv, 1, D) (already dequantized), weights (S, 1, n_batch, n_head),
 mask (S_m, 1, >= n_batch, n_kv) -> (S, 1, n_batch, n_kv).

@@ -1,4 +1,4 @@
-"""References of SCALE, CLAMP, ARANGE, TRI (spec 4.6, 4.20, 4.17, 4.19)."""
+"""References of SCALE, CLAMP, ARANGE, TRI."""
 import numpy as np
 
 

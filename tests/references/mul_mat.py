@@ -1,4 +1,4 @@
-"""numpy references of MUL_MAT and MUL_MAT_ID (spec 4.7, 4.8), written from the spec.
+"""numpy references of MUL_MAT and MUL_MAT_ID, written from their definitions.
 
 Arrays are in numpy order: a (A3, A2, M, K), b (B3, B2, N, K) -> out (B3, B2, N, M).
 `mul_mat` is the exact float64 product; `act_like_cpu` reproduces what ggml's CPU does to the

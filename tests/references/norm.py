@@ -1,4 +1,4 @@
-"""References of NORM and RMS_NORM (spec 4.9, 4.10), float64, rows along the last numpy axis."""
+"""References of NORM and RMS_NORM, float64, rows along the last numpy axis."""
 import numpy as np
 
 

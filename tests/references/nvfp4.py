@@ -1,4 +1,4 @@
-"""NVFP4 block (de)quantization written from spec 1.5 (scalar numpy, easy to audit).
+"""NVFP4 block (de)quantization written from (scalar numpy, easy to audit).
 
 Block: 4 UE4M3 scale bytes, then 32 bytes of E2M1 nibbles; sub-block s covers elements
 16s..16s+15, byte 8s+j holds element j (low nibble) and j+8 (high nibble).
@@ -20,7 +20,7 @@ def nvfp4_scale(u: int) -> float:
 
 
 def ue4m3_encode(x) -> int:
-    """Non-negative float32 -> UE4M3 code, rounding rules of spec 1.5."""
+    """Non-negative float32 -> UE4M3 code, rounding rules of."""
     x = np.float32(x)
     if not (x > 0):
         return 0

@@ -1,4 +1,4 @@
-"""References of SUM_ROWS, MEAN and CUMSUM (spec 4.15, 4.18), numpy order."""
+"""References of SUM_ROWS, MEAN and CUMSUM, numpy order."""
 import numpy as np
 
 

@@ -1,4 +1,4 @@
-"""Reference of ROPE (spec 4.11). The angles follow the spec's F32 recipe step by step in
+"""Reference of ROPE. The angles follow ggml's F32 recipe step by step in
 float32 (theta_scale**i by repeated F32 multiplication, then /ff, YaRN mix), because at large
 positions the angle's own F32 rounding exceeds the test tolerance; cos/sin and the rotation
 are float64. Arrays in numpy order (ne3, ne2, ne1, ne0)."""

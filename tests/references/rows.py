@@ -1,4 +1,4 @@
-"""References of GET_ROWS / SET_ROWS (spec 4.1, 4.2). Arrays in numpy order (ne3, ne2, ne1, ne0)."""
+"""References of GET_ROWS / SET_ROWS. Arrays in numpy order (ne3, ne2, ne1, ne0)."""
 import numpy as np
 
 

@@ -1,9 +1,9 @@
-"""Reference of SOFT_MAX (spec 4.12), float64. Arrays in numpy order (ne3, ne2, ne1, ne0)."""
+"""Reference of SOFT_MAX, float64. Arrays in numpy order (ne3, ne2, ne1, ne0)."""
 import numpy as np
 
 
 def alibi_slopes(n_head, max_bias):
-    """slope(h) for h < n_head, as FLASH_ATTN_EXT / SOFT_MAX define it (spec 3.3)."""
+    """slope(h) for h < n_head, as FLASH_ATTN_EXT / SOFT_MAX define it."""
     if max_bias <= 0.0:
         return np.ones(n_head)
     n_log2 = 2 ** int(np.floor(np.log2(n_head)))

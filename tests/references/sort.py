@@ -1,4 +1,4 @@
-"""References of ARGSORT and TOP_K (spec 4.16), numpy order; ties compared by value."""
+"""References of ARGSORT and TOP_K, numpy order; ties compared by value."""
 import numpy as np
 
 

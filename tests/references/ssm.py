@@ -1,4 +1,4 @@
-"""SSM_CONV and SSM_SCAN (spec 3.9-3.10), float64, numpy axis order.
+"""SSM_CONV and SSM_SCAN, float64, numpy axis order.
 
 ssm_conv: sx (n_s, d_inner, d_conv-1+n_t), c (d_inner, d_conv) -> (n_s, n_t, d_inner).
 ssm_scan: s (n_slots, n_head, head_dim, d_state), x (n_seqs, n_tokens, n_head, head_dim),

@@ -1,4 +1,4 @@
-// ADD/SUB/MUL/DIV constructors: b tiles into a (spec 1.8 rule 1, 4.5); ADD1 and ADD_ID.
+// ADD/SUB/MUL/DIV constructors: b tiles into a; ADD1 and ADD_ID.
 #include "pyggml/ops/binary.h"
 
 #include "pyggml/error.h"

@@ -1,4 +1,4 @@
-// DUP/CPY/CONT constructors: conversion matrix, element counts, destination layout (spec 3.2).
+// DUP/CPY/CONT constructors: conversion matrix, element counts, destination layout.
 #include "pyggml/ops/copy.h"
 
 #include "pyggml/error.h"

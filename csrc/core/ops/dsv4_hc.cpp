@@ -1,4 +1,4 @@
-// DSV4_HC_COMB / DSV4_HC_PRE / DSV4_HC_POST constructors (spec 3.5-3.7): validation and shape
+// DSV4_HC_COMB / DSV4_HC_PRE / DSV4_HC_POST constructors: validation and shape
 // inference only. Inputs are indexed through their strides, so views are accepted.
 #include "pyggml/ops/dsv4_hc.h"
 

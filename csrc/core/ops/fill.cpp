@@ -1,4 +1,4 @@
-// FILL constructors (spec 3.1): op_params slot 0 = c (f32).
+// FILL constructors: op_params slot 0 = c (f32).
 #include "pyggml/ops/fill.h"
 
 #include "pyggml/error.h"

@@ -1,5 +1,5 @@
 // FLASH_ATTN_EXT constructor and node modifiers: validation and shape inference only
-// (spec 3.3, 3.4). The checks ggml leaves implicit ("not checked but required") are enforced
+//. The checks ggml leaves implicit ("not checked but required") are enforced
 // here too: mask.ne0 >= KV, mask.ne1 >= N, v.ne1 == KV, q.ne2 % v.ne2 == 0.
 #include "pyggml/ops/flash_attn.h"
 

@@ -1,4 +1,4 @@
-// GLU constructors (spec 3.11): validation and shape inference only.
+// GLU constructors: validation and shape inference only.
 #include "pyggml/ops/glu.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Views, reshape, permute, transpose: metadata-only ops (spec 1.7).
+// Views, reshape, permute, transpose: metadata-only ops.
 #include "pyggml/ops/layout.h"
 
 #include <cstdlib>
@@ -162,7 +162,7 @@ Tensor* transpose(Context* ctx, Tensor* a) {
     return r;
 }
 
-// ---- copying layout ops: REPEAT, CONCAT, PAD (spec 4.21, 4.14, 4.22) ----
+// ---- copying layout ops: REPEAT, CONCAT, PAD ----
 
 namespace {
 // Output dims beyond this are rejected before any size arithmetic can overflow.

@@ -1,4 +1,4 @@
-// LIGHTNING_INDEXER constructor (spec 3.8): validation and shape inference only.
+// LIGHTNING_INDEXER constructor: validation and shape inference only.
 #include "pyggml/ops/lightning_indexer.h"
 
 #include "pyggml/error.h"

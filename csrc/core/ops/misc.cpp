@@ -1,4 +1,4 @@
-// SCALE, CLAMP, ARANGE, TRI (spec 4.6, 4.20, 4.17, 4.19) and TIMESTEP_EMBEDDING constructors.
+// SCALE, CLAMP, ARANGE, TRI and TIMESTEP_EMBEDDING constructors.
 #include "pyggml/ops/misc.h"
 
 #include <cmath>

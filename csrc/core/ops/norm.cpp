@@ -1,4 +1,4 @@
-// NORM / RMS_NORM (spec 4.9, 4.10), L2_NORM and GROUP_NORM constructors: validation and shape
+// NORM / RMS_NORM, L2_NORM and GROUP_NORM constructors: validation and shape
 // inference only.
 #include "pyggml/ops/norm.h"
 

@@ -1,4 +1,4 @@
-// SUM_ROWS, MEAN, CUMSUM, SUM, ARGMAX and COUNT_EQUAL constructors (spec 4.15, 4.18). Unlike ggml, a dim 0 that is not
+// SUM_ROWS, MEAN, CUMSUM, SUM, ARGMAX and COUNT_EQUAL constructors. Unlike ggml, a dim 0 that is not
 // packed (e.g. a permute that moves dim 0) is rejected here instead of being misread.
 #include "pyggml/ops/reduce.h"
 

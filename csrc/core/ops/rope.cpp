@@ -1,4 +1,4 @@
-// ROPE constructors (spec 4.11): validation and shape inference only.
+// ROPE constructors: validation and shape inference only.
 #include "pyggml/ops/rope.h"
 
 #include "pyggml/error.h"

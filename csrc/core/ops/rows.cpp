@@ -1,4 +1,4 @@
-// GET_ROWS / SET_ROWS constructors (spec 4.1, 4.2). Index ranges are checked by the kernels.
+// GET_ROWS / SET_ROWS constructors. Index ranges are checked by the kernels.
 #include "pyggml/ops/rows.h"
 
 #include "pyggml/error.h"

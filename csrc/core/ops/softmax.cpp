@@ -1,4 +1,4 @@
-// SOFT_MAX (spec 4.12) and SOFT_MAX_BACK constructors: validation and shape inference only.
+// SOFT_MAX and SOFT_MAX_BACK constructors: validation and shape inference only.
 #include "pyggml/ops/softmax.h"
 
 #include "pyggml/error.h"

@@ -1,4 +1,4 @@
-// ARGSORT and TOP_K constructors (spec 4.16).
+// ARGSORT and TOP_K constructors.
 #include "pyggml/ops/sort.h"
 
 #include <cstdint>

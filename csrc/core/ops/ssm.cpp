@@ -1,4 +1,4 @@
-// SSM_CONV / SSM_SCAN constructors (spec 3.9-3.10): validation and shape inference only.
+// SSM_CONV / SSM_SCAN constructors: validation and shape inference only.
 #include "pyggml/ops/ssm.h"
 
 #include <cstdint>

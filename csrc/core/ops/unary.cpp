@@ -1,4 +1,4 @@
-// UNARY (sub-op in slot 0), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU constructors (spec 4.13).
+// UNARY (sub-op in slot 0), SQR, SQRT, LOG, SIN, COS and LEAKY_RELU constructors.
 #include "pyggml/ops/unary.h"
 
 #include <cmath>

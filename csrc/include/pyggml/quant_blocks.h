@@ -38,7 +38,7 @@ constexpr int8_t kE2M1Doubled[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4,
 
 // mxfp4's E8M0 scale halved (to match the doubled E2M1 values): 2^(e-128), exact.
 float mxfp4_e8m0_to_scale(uint8_t e);
-float nvfp4_ue4m3_to_scale(uint8_t u);  // decoded and halved (spec 1.5)
+float nvfp4_ue4m3_to_scale(uint8_t u);  // decoded and halved
 
 // K-quant 6-bit scale/min pair j (0..7) of q4_K / q5_K.
 inline void kquant_scale_min(int j, const uint8_t* q, uint8_t& d, uint8_t& m) {

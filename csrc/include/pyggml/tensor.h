@@ -1,4 +1,4 @@
-// The tensor model of ggml: ne/nb layout, views, op, op_params, sources (spec 1.1-1.7).
+// The tensor model of ggml: ne/nb layout, views, op, op_params, sources.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -47,7 +47,7 @@ struct Tensor {
     size_t elem_size() const { return type_size(type); }
     size_t row_bytes() const { return row_size(type, ne[0]); }
 
-    // Contiguity predicates, exactly as spec 1.2.
+    // Contiguity predicates, exactly as.
     bool is_contiguous() const;
     bool is_contiguous_1() const;
     bool is_contiguous_2() const;

@@ -42,7 +42,7 @@ size_t row_size(Type t, int64_t ne0);  // requires ne0 % blck_size == 0
 // Every valid type, in id order.
 int valid_types(Type* out);  // out has room for kTypeIdLimit entries; returns the count
 
-// ---- scalar conversions (bit exact, spec 1.4) ----
+// ---- scalar conversions (bit exact) ----
 float fp16_to_fp32(uint16_t h);
 uint16_t fp32_to_fp16(float f);
 inline float bf16_to_fp32(uint16_t h) {

@@ -1,4 +1,4 @@
-// Element-wise binary ops with tiling broadcast of b into a (spec 4.5), ADD1 and ADD_ID.
+// Element-wise binary ops with tiling broadcast of b into a, ADD1 and ADD_ID.
 #pragma once
 #include "pyggml/context.h"
 

@@ -1,4 +1,4 @@
-// DeepSeek-V4 hyper-connection ops (spec 3.5-3.7): stream-mixing matrix with Sinkhorn
+// DeepSeek-V4 hyper-connection ops: stream-mixing matrix with Sinkhorn
 // normalisation, the weighted stream reduction (pre) and the stream expansion (post).
 #pragma once
 #include "pyggml/context.h"

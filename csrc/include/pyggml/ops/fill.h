@@ -1,4 +1,4 @@
-// FILL: every element := c (spec 3.1).
+// FILL: every element := c.
 #pragma once
 #include "pyggml/context.h"
 

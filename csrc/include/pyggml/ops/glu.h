@@ -1,4 +1,4 @@
-// Gated linear units: out = act(gate) * up (spec 3.11). Fused form (gate and up are the two
+// Gated linear units: out = act(gate) * up. Fused form (gate and up are the two
 // halves of each row of a) or split form (gate = a, up = b).
 #pragma once
 #include "pyggml/context.h"

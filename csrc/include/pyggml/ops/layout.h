@@ -1,5 +1,5 @@
 // Layout ops: views, reshape, permute, transpose (metadata only) and the copying layout
-// ops repeat, concat and pad (spec 1.7, 4.14, 4.21, 4.22).
+// ops repeat, concat and pad.
 #pragma once
 #include "pyggml/context.h"
 
@@ -20,13 +20,13 @@ Tensor* permute(Context* ctx, Tensor* a, int axis0, int axis1, int axis2, int ax
 Tensor* transpose(Context* ctx, Tensor* a);
 
 // ---- copying layout ops (new contiguous results) ----
-// Tile a to b's shape (each b.ne[i] a multiple of a.ne[i]); result type = a's (spec 4.21).
+// Tile a to b's shape (each b.ne[i] a multiple of a.ne[i]); result type = a's.
 Tensor* repeat(Context* ctx, Tensor* a, Tensor* b);
 Tensor* repeat_4d(Context* ctx, Tensor* a, int64_t ne0, int64_t ne1, int64_t ne2, int64_t ne3);
-// a and b joined along dim (all other dims equal, same type) (spec 4.14).
+// a and b joined along dim (all other dims equal, same type).
 Tensor* concat(Context* ctx, Tensor* a, Tensor* b, int dim);
 // Zero padding: pad appends p_i zeros at the end of dim i; pad_ext pads lp_i before and rp_i
-// after. The circular forms wrap around instead of writing zeros (spec 4.22).
+// after. The circular forms wrap around instead of writing zeros.
 Tensor* pad(Context* ctx, Tensor* a, int p0, int p1, int p2, int p3);
 Tensor* pad_ext(Context* ctx, Tensor* a, int lp0, int rp0, int lp1, int rp1, int lp2, int rp2,
                 int lp3, int rp3);

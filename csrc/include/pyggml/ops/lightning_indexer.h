@@ -1,4 +1,4 @@
-// LIGHTNING_INDEXER (spec 3.8): DeepSeek sparse-attention indexer scores.
+// LIGHTNING_INDEXER: DeepSeek sparse-attention indexer scores.
 #pragma once
 #include "pyggml/context.h"
 

@@ -1,4 +1,4 @@
-// Reductions: row sums and scans along dim 0 (spec 4.15, 4.18), whole-tensor sum, argmax and
+// Reductions: row sums and scans along dim 0, whole-tensor sum, argmax and
 // count_equal.
 #pragma once
 #include "pyggml/context.h"

@@ -1,4 +1,4 @@
-// Op constructors of the 'rope' family (spec 4.11): shape inference and validation only.
+// Op constructors of the 'rope' family: shape inference and validation only.
 #pragma once
 #include "pyggml/context.h"
 
@@ -11,7 +11,7 @@ constexpr int kRopeMrope = 8;
 constexpr int kRopeVision = 24;
 constexpr int kRopeImrope = 40;
 
-// op_params of a ROPE node, exactly as ggml's (spec 4.11):
+// op_params of a ROPE node, exactly as ggml's:
 //   [0] direction: 0 = forward (ggml's legacy n_past, always 0 there), 1 = backward
 //       (pyggml folds ggml's ROPE_BACK into ROPE: same params, sin negated)
 //   [1] n_dims  [2] mode  [3] 0 (legacy n_ctx)  [4] n_ctx_orig

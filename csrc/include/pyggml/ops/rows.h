@@ -1,4 +1,4 @@
-// Row gather/scatter: GET_ROWS and SET_ROWS (spec 4.1, 4.2).
+// Row gather/scatter: GET_ROWS and SET_ROWS.
 #pragma once
 #include "pyggml/context.h"
 

@@ -1,4 +1,4 @@
-// Op constructors of the 'softmax' family (spec 4.12): shape inference and validation only.
+// Op constructors of the 'softmax' family: shape inference and validation only.
 #pragma once
 #include "pyggml/context.h"
 

@@ -1,4 +1,4 @@
-// Row sorting ops (spec 4.16).
+// Row sorting ops.
 #pragma once
 #include "pyggml/context.h"
 

@@ -1,4 +1,4 @@
-// Mamba ops (spec 3.9-3.10): depth-wise causal convolution and the selective state-space scan.
+// Mamba ops: depth-wise causal convolution and the selective state-space scan.
 #pragma once
 #include "pyggml/context.h"
 

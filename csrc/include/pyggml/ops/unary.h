@@ -1,4 +1,4 @@
-// Unary element-wise ops (UNARY with a sub-op id, plus SQR and SQRT) (spec 4.13).
+// Unary element-wise ops (UNARY with a sub-op id, plus SQR and SQRT).
 #pragma once
 #include "pyggml/context.h"
 
