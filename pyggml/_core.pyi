@@ -142,8 +142,8 @@ class Graph:
         """Add the tensor and everything it depends on (post-order, deduplicated)."""
     def alloc(self: Graph) -> None:
         """Assign storage to tensors that have none (memory planner)."""
-    def compute(self: Graph, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        """Compute every node in order (the GIL is released)."""
+    def compute(self: Graph, n_threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """Compute every node in order (the GIL is released). n_threads: None for one per hardware thread; 1 up to max(16, 4x hardware threads)."""
     @property
     def nodes(self) -> typing.Any: ...
     @property
