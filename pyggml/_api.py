@@ -36,7 +36,10 @@ class Backend:
         if name == "cpu":
             self.kind, self.device = "cpu", -1
         elif name.startswith("cuda"):
-            idx = int(name.split(":", 1)[1]) if ":" in name else 0
+            try:
+                idx = int(name.split(":", 1)[1]) if ":" in name else 0
+            except ValueError:
+                raise ValueError(f"Backend({name!r}): expected 'cuda' or 'cuda:N' with N a device index") from None
             if idx < 0 or idx >= _core.cuda_device_count():
                 why = "this build has no CUDA support" if not _core.cuda_built() else \
                     f"{_core.cuda_device_count()} CUDA device(s) present"

@@ -17,6 +17,8 @@
 // Other parameter types (ints, floats, lists) keep pybind11's own conversion. Code
 // outside def_op (Graph, methods) calls to_context / to_tensor directly.
 #pragma once
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -114,12 +116,21 @@ inline Tensor* to_tensor(py::handle obj, const char* op, const char* arg, bool r
 template <class E>
 E to_enum(py::handle obj, const char* op, const char* arg) {
     py::handle enum_type = py::detail::get_type_handle(typeid(E), false);
-    if (!enum_type || py::isinstance(obj, enum_type)) return obj.cast<E>();  // not a py::enum_: pybind11 converts
+    if (!enum_type || py::isinstance(obj, enum_type)) {  // a member, or an enum pybind11 converts itself
+        try {
+            return obj.cast<E>();
+        } catch (const py::cast_error&) {
+            throw py::type_error(std::string("[") + op + "] " + arg + ": cannot convert " + type_label(obj));
+        }
+    }
     const std::string enum_name = py::str(enum_type.attr("__name__"));
     if (PyLong_Check(obj.ptr())) {
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
-        if (!overflow && v >= INT32_MIN && v <= INT32_MAX) {
+        using U = std::underlying_type_t<E>;
+        const long long lo = std::max<long long>(INT32_MIN, (long long)std::numeric_limits<U>::min());
+        const long long hi = std::min<long long>(INT32_MAX, (long long)std::numeric_limits<U>::max());
+        if (!overflow && v >= lo && v <= hi) {
             if constexpr (std::is_same<E, Type>::value) {
                 if (!type_id_is_valid((int32_t)v))
                     throw py::value_error(std::string("[") + op + "] " + arg + "=" + std::to_string(v) +

@@ -285,6 +285,10 @@ void bind_core(py::module_& m) {
                 throw py::value_error("tensor_from_buffer: the buffer must be 1-D and contiguous (e.g. a uint8 memmap slice)");
             const size_t have = (size_t)info.size * (size_t)info.itemsize;
             if (ne.empty() || ne.size() > 4) throw py::value_error("tensor_from_buffer: ne must have 1..4 dims");
+            for (size_t i = 0; i < ne.size(); ++i)
+                if (ne[i] < 0)
+                    throw py::value_error("tensor_from_buffer: ne[" + std::to_string(i) + "]=" + std::to_string(ne[i]) +
+                                          " must be >= 0");
             int64_t n = blck_size(type) ? ne[0] : 0;
             if (ne[0] % blck_size(type) != 0)
                 throw py::value_error("tensor_from_buffer: ne[0] must be a multiple of the block size");
