@@ -68,10 +68,13 @@ rc=$?
 count() { cat "$REPORTS"/* 2>/dev/null | grep -E "$1" | wc -l; }
 n_asan=$(count "^==[0-9]+==ERROR: AddressSanitizer")
 n_leak=$(count "^==[0-9]+==ERROR: LeakSanitizer")
-# leak reports with a frame in pyggml's own C++ sources (csrc/, cuda/)
-n_own_leak=$(grep -l "ERROR: LeakSanitizer" "$REPORTS"/* 2>/dev/null | xargs -r grep -l "/csrc/\|/cuda/" | wc -l)
+# leak reports with a frame in pyggml's own C++ sources (csrc/, cuda/) or its pybind11 glue
+n_own_leak=$(grep -l "ERROR: LeakSanitizer" "$REPORTS"/* 2>/dev/null | xargs -r grep -l "/csrc/\|/cuda/\|/pybind11/" | wc -l)
 n_ubsan=$(count "runtime error:")
+# processes whose leak scan itself failed (their leaks are unknown)
+n_lsan_fatal=$(count "LeakSanitizer has encountered a fatal error")
 echo "sanitize: pytest exit $rc; AddressSanitizer reports: $n_asan; LeakSanitizer reports: $n_leak" \
      "($n_own_leak with a pyggml frame);" \
-     "UndefinedBehaviorSanitizer reports: $n_ubsan (details in $REPORTS)"
+     "UndefinedBehaviorSanitizer reports: $n_ubsan; leak scans that failed: $n_lsan_fatal" \
+     "(details in $REPORTS)"
 [ "$rc" -eq 0 ] && [ "$n_asan" -eq 0 ] && [ "$n_own_leak" -eq 0 ] && [ "$n_ubsan" -eq 0 ]
