@@ -44,6 +44,7 @@ class UnaryOp:
     EXPM1: typing.ClassVar[UnaryOp]
     SOFTPLUS: typing.ClassVar[UnaryOp]
     GELU_ERF: typing.ClassVar[UnaryOp]
+    XIELU: typing.ClassVar[UnaryOp]
     FLOOR: typing.ClassVar[UnaryOp]
     CEIL: typing.ClassVar[UnaryOp]
     ROUND: typing.ClassVar[UnaryOp]
@@ -158,8 +159,8 @@ class Graph:
         """Add the tensor and everything it depends on (post-order, deduplicated)."""
     def alloc(self: Graph) -> None:
         """Assign storage to tensors that have none (memory planner)."""
-    def compute(self: Graph, n_threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
-        """Compute every node in order on the context's backend (the GIL is released; Ctrl-C raises KeyboardInterrupt between nodes). Raises NotImplementedError before anything runs when a node's op is not supported by the backend."""
+    def compute(self: Graph, n_threads: typing.SupportsInt | typing.SupportsIndex | None = None) -> None:
+        """Compute every node in order on the context's backend (the GIL is released; Ctrl-C raises KeyboardInterrupt between nodes). n_threads: None for one per hardware thread; 1 up to max(16, 4x hardware threads). Raises NotImplementedError before anything runs when a node's op is not supported by the backend."""
     @property
     def nodes(self) -> typing.Any: ...
     @property
@@ -191,8 +192,18 @@ def abs(ctx: Context, a: Tensor) -> Tensor:
     ...
 def abs_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def acc(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Copy of a with b added into the view of a of b's shape, byte strides nb1..nb3 and byte offset (f32)."""
+def acc_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
 def add(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
+def add1(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """a + b for a 1-element b (f32 or a's type); the result has a's type and shape."""
+def add1_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    ...
+def add_id(ctx: Context, a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+    """result[i0, i1, i2] = a[i0, i1, i2] + b[i0, ids[i1, i2]] (a, b f32; ids i32)."""
 def add_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
 def add_rel_pos(ctx: Context, a: Tensor, pw: Tensor, ph: Tensor) -> Tensor:
@@ -201,6 +212,8 @@ def add_rel_pos_inplace(ctx: Context, a: Tensor, pw: Tensor, ph: Tensor) -> Tens
     """add_rel_pos writing into a."""
 def arange(ctx: Context, start: typing.SupportsFloat | typing.SupportsIndex, stop: typing.SupportsFloat | typing.SupportsIndex, step: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     """F32 [ceil((stop - start)/step)] with out[i] = start + step*i."""
+def argmax(ctx: Context, a: Tensor) -> Tensor:
+    """I32 [ne1]: per row of the f32 matrix a, the index of its maximum (last among equals)."""
 def argsort(ctx: Context, a: Tensor, order: SortOrder = ...) -> Tensor:
     """I32 per-row permutation sorting a's rows; order 0 = ascending, 1 = descending."""
 def argsort_top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
@@ -265,6 +278,12 @@ def conv_transpose_1d(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt
     """a f32/f16 [K, OC, IC], b f32 [L, IC] -> f32 [(L-1)*s0 + K, OC]; p0 must be 0 and d0 1 (as in ggml)."""
 def conv_transpose_2d_p0(ctx: Context, a: Tensor, b: Tensor, stride: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """a f32/f16 [KW, KH, OC, IC], b f32 [W, H, IC, N] -> f32 [(W-1)*s + KW, (H-1)*s + KH, OC, N]."""
+def cos(ctx: Context, a: Tensor) -> Tensor:
+    """Cosine (f32 math)."""
+def cos_inplace(ctx: Context, a: Tensor) -> Tensor:
+    ...
+def count_equal(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """I64 [1]: the number of equal elements of the i32 tensors a and b (same shape)."""
 def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
 def cuda_built() -> bool:
@@ -278,6 +297,16 @@ def cumsum(ctx: Context, a: Tensor) -> Tensor:
 def debug_enabled() -> bool:
     ...
 def dequantize(type: Type, data: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8]) -> numpy.ndarray:
+    ...
+def diag(ctx: Context, a: Tensor) -> Tensor:
+    """a [n, 1, ne2, ne3] f32 -> [n, n, ne2, ne3] with a on each matrix's diagonal, 0 elsewhere."""
+def diag_mask_inf(ctx: Context, a: Tensor, n_past: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Causal mask: entries (i0, i1) with i0 > n_past + i1 become -inf (a f32)."""
+def diag_mask_inf_inplace(ctx: Context, a: Tensor, n_past: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def diag_mask_zero(ctx: Context, a: Tensor, n_past: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Causal mask: entries (i0, i1) with i0 > n_past + i1 become 0 (a f32)."""
+def diag_mask_zero_inplace(ctx: Context, a: Tensor, n_past: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
 def div(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
@@ -371,6 +400,10 @@ def glu(ctx: Context, a: Tensor, op: GluOp, swapped: bool = False) -> Tensor:
     """Fused GLU: gate and up are the two halves of each row of a (swapped: up first); output ne0 = a.ne0 // 2."""
 def glu_split(ctx: Context, a: Tensor, b: Tensor, op: GluOp) -> Tensor:
     """Split GLU: gate = a, up = b (same shape and type)."""
+def group_norm(ctx: Context, a: Tensor, n_groups: typing.SupportsInt | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Channels (dim 2) in n_groups groups of ceil(ne2/n_groups); each group of each ne3 slice normalised over (ne0, ne1, its channels): (x - mean)/sqrt(var + eps). a f32, no affine part."""
+def group_norm_inplace(ctx: Context, a: Tensor, n_groups: typing.SupportsInt | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
 def hardsigmoid(ctx: Context, a: Tensor) -> Tensor:
     ...
 def hardsigmoid_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -389,8 +422,18 @@ def is_quantized(arg0: Type) -> bool:
     ...
 def isa(detected: bool = False) -> str:
     """The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best level this CPU runs, ignoring the cap)."""
+def l2_norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Per row (dim 0): x / max(||x||_2, eps); a f32, eps >= 0."""
+def l2_norm_inplace(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
+def leaky_relu(ctx: Context, a: Tensor, negative_slope: typing.SupportsFloat | typing.SupportsIndex, inplace: bool) -> Tensor:
+    """x > 0 ? x : negative_slope*x; inplace=True returns a view of a."""
 def lightning_indexer(ctx: Context, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
     """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16 or a block type, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
+def log(ctx: Context, a: Tensor) -> Tensor:
+    """Natural log (f32 math; log(0) = -inf, log(x<0) = NaN)."""
+def log_inplace(ctx: Context, a: Tensor) -> Tensor:
+    ...
 def mean(ctx: Context, a: Tensor) -> Tensor:
     """Row means: [1, ne1, ne2, ne3] f32."""
 def mul(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
@@ -411,6 +454,8 @@ def norm_inplace(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.Sup
     ...
 def op_table() -> list:
     """The op table: (name, family, constructors) for every op."""
+def out_prod(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
+    """a [m, k, ..], b f32 [n, k, ne2, ne3] -> F32 [m, n, ne2, ne3], result[i, j] = sum_k a[i, k]*b[j, k]; a broadcasts over b's dims 2, 3."""
 def pad(ctx: Context, a: Tensor, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, p3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Append p_i zeros at the end of dim i."""
 def pad_circular(ctx: Context, a: Tensor, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, p3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
@@ -419,6 +464,8 @@ def pad_ext(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.SupportsIn
     """Pad dim i with lp_i zeros before and rp_i zeros after."""
 def pad_ext_circular(ctx: Context, a: Tensor, lp0: typing.SupportsInt | typing.SupportsIndex, rp0: typing.SupportsInt | typing.SupportsIndex, lp1: typing.SupportsInt | typing.SupportsIndex, rp1: typing.SupportsInt | typing.SupportsIndex, lp2: typing.SupportsInt | typing.SupportsIndex, rp2: typing.SupportsInt | typing.SupportsIndex, lp3: typing.SupportsInt | typing.SupportsIndex, rp3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Like pad_ext, but the padding wraps around (out[i] = a[(i - lp) mod a.ne])."""
+def pad_reflect_1d(ctx: Context, a: Tensor, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Reflect-pad dim 0 by p0 before and p1 after, without repeating the edge (f32, p < ne0)."""
 def permute(ctx: Context, a: Tensor, axis0: typing.SupportsInt | typing.SupportsIndex, axis1: typing.SupportsInt | typing.SupportsIndex, axis2: typing.SupportsInt | typing.SupportsIndex, axis3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Source dim k moves to result position axis_k (the inverse of numpy.transpose's axes)."""
 def pool_1d(ctx: Context, a: Tensor, op: typing.SupportsInt | typing.SupportsIndex, k0: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
@@ -455,6 +502,8 @@ def rms_norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.Support
     """Per row (dim 0): x / sqrt(mean(x^2) + eps); a f32, eps >= 0. No weight (use mul)."""
 def rms_norm_inplace(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
+def roll(ctx: Context, a: Tensor, shift0: typing.SupportsInt | typing.SupportsIndex, shift1: typing.SupportsInt | typing.SupportsIndex, shift2: typing.SupportsInt | typing.SupportsIndex, shift3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """numpy.roll in each dim: out[i] = a[(i - shift) mod ne], |shift_i| < ne_i."""
 def rope(ctx: Context, a: Tensor, b: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Rotary embedding with base 10000, no scaling. a [head_dim, heads, tokens, ne3] f32/f16; b i32 positions [tokens] (4*tokens for multi modes)."""
 def rope_ext(ctx: Context, a: Tensor, b: Tensor, c: Tensor, n_dims: typing.SupportsInt | typing.SupportsIndex, mode: typing.SupportsInt | typing.SupportsIndex, n_ctx_orig: typing.SupportsInt | typing.SupportsIndex, freq_base: typing.SupportsFloat | typing.SupportsIndex, freq_scale: typing.SupportsFloat | typing.SupportsIndex, ext_factor: typing.SupportsFloat | typing.SupportsIndex, attn_factor: typing.SupportsFloat | typing.SupportsIndex, beta_fast: typing.SupportsFloat | typing.SupportsIndex, beta_slow: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
@@ -491,8 +540,20 @@ def scale_bias_inplace(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing
     ...
 def scale_inplace(ctx: Context, a: Tensor, s: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
     ...
+def set(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """Copy of a with b written into the view of a of b's shape, byte strides nb1..nb3 and byte offset (f32 or i32)."""
+def set_1d(ctx: Context, a: Tensor, b: Tensor, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """set() with a's own strides: b written at byte offset."""
+def set_1d_inplace(ctx: Context, a: Tensor, b: Tensor, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
+def set_2d(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """set() with row stride nb1 and a's own nb2, nb3."""
+def set_2d_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
 def set_debug(on: bool) -> None:
     """Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise."""
+def set_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    ...
 def set_isa(level: str) -> str:
     """Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`."""
 def set_rows(ctx: Context, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
@@ -509,12 +570,20 @@ def silu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def silu_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def sin(ctx: Context, a: Tensor) -> Tensor:
+    """Sine (f32 math)."""
+def sin_inplace(ctx: Context, a: Tensor) -> Tensor:
+    ...
 def soft_max(ctx: Context, a: Tensor) -> Tensor:
     """Softmax over dim 0; a f32, contiguous."""
 def soft_max_add_sinks(node: Tensor, sinks: Tensor) -> None:
     """Sets the per-head sink logits (f32 [a.ne2], src[2]) of a SOFT_MAX node; None clears them."""
 def soft_max_ext(ctx: Context, a: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
     """softmax(a*scale + slope(head)*mask) over dim 0. mask: None or f16/f32 [a.ne0, >= a.ne1, divides a.ne2, divides a.ne3] (modulo broadcast over dims 2/3); max_bias > 0 enables ALiBi slopes (needs a mask). A fully -inf row gives NaN unless sinks are set."""
+def soft_max_ext_back(ctx: Context, dy: Tensor, y: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex, max_bias: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """Gradient of soft_max_ext: per row scale * y * (dy - dot(y, dy)); y is the softmax output. max_bias must be 0."""
+def soft_max_ext_back_inplace(ctx: Context, dy: Tensor, y: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex, max_bias: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    ...
 def soft_max_ext_inplace(ctx: Context, a: Tensor, mask: Tensor, scale: typing.SupportsFloat | typing.SupportsIndex = 1.0, max_bias: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> Tensor:
     ...
 def soft_max_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -523,6 +592,8 @@ def softplus(ctx: Context, a: Tensor) -> Tensor:
     ...
 def softplus_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def solve_tri(ctx: Context, a: Tensor, b: Tensor, left: bool, lower: bool, uni: bool) -> Tensor:
+    """Solve A X = B per batch for lower-triangular a f32 [n, n, ..] and b f32 [k, n, ..]; only left=True, lower=True, uni=False."""
 def sqr(ctx: Context, a: Tensor) -> Tensor:
     ...
 def sqr_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -543,6 +614,8 @@ def sub(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def sub_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def sum(ctx: Context, a: Tensor) -> Tensor:
+    """Sum of every element: [1], a's type (accumulated in double, rounded once)."""
 def sum_rows(ctx: Context, a: Tensor) -> Tensor:
     """Row sums: [1, ne1, ne2, ne3], a's type (accumulated in double)."""
 def swiglu(ctx: Context, a: Tensor) -> Tensor:
@@ -559,6 +632,8 @@ def tanh(ctx: Context, a: Tensor) -> Tensor:
     ...
 def tanh_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def timestep_embedding(ctx: Context, timesteps: Tensor, dim: typing.SupportsInt | typing.SupportsIndex, max_period: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
+    """F32 [dim, N]: cos(t*f_j) then sin(t*f_j), f_j = exp(-ln(max_period)*j/(dim/2)); odd dim ends in 0."""
 def top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """I32 [k, ne1, ne2, ne3]: indices of the k largest values per row (order unspecified upstream; pyggml gives them in descending order)."""
 def transpose(ctx: Context, a: Tensor) -> Tensor:
@@ -597,3 +672,5 @@ def win_part(ctx: Context, a: Tensor, w: typing.SupportsInt | typing.SupportsInd
     """a f32 [C, W, H] -> [C, w, w, npx*npy]: window py*npx + px holds a[:, px*w + x, py*w + y], zero padded to multiples of w."""
 def win_unpart(ctx: Context, a: Tensor, w0: typing.SupportsInt | typing.SupportsIndex, h0: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Inverse of win_part: a f32 [C, w, w, n_windows] -> [C, w0, h0] (padding cropped)."""
+def xielu(ctx: Context, a: Tensor, alpha_n: typing.SupportsFloat | typing.SupportsIndex, alpha_p: typing.SupportsFloat | typing.SupportsIndex, beta: typing.SupportsFloat | typing.SupportsIndex, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
+    """xIELU: an = beta + softplus(alpha_n), ap = softplus(alpha_p); x > 0 ? ap*x*x + beta*x : (expm1(min(x, eps)) - x)*an + beta*x."""

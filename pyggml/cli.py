@@ -1,4 +1,8 @@
-"""The pyggml command line: demo | run | chat | info | graph."""
+"""The pyggml command line: demo | run | chat | info | graph.
+
+Every user error is one line on stderr, ``pyggml <command>: <what is wrong and what to do>``,
+with exit status 2 for a bad command line and 1 for a failure while running; never a traceback
+(set PYGGML_TRACEBACK=1 to see one for an unexpected error)."""
 from __future__ import annotations
 
 import argparse
@@ -7,18 +11,45 @@ import os
 import sys
 import time
 
+EXIT_RUNTIME, EXIT_USAGE = 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command and pointing at --help."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _int_at_least(lo: int):
+    def parse(s: str) -> int:
+        try:
+            v = int(s)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
+        return v
+    parse.__name__ = f"integer >= {lo}"
+    return parse
+
+
+class UsageError(Exception):
+    """A bad combination of command-line arguments (exit status 2)."""
+
 
 def _tokens(s: str) -> list[int]:
     try:
-        return [int(x) for x in s.replace(" ", "").split(",") if x]
+        ids = [int(x) for x in s.replace(" ", "").split(",") if x]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--tokens takes comma-separated integer ids, got {s!r}") from None
+        raise argparse.ArgumentTypeError(f"takes comma-separated integer ids, got {s!r}") from None
+    if not ids:
+        raise argparse.ArgumentTypeError("needs at least one token id, e.g. --tokens 1,2,3")
+    return ids
 
 
 def _load(path):
     from .llm import Model
-    if not os.path.exists(path):
-        raise SystemExit(f"pyggml: no such file: {path}")
     # the loading bar (large files) only where a person watches; pipes get no bar lines
     return Model.load(path, progress=None if sys.stderr.isatty() else False)
 
@@ -104,10 +135,10 @@ def cmd_run(a) -> int:
     from .demo import piece
     if a.prompt is not None:
         if a.tokens is not None:
-            raise SystemExit("pyggml run: give either -p/--prompt or --tokens, not both")
+            raise UsageError("give either -p/--prompt or --tokens, not both")
         return _run_text(a)
     if a.tokens is None:
-        raise SystemExit("pyggml run: give a prompt: -p TEXT, or --tokens IDS")
+        raise UsageError("give a prompt: -p TEXT, or --tokens IDS")
     model = _load(a.model)
     ctx = _context(a, model, len(a.tokens) + a.n)
     sampler = _sampler(a)
@@ -218,18 +249,31 @@ def cmd_info(a) -> int:
     import pyggml as gg
     model = _load(a.model)
     hp = model.hparams
+    tensors = [{"name": name, "type": gg.type_name(t.type), "ne": t.ne[:max(1, t.n_dims)]}
+               for name, t in model.tensors.items()]
+    n_params = sum(t.nelements for t in model.tensors.values())
+    n_vocab = len(model.vocab) if model.vocab else 0
+    if a.json:
+        print(json.dumps({"file": a.model, "size_bytes": os.path.getsize(a.model),
+                          "hparams": vars(hp), "n_parameters": n_params, "vocab_size": n_vocab,
+                          "tensors": tensors}, default=str))
+        return 0
     print(f"file        {a.model} ({os.path.getsize(a.model) / 2**20:.1f} MiB)")
     for k, v in vars(hp).items():
         print(f"{k:<20s}{v}")
-    types = collections.Counter(gg.type_name(t.type) for t in model.tensors.values())
-    n_params = sum(t.nelements for t in model.tensors.values())
-    print(f"{'tensors':<20s}{len(model.tensors)} ({', '.join(f'{k}: {v}' for k, v in sorted(types.items()))})")
+    types = collections.Counter(t["type"] for t in tensors)
+    print(f"{'tensors':<20s}{len(tensors)} ({', '.join(f'{k}: {v}' for k, v in sorted(types.items()))})")
     print(f"{'parameters':<20s}{n_params:,}")
-    print(f"{'vocab':<20s}{len(model.vocab) if model.vocab else 'none'}")
+    print(f"{'vocab':<20s}{n_vocab or 'none'}")
+    width = max((len(t["name"]) for t in tensors), default=4)
+    print(f"\n  {'name':<{width}s}  {'type':<6s}  ne")
+    for t in tensors:
+        print(f"  {t['name']:<{width}s}  {t['type']:<6s}  {t['ne']}")
     return 0
 
 
 def cmd_graph(a) -> int:
+    import pyggml as gg
     from .llm.graph import GraphParams, GraphResult, graph_max_nodes
     from .llm.inputs import UBatch
     from .llm.kv_cache import KVCache
@@ -237,7 +281,7 @@ def cmd_graph(a) -> int:
     model = _load(a.model)
     hp = model.hparams
     fa = not a.no_flash_attn
-    kv = KVCache.for_model(hp, 256, v_trans=not fa)
+    kv = KVCache.for_model(hp, max(256, -(-a.n_tokens // 256) * 256), v_trans=not fa)
     ub = UBatch.from_tokens([0] * a.n_tokens)
     slot = kv.find_slot(ub)
     kv.apply_ubatch(slot, ub)
@@ -248,68 +292,122 @@ def cmd_graph(a) -> int:
     if a.dot:
         gf.to_dot(a.dot)
         print(f"wrote {a.dot}: {gf.n_nodes} nodes, {len(gf.leafs)} leafs")
+    elif a.json:
+        def row(t):
+            return {"name": t.name, "op": t.op, "type": gg.type_name(t.type), "ne": t.ne}
+        print(json.dumps({"n_nodes": gf.n_nodes, "n_leafs": len(gf.leafs),
+                          "nodes": [row(n) for n in gf.nodes], "leafs": [row(t) for t in gf.leafs]}))
     else:
         print(gf)
     return 0
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="pyggml", description="pyggml: ggml's tensor model in C++, "
-                                "and a llama.cpp-style LLM runtime in Python")
-    sub = p.add_subparsers(dest="cmd", required=True)
+def _parser() -> argparse.ArgumentParser:
+    from . import __version__
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    p = _Parser(prog="pyggml", formatter_class=fmt,
+                description="pyggml: ggml's tensor model in C++, and a llama.cpp-style LLM runtime in Python")
+    p.add_argument("--version", action="version", version=f"pyggml {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{demo,run,chat,info,graph}",
+                           parser_class=_Parser)
 
     def common(sp):
-        sp.add_argument("-t", "--threads", type=int, default=min(4, os.cpu_count() or 1))
+        sp.add_argument("-t", "--threads", type=_int_at_least(1), default=min(4, os.cpu_count() or 1),
+                        help="CPU threads")
         sp.add_argument("--no-flash-attn", action="store_true", help="use mul_mat + soft_max attention")
 
     def sampling(sp):
-        sp.add_argument("-c", "--ctx-size", type=int, default=0, help="context size (default: fit)")
+        sp.add_argument("-c", "--ctx-size", type=_int_at_least(0), default=0,
+                        help="context length; 0 = fit the prompt (at least 256, at most n_ctx_train)")
         sp.add_argument("--temp", type=float, default=0.0, help="temperature; 0 = greedy")
-        sp.add_argument("--top-k", type=int, default=40)
-        sp.add_argument("--top-p", type=float, default=0.95)
-        sp.add_argument("--min-p", type=float, default=0.05)
+        sp.add_argument("--top-k", type=int, default=40, help="top-k sampling (with --temp > 0)")
+        sp.add_argument("--top-p", type=float, default=0.95, help="top-p sampling (with --temp > 0)")
+        sp.add_argument("--min-p", type=float, default=0.05, help="min-p sampling (with --temp > 0)")
         sp.add_argument("--repeat-penalty", type=float, default=1.0, help="1 = off")
-        sp.add_argument("--repeat-last-n", type=int, default=64, help="ids the penalty looks at")
-        sp.add_argument("--seed", type=int, default=None)
+        sp.add_argument("--repeat-last-n", type=_int_at_least(0), default=64, help="ids the penalty looks at")
+        sp.add_argument("--seed", type=int, default=None, help="sampling seed; none = random")
 
-    d = sub.add_parser("demo", help="answer a question with SmolLM2-135M (fetched on first use; "
-                       "a tiny random model when offline)")
-    d.add_argument("--layer", action="store_true", help="build and profile one LLaMA-style layer")
+    d = sub.add_parser("demo", formatter_class=fmt,
+                       help="answer a question with SmolLM2-135M (fetched on first use; a tiny random model when offline)",
+                       description="Answer a fixed question with SmolLM2-135M-Instruct, fetched once into "
+                                   "$PYGGML_CACHE (default ~/.cache/pyggml); offline, a tiny random LLaMA.")
+    d.add_argument("--layer", action="store_true", help="build and profile one LLaMA-style layer instead")
     d.add_argument("--tiny", action="store_true", help="use the tiny random-weight model")
-    d.add_argument("-n", type=int, default=64, help="tokens to generate")
+    d.add_argument("-n", type=_int_at_least(1), default=64, help="tokens to generate")
     common(d)
 
-    r = sub.add_parser("run", help="continue a text prompt (-p) or token ids (--tokens) with a GGUF model")
-    r.add_argument("model")
+    r = sub.add_parser("run", formatter_class=fmt,
+                       help="continue a text prompt (-p) or token ids (--tokens) with a GGUF model",
+                       description="Continue a text prompt (-p) or token ids (--tokens) with a GGUF model.")
+    r.add_argument("model", help="path of a .gguf file")
     r.add_argument("-p", "--prompt", default=None, help="prompt text (special tokens are parsed)")
     r.add_argument("--tokens", type=_tokens, default=None, help="prompt ids, e.g. 1,2,3")
-    r.add_argument("-n", type=int, default=32)
+    r.add_argument("-n", type=_int_at_least(1), default=32, help="tokens to generate")
     r.add_argument("--json", action="store_true",
                    help='print {"text", "tokens", "timings"} (-p) or {"tokens", "timings"} (--tokens)')
     r.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-generation tokens")
     sampling(r)
     common(r)
 
-    ch = sub.add_parser("chat", help="chat with a GGUF model on stdin, using its chat template")
-    ch.add_argument("model")
+    ch = sub.add_parser("chat", formatter_class=fmt, help="chat with a GGUF model on stdin, using its chat template",
+                        description="Chat with a GGUF model on stdin, using its chat template.")
+    ch.add_argument("model", help="path of a .gguf file")
     ch.add_argument("--system", default=None, help="system message")
-    ch.add_argument("-n", type=int, default=256, help="most tokens per reply")
+    ch.add_argument("-n", type=_int_at_least(1), default=256, help="most tokens per reply")
     sampling(ch)
     common(ch)
 
-    i = sub.add_parser("info", help="hyperparameters and tensors of a GGUF model")
-    i.add_argument("model")
+    i = sub.add_parser("info", formatter_class=fmt, help="hyperparameters and tensors of a GGUF model",
+                       description="Hyperparameters and tensors (name, type, ne) of a GGUF model.")
+    i.add_argument("model", help="path of a .gguf file")
+    i.add_argument("--json", action="store_true", help="print one JSON object")
 
-    g = sub.add_parser("graph", help="print a model's graph or write it as Graphviz dot")
-    g.add_argument("model")
-    g.add_argument("--dot", help="output .dot path")
-    g.add_argument("--n-tokens", type=int, default=8)
+    g = sub.add_parser("graph", formatter_class=fmt, help="print a model's graph or write it as Graphviz dot",
+                       description="Build a model's forward graph for a batch of tokens and print it.")
+    g.add_argument("model", help="path of a .gguf file")
+    g.add_argument("--dot", help="write Graphviz dot to this path instead of printing")
+    g.add_argument("--json", action="store_true", help="print the nodes and leafs as JSON")
+    g.add_argument("--n-tokens", type=_int_at_least(1), default=8, help="tokens in the batch")
     common(g)
+    return p
 
+
+def _describe(e: BaseException) -> str:
+    """One line saying what went wrong (and, where known, what to do)."""
+    if isinstance(e, FileNotFoundError):
+        return f"no such file: {e.filename}" if e.filename else str(e)
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    text = " ".join(str(e).split()) or type(e).__name__
+    if isinstance(e, MemoryError):
+        return f"out of memory: {text} (try a smaller model, --ctx-size or --n-tokens)"
+    return text
+
+
+def main(argv=None) -> int:
+    p = _parser()
     a = p.parse_args(argv)
+    prog = f"pyggml {a.cmd}"
     try:
         return {"demo": cmd_demo, "run": cmd_run, "chat": cmd_chat, "info": cmd_info,
                 "graph": cmd_graph}[a.cmd](a)
+    except UsageError as e:
+        print(f"{prog}: {e} (see {prog} --help)", file=sys.stderr)
+        return EXIT_USAGE
     except BrokenPipeError:  # e.g. `pyggml info model.gguf | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, NotImplementedError, OSError, MemoryError, RuntimeError) as e:
+        if os.environ.get("PYGGML_TRACEBACK"):
+            raise
+        print(f"{prog}: {_describe(e)}", file=sys.stderr)
+        return EXIT_RUNTIME
+    except Exception as e:  # a bug: still one line, with how to get the details
+        if os.environ.get("PYGGML_TRACEBACK"):
+            raise
+        print(f"{prog}: internal error ({type(e).__name__}: {_describe(e)}); rerun with "
+              f"PYGGML_TRACEBACK=1 for the traceback and please report it", file=sys.stderr)
+        return EXIT_RUNTIME

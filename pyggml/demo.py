@@ -37,17 +37,40 @@ def cache_dir() -> str:
     return os.environ.get("PYGGML_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "pyggml")
 
 
-def demo_model_path() -> str:
-    """The demo GGUF, written on first use (no network needed)."""
+class DemoCacheError(OSError):
+    """The demo model cannot be written into the cache folder."""
+
+
+def demo_model_path(rewrite: bool = False) -> str:
+    """The demo GGUF, written on first use (no network needed), or again with `rewrite`."""
     from .llm.tiny import write_tiny_llama
     path = os.path.join(cache_dir(), DEMO_FILE)
-    if not os.path.exists(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+    if rewrite or not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.tmp"
-        write_tiny_llama(tmp, **DEMO_MODEL)
-        os.replace(tmp, path)  # atomic: an interrupted write leaves no broken cache entry
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_tiny_llama(tmp, **DEMO_MODEL)
+            os.replace(tmp, path)  # atomic: an interrupted write leaves no broken cache entry
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise DemoCacheError(f"cannot write the demo model into {os.path.dirname(path)} "
+                                 f"({e.strerror or e}); set PYGGML_CACHE to a writable folder") from None
         print(f"wrote demo model {path}")
     return path
+
+
+def load_demo_model():
+    """(path, Model) of the demo GGUF; a damaged cached copy is written again."""
+    from .llm import Model
+    from .llm.gguf_check import GGUFError
+    path = demo_model_path()
+    try:
+        return path, Model.load(path)
+    except GGUFError as e:
+        print(f"the cached demo model is damaged ({str(e).replace(path + ': ', '')}); writing it again")
+    path = demo_model_path(rewrite=True)
+    return path, Model.load(path)
 
 
 def piece(vocab, tok: int) -> str:
@@ -158,9 +181,8 @@ def run_chat_demo(path: str, question: str, n: int = 64, n_threads: int = 2, fla
 
 
 def run_generate_demo(n: int = 32, n_threads: int = 2, flash_attn: bool = True) -> dict:
-    from .llm import Context, Model
-    path = demo_model_path()
-    model = Model.load(path)
+    from .llm import Context
+    path, model = load_demo_model()
     prompt_text = "Hello, pyggml!"
     prompt = [1] + [3 + b for b in prompt_text.encode()]    # BOS + byte tokens of the tiny vocab
     ctx = Context(model, n_ctx=256, n_threads=n_threads, flash_attn=flash_attn)

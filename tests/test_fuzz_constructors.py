@@ -179,3 +179,58 @@ def test_every_table_constructor_is_fuzzed():
     names = _constructors()
     for _op, _family, ctors in gg.op_table():
         assert set(ctors.split()) <= set(names)
+
+
+# ---- None and foreign objects in every argument position -----------------------------------
+def _baseline(kind, ctx):
+    """A plausible argument of this kind (so that only the replaced position is wrong)."""
+    if kind == "ctx":
+        return ctx
+    if kind == "tensor":
+        return ctx.from_numpy(np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4))
+    return {"int": 1, "float": 1.0, "bool": False, "type": gg.F32, "list": [1, 1, 1, 1]}[kind]
+
+
+def _foreign(ctx, other_ctx):
+    return {"None": None, "ndarray": np.zeros(4, np.float32), "int": 3, "str": "x",
+            "object": object(), "context": ctx, "list": [1.0, 2.0],
+            "other_context_tensor": other_ctx.from_numpy(np.ones((4, 4), np.float32))}
+
+
+@pytest.mark.parametrize("name", _constructors())
+def test_none_and_foreign_objects_in_every_position(name):
+    """Every argument position of every constructor, given None or an object of the wrong
+    kind, either works (e.g. None for an optional tensor, an int for a float) or raises
+    TypeError/ValueError/NotImplementedError; a non-tensor where a tensor is expected, or a
+    non-context as the context, raises TypeError naming the op and the argument."""
+    if not hasattr(gg, name):
+        pytest.skip(f"{name} is not bound yet")
+    fn = getattr(gg, name)
+    ctx, other_ctx = gg.Context(mem_size=1 << 20), gg.Context(mem_size=1 << 20)
+    for sig in _signatures(name, fn):
+        kinds = [_kind(a) for a in sig]
+        for pos, kind in enumerate(kinds):
+            for label, value in _foreign(ctx, other_ctx).items():
+                args = [_baseline(k, ctx) for k in kinds]
+                args[pos] = value
+                wrong_ctx = kind == "ctx" and label != "context"
+                wrong_tensor = kind == "tensor" and label not in ("None", "other_context_tensor")
+                try:
+                    fn(*args)
+                except ALLOWED as e:
+                    if wrong_ctx:
+                        assert isinstance(e, TypeError) and re.match(
+                            rf"\[{name}\] \w+ must be a pyggml Context, got ", str(e)), (label, str(e))
+                    if wrong_tensor:
+                        assert isinstance(e, TypeError) and re.match(
+                            rf"\[{name}\] \w+ must be a pyggml Tensor, got ", str(e)), (label, str(e))
+                        if label == "ndarray":
+                            assert "numpy.ndarray; use ctx.from_numpy" in str(e)
+                else:
+                    assert not wrong_ctx and not wrong_tensor, f"{name} accepted {label} at {pos}"
+    # the process and both contexts still work
+    y = gg.add(ctx, ctx.from_numpy(np.ones(3, np.float32)), other_ctx.from_numpy(np.ones(3, np.float32)))
+    g = gg.Graph(ctx)
+    g.build_forward_expand(y)
+    g.compute(n_threads=1)
+    np.testing.assert_array_equal(y.numpy(), [2, 2, 2])

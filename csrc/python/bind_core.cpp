@@ -1,6 +1,7 @@
 // Bindings of Type, Tensor, Context, Graph and the error mapping.
 #include <cctype>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "bind_common.h"
@@ -32,6 +33,17 @@ void* resolve_data(Tensor* t) {
 Backend* backend_of(const Tensor* t) { return t->ctx ? t->ctx->backend() : cpu_backend(); }
 int device_of(const Tensor* t) { return backend_of(t)->device_index(); }
 
+// numpy/DLPack rank: through the last dim whose size is not 1, so that a size-0 dim is kept
+// (ne [4, 0] reads as shape (0, 4), not (4,)); at least 1.
+int array_ndim(const Tensor* t) {
+    for (int i = kMaxDims - 1; i >= 1; --i)
+        if (t->ne[i] != 1) return i + 1;
+    return 1;
+}
+
+// More threads than this only wait on each other (and thousands exhaust the process).
+int max_threads() { return (int)std::max(16u, 4 * std::max(1u, std::thread::hardware_concurrency())); }
+
 // Zero-copy numpy view: shape reversed from ne, strides from nb; block types expose bytes.
 // For a tensor in device memory the result is a read-only host copy.
 py::array tensor_numpy(py::object self) {
@@ -51,8 +63,8 @@ py::array tensor_numpy(py::object self) {
         strides = {(py::ssize_t)t->nb[3], (py::ssize_t)t->nb[2], (py::ssize_t)t->nb[1],
                    (py::ssize_t)t->nb[0]};
     }
-    // Drop leading size-1 dims down to n_dims so a [n] tensor reads as shape (n,).
-    int keep = t->n_dims();
+    // Drop leading size-1 dims so a [n] tensor reads as shape (n,).
+    int keep = array_ndim(t);
     shape.erase(shape.begin(), shape.begin() + (4 - keep));
     strides.erase(strides.begin(), strides.begin() + (4 - keep));
     static char dummy[64];
@@ -114,10 +126,12 @@ struct DLHolder {
 
 py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
     Tensor* t = self.cast<Tensor*>();
-    if (!resolve_data(t)) throw py::value_error("__dlpack__: tensor '" + t->name + "' has no storage yet");
+    if (!resolve_data(t) && t->nbytes() > 0)
+        throw py::value_error("__dlpack__: tensor '" + t->name + "' has no storage yet");
     dl_device(t);  // throws for a backend DLPack cannot name, before anything is allocated
+    static char empty_storage[64];  // an empty tensor needs no storage, but DLPack wants a pointer
     auto* h = new DLHolder();
-    const int nd = t->n_dims();
+    const int nd = array_ndim(t);
     const size_t es = type_size(t->type);
     h->managed.dl_tensor.dtype = dl_dtype(t->type);
     for (int i = 0; i < nd; ++i) {  // DLPack order is numpy order: ne reversed
@@ -125,7 +139,7 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
         if (t->nb[nd - 1 - i] % es) { delete h; throw py::value_error("__dlpack__: strides are not element multiples"); }
         h->strides[i] = (int64_t)(t->nb[nd - 1 - i] / es);
     }
-    h->managed.dl_tensor.data = t->data;
+    h->managed.dl_tensor.data = t->data ? t->data : empty_storage;
     h->managed.dl_tensor.device = dl_device(t);
     h->managed.dl_tensor.ndim = nd;
     h->managed.dl_tensor.shape = h->shape;
@@ -210,9 +224,11 @@ void bind_core(py::module_& m) {
             names.push_back(u);
             types.value(names.back().c_str(), valid[i]);
         }
+        reject_unknown_values(types);
     }
 
-    py::enum_<UnaryOp>(m, "UnaryOp")
+    py::enum_<UnaryOp> unary_enum(m, "UnaryOp");
+    unary_enum
         .value("ABS", UnaryOp::ABS).value("SGN", UnaryOp::SGN).value("NEG", UnaryOp::NEG)
         .value("STEP", UnaryOp::STEP).value("TANH", UnaryOp::TANH).value("ELU", UnaryOp::ELU)
         .value("RELU", UnaryOp::RELU).value("SIGMOID", UnaryOp::SIGMOID)
@@ -222,11 +238,13 @@ void bind_core(py::module_& m) {
         .value("EXPM1", UnaryOp::EXPM1).value("SOFTPLUS", UnaryOp::SOFTPLUS)
         .value("GELU_ERF", UnaryOp::GELU_ERF).value("XIELU", UnaryOp::XIELU).value("FLOOR", UnaryOp::FLOOR)
         .value("CEIL", UnaryOp::CEIL).value("ROUND", UnaryOp::ROUND).value("TRUNC", UnaryOp::TRUNC);
+    reject_unknown_values(unary_enum);
 
-    py::enum_<GluOp>(m, "GluOp")
-        .value("REGLU", GluOp::REGLU).value("GEGLU", GluOp::GEGLU).value("SWIGLU", GluOp::SWIGLU)
+    py::enum_<GluOp> glu_enum(m, "GluOp");
+    glu_enum.value("REGLU", GluOp::REGLU).value("GEGLU", GluOp::GEGLU).value("SWIGLU", GluOp::SWIGLU)
         .value("SWIGLU_OAI", GluOp::SWIGLU_OAI).value("GEGLU_ERF", GluOp::GEGLU_ERF)
         .value("GEGLU_QUICK", GluOp::GEGLU_QUICK).value("SWIGLU_CLAMP", GluOp::SWIGLU_CLAMP);
+    reject_unknown_values(glu_enum);
 
     m.def("op_table", [] {
         py::list out;
@@ -282,9 +300,9 @@ void bind_core(py::module_& m) {
             std::vector<Tensor*> s;
             for (Tensor* x : t.src) s.push_back(x);
             while (!s.empty() && !s.back()) s.pop_back();
-            return s; }, py::return_value_policy::reference)
+            return s; }, py::return_value_policy::reference_internal)
         .def_property_readonly("view_src", [](const Tensor& t) { return t.view_src; },
-                               py::return_value_policy::reference)
+                               py::return_value_policy::reference_internal)
         .def_property_readonly("view_offs", [](const Tensor& t) { return t.view_offs; })
         .def_property_readonly("flags", [](const Tensor& t) { return t.flags; })
         .def_property_readonly("nbytes", &Tensor::nbytes)
@@ -338,6 +356,10 @@ void bind_core(py::module_& m) {
                 throw py::value_error("tensor_from_buffer: the buffer must be 1-D and contiguous (e.g. a uint8 memmap slice)");
             const size_t have = (size_t)info.size * (size_t)info.itemsize;
             if (ne.empty() || ne.size() > 4) throw py::value_error("tensor_from_buffer: ne must have 1..4 dims");
+            for (size_t i = 0; i < ne.size(); ++i)
+                if (ne[i] < 0)
+                    throw py::value_error("tensor_from_buffer: ne[" + std::to_string(i) + "]=" + std::to_string(ne[i]) +
+                                          " must be >= 0");
             int64_t n = blck_size(type) ? ne[0] : 0;
             if (ne[0] % blck_size(type) != 0)
                 throw py::value_error("tensor_from_buffer: ne[0] must be a multiple of the block size");
@@ -361,15 +383,33 @@ void bind_core(py::module_& m) {
         .def_property_readonly("n_tensors", [](const Context& c) { return c.tensors().size(); });
 
     py::class_<Graph>(m, "Graph", "A computation graph over tensors of one context.")
-        .def(py::init<Context*, size_t>(), py::arg("ctx"), py::arg("capacity") = 8192,
-             py::keep_alive<1, 2>())
-        .def("build_forward_expand", &Graph::build_forward_expand, py::arg("tensor"),
+        .def(py::init([](ContextArg ctx, size_t capacity) {
+                 return new Graph(to_context(ctx.obj, "Graph", "ctx"), capacity);
+             }),
+             py::arg("ctx"), py::arg("capacity") = 8192, py::keep_alive<1, 2>())
+        .def("build_forward_expand", [](Graph& g, TensorArg t) {
+                 g.build_forward_expand(to_tensor(t.obj, "build_forward_expand", "tensor", true));
+             },
+             py::arg("tensor"), py::keep_alive<1, 2>(),
              "Add the tensor and everything it depends on (post-order, deduplicated).")
         .def("alloc", &Graph::alloc, "Assign storage to tensors that have none (memory planner).")
-        .def("compute", &graph_compute, py::arg("n_threads") = 0,
-             "Compute every node in order on the context's backend (the GIL is released; Ctrl-C "
-             "raises KeyboardInterrupt between nodes). Raises NotImplementedError before anything "
-             "runs when a node's op is not supported by the backend.")
+        .def("compute", [](Graph& g, std::optional<int> threads) {
+            const int hw = (int)std::max(1u, std::thread::hardware_concurrency());
+            const int n_threads = threads.value_or(hw);
+            if (n_threads < 1)
+                throw py::value_error("[compute] n_threads=" + std::to_string(n_threads) +
+                                      ": must be >= 1 (or None for one per hardware thread)");
+            if (n_threads > max_threads())
+                throw py::value_error("[compute] n_threads=" + std::to_string(n_threads) + " is more than " +
+                                      std::to_string(max_threads()) + " (4x the " + std::to_string(hw) +
+                                      " hardware threads, at least 16): extra threads only wait on "
+                                      "each other; use fewer, or None for one per hardware thread");
+            graph_compute(g, n_threads);
+        }, py::arg("n_threads") = py::none(),
+           "Compute every node in order on the context's backend (the GIL is released; Ctrl-C "
+           "raises KeyboardInterrupt between nodes). n_threads: None for one per hardware thread; "
+           "1 up to max(16, 4x hardware threads). Raises NotImplementedError before anything runs "
+           "when a node's op is not supported by the backend.")
         .def_property_readonly("nodes", &Graph::nodes, py::return_value_policy::reference_internal)
         .def_property_readonly("leafs", &Graph::leafs, py::return_value_policy::reference_internal)
         .def_property_readonly("n_nodes", [](const Graph& g) { return g.nodes().size(); })

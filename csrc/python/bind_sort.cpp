@@ -4,8 +4,9 @@
 namespace pyggml::python {
 
 void bind_sort(py::module_& m) {
-    py::enum_<SortOrder>(m, "SortOrder", "argsort order, numbered as ggml_sort_order")
-        .value("ASC", SortOrder::ASC).value("DESC", SortOrder::DESC);
+    py::enum_<SortOrder> order(m, "SortOrder", "argsort order, numbered as ggml_sort_order");
+    order.value("ASC", SortOrder::ASC).value("DESC", SortOrder::DESC);
+    reject_unknown_values(order);
     py::implicitly_convertible<py::int_, SortOrder>();
     def_op(m, "argsort", &argsort, py::arg("ctx"), py::arg("a"), py::arg("order") = SortOrder::ASC,
            "I32 per-row permutation sorting a's rows; order 0 = ascending, 1 = descending.");

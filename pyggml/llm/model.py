@@ -11,7 +11,9 @@ Hyperparameters follow llama.cpp's loader (``src/llama-model.cpp``): keys are
 """
 from __future__ import annotations
 
+import errno
 import os
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -207,9 +209,22 @@ class Model:
     def load(cls, path, progress: bool | None = None) -> "Model":
         """Validate and load a GGUF model. `progress`: show a tqdm bar (default: files > 64 MiB).
 
-        Raises GGUFError (a ValueError) for malformed files or missing required keys and
-        NotImplementedError for tensor types pyggml does not implement."""
+        Raises FileNotFoundError for a missing file, GGUFError (a ValueError naming the file)
+        for a malformed or truncated one or missing required keys, and NotImplementedError for
+        tensor types pyggml does not implement."""
         path = os.fspath(path)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, "no such GGUF file", path)
+        try:
+            return cls._load(path, progress)
+        except (GGUFError, NotImplementedError, MemoryError, KeyboardInterrupt):
+            raise
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeError, struct.error) as e:
+            # The file is untrusted input: whatever it trips in the loader is a defect of the file.
+            raise GGUFError(f"{path}: malformed GGUF file ({type(e).__name__}: {e})") from e
+
+    @classmethod
+    def _load(cls, path: str, progress: bool | None) -> "Model":
         header = read_gguf_header(path, values=True)
         kv = header.kv
         hp = _hparams_from_kv(path, kv, header)
