@@ -394,6 +394,11 @@ def main(argv=None) -> int:
     except UsageError as e:
         print(f"{prog}: {e} (see {prog} --help)", file=sys.stderr)
         return EXIT_USAGE
+    except SystemExit as e:  # a command's own one-line message: print it, return the status
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return EXIT_RUNTIME
+        raise
     except BrokenPipeError:  # e.g. `pyggml info model.gguf | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

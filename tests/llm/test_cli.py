@@ -125,7 +125,7 @@ def test_corrupt_cached_demo_model_is_written_again(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / DEMO_FILE).write_bytes(b"GGUF\x03\x00\x00\x00garbage")
-    proc = _cli(["demo", "-n", "2", "-t", "1"], {"PYGGML_CACHE": str(cache)})
+    proc = _cli(["demo", "--tiny", "-n", "2", "-t", "1"], {"PYGGML_CACHE": str(cache)})
     assert proc.returncode == 0, proc.stderr
     assert "damaged" in proc.stdout and "wrote demo model" in proc.stdout and "tokens/s" in proc.stdout
     from pyggml.llm import Model
