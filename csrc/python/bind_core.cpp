@@ -130,13 +130,15 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
         throw py::value_error("__dlpack__: tensor '" + t->name + "' has no storage yet");
     dl_device(t);  // throws for a backend DLPack cannot name, before anything is allocated
     static char empty_storage[64];  // an empty tensor needs no storage, but DLPack wants a pointer
-    auto* h = new DLHolder();
+    const dlpack::DataType dtype = dl_dtype(t->type);  // throws for block types: before any allocation
+    auto holder = std::make_unique<DLHolder>();      // owned here until the capsule takes it
+    DLHolder* h = holder.get();
     const int nd = array_ndim(t);
     const size_t es = type_size(t->type);
-    h->managed.dl_tensor.dtype = dl_dtype(t->type);
+    h->managed.dl_tensor.dtype = dtype;
     for (int i = 0; i < nd; ++i) {  // DLPack order is numpy order: ne reversed
         h->shape[i] = t->ne[nd - 1 - i];
-        if (t->nb[nd - 1 - i] % es) { delete h; throw py::value_error("__dlpack__: strides are not element multiples"); }
+        if (t->nb[nd - 1 - i] % es) throw py::value_error("__dlpack__: strides are not element multiples");
         h->strides[i] = (int64_t)(t->nb[nd - 1 - i] / es);
     }
     h->managed.dl_tensor.data = t->data ? t->data : empty_storage;
@@ -147,6 +149,7 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
     h->managed.dl_tensor.byte_offset = 0;
     h->owner = self.ptr();
     Py_INCREF(h->owner);
+    holder.release();  // from here the deleter frees it
     h->managed.manager_ctx = h;
     h->managed.deleter = [](dlpack::ManagedTensor* m) {
         DLHolder* holder = (DLHolder*)m->manager_ctx;
