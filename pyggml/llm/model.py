@@ -30,15 +30,14 @@ ROPE_TYPE_MROPE, ROPE_TYPE_IMROPE = 8, 40
 # else that uses RoPE is NORM (llama, deci, baichuan, deepseek2, deepseek4, granite, ...).
 _NEOX_ARCHS = frozenset({
     "falcon", "falcon-h1", "grok", "dbrx", "bert", "jina-bert-v3", "nomic-bert", "nomic-bert-moe",
-    "stablelm", "bitnet", "qwen", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen3next", "qwen35",
-    "qwen35moe", "olmo2", "olmoe", "phi2", "phi3", "phimoe", "plamo", "plamo2", "gemma", "gemma2",
+    "stablelm", "bitnet", "qwen", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "qwen3next", "olmo2", "olmoe", "phi2", "phi3", "phimoe", "plamo", "plamo2", "gemma", "gemma2",
     "gemma3", "gemma3n", "gemma-embedding", "starcoder2", "openelm", "gptneox", "codeshell",
     "orion", "nemotron", "exaone", "exaone4", "minicpm3", "dots1", "hunyuan-moe", "hunyuan-dense",
     "openai-moe", "lfm2", "lfm2moe", "smallthinker", "ernie4_5", "ernie4_5-moe", "seed_oss",
     "grovemoe", "apertus", "glm4", "glm4moe", "bailingmoe", "bailingmoe2", "neo-bert",
 })
-_MROPE_ARCHS = frozenset({"qwen2vl"})
-_IMROPE_ARCHS = frozenset({"qwen3vl", "qwen3vlmoe"})
+_MROPE_ARCHS = frozenset({"qwen2vl", "paddleocr"})
+_IMROPE_ARCHS = frozenset({"qwen3vl", "qwen3vlmoe", "qwen35", "qwen35moe"})
 _NO_ROPE_ARCHS = frozenset({"gpt2", "gptj", "mpt", "refact", "bloom", "mamba", "mamba2", "jamba",
                             "jina-bert-v2", "t5", "t5encoder", "rwkv6", "rwkv7", "arwkv7", "wavtokenizer-dec",
                             "nemotron-h"})
