@@ -1,7 +1,9 @@
 // CPU kernels of the DeepSeek-V4 hyper-connection ops (combine, pre, post).
-//  - DSV4_HC_COMB: one 4x4 Sinkhorn problem per token, tokens split across threads.
+//  - DSV4_HC_COMB: one 4x4 Sinkhorn problem per token, solved kHcLanes tokens at a time (one
+//    per SIMD lane), blocks of tokens split across threads.
 //  - DSV4_HC_PRE / DSV4_HC_POST: (token, slice of n_embd) work units split across threads; rows
-//    with element-sized strides take a vectorised path (AVX-512 / AVX2 picked at run time),
+//    with element-sized strides take a vectorised path (AVX-512 / AVX2 picked at run time; the
+//    gated pre evaluates its sigmoids with the vector exp),
 //    any other strides a plain strided loop. Sums over streams run in increasing order.
 #include <algorithm>
 #include <cmath>
@@ -22,49 +24,6 @@ inline float ld(const Tensor* t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int
 
 constexpr int64_t kChunk = 1024;  // n_embd elements per work unit
 
-// ------------------------------------------------------------------ comb
-
-void hc_comb_token(const Tensor* mixes, const Tensor* base, float s2, float eps, int n_iter, int64_t hc,
-                   int64_t t, float* P /* hc*hc, [d + hc*s] */) {
-    const int64_t off = 2 * hc;
-    for (int64_t s = 0; s < hc; ++s) {
-        float* col = P + hc * s;
-        float mx = -INFINITY;
-        for (int64_t d = 0; d < hc; ++d) {
-            const int64_t k = off + d + hc * s;
-            col[d] = ld(mixes, k, t) * s2 + ld(base, k);
-            mx = col[d] > mx ? col[d] : mx;
-        }
-        float sum = 0.0f;
-        for (int64_t d = 0; d < hc; ++d) {
-            col[d] = std::exp(col[d] - mx);
-            sum += col[d];
-        }
-        for (int64_t d = 0; d < hc; ++d) col[d] = col[d] / sum + eps;
-    }
-    auto norm_src = [&] {  // for each dst: divide by eps + sum over src
-        for (int64_t d = 0; d < hc; ++d) {
-            float sum = 0.0f;
-            for (int64_t s = 0; s < hc; ++s) sum += P[d + hc * s];
-            const float den = eps + sum;
-            for (int64_t s = 0; s < hc; ++s) P[d + hc * s] /= den;
-        }
-    };
-    auto norm_dst = [&] {  // for each src: divide by eps + sum over dst
-        for (int64_t s = 0; s < hc; ++s) {
-            float sum = 0.0f;
-            for (int64_t d = 0; d < hc; ++d) sum += P[d + hc * s];
-            const float den = eps + sum;
-            for (int64_t d = 0; d < hc; ++d) P[d + hc * s] /= den;
-        }
-    };
-    norm_src();
-    for (int it = 1; it < n_iter; ++it) {
-        norm_dst();
-        norm_src();
-    }
-}
-
 }  // namespace
 
 void cpu_forward_DSV4_HC_COMB(const ComputeParams& p, Tensor* dst) {
@@ -72,17 +31,34 @@ void cpu_forward_DSV4_HC_COMB(const ComputeParams& p, Tensor* dst) {
     const Tensor* scale = dst->src[1];
     const Tensor* base = dst->src[2];
     const int64_t hc = dst->ne[0], T = dst->ne[2];
-    if (hc <= 0 || hc > 8) return;  // the constructor only admits hc == 4
+    if (hc != 4) return;  // the constructor only admits hc == 4
     const float eps = dst->param_f32(0);
     const int n_iter = dst->param_i32(1);
     const float s2 = ld(scale, 2);
-    int64_t t0, t1;
-    split_range(T, p.ith, p.nth, t0, t1);
-    float P[64];
-    for (int64_t t = t0; t < t1; ++t) {
-        hc_comb_token(mixes, base, s2, eps, n_iter, hc, t, P);
-        for (int64_t s = 0; s < hc; ++s)
-            for (int64_t d = 0; d < hc; ++d) *(float*)dst->ptr(d, s, t) = P[d + hc * s];
+    constexpr int64_t L = seed::kHcLanes;
+    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
+    // Work units are blocks of L tokens; a short last block fills its spare lanes with zeros.
+    int64_t b0, b1;
+    split_range((T + L - 1) / L, p.ith, p.nth, b0, b1);
+    float P[16 * L], bias[16];
+    for (int64_t k = 0; k < 16; ++k) bias[k] = ld(base, 2 * hc + k);  // combine logits follow the gates
+    const size_t mnb0 = mixes->nb[0], dnb0 = dst->nb[0], dnb1 = dst->nb[1];
+    for (int64_t b = b0; b < b1; ++b) {
+        const int64_t t0 = b * L, nt = std::min(L, T - t0);
+        for (int64_t l = 0; l < L; ++l) {
+            if (l >= nt) {
+                for (int64_t k = 0; k < 16; ++k) P[k * L + l] = 0.0f;
+                continue;
+            }
+            const char* m = mixes->ptr(2 * hc, t0 + l);
+            for (int64_t k = 0; k < 16; ++k) P[k * L + l] = *(const float*)(m + k * mnb0) * s2 + bias[k];
+        }
+        kern.hc_comb4(P, eps, n_iter);
+        for (int64_t l = 0; l < nt; ++l) {
+            char* o = dst->ptr(0, 0, t0 + l);
+            for (int64_t s = 0; s < hc; ++s)
+                for (int64_t d = 0; d < hc; ++d) *(float*)(o + d * dnb0 + s * dnb1) = P[(d + hc * s) * L + l];
+        }
     }
 }
 size_t cpu_work_size_DSV4_HC_COMB(const Tensor*, int) { return 0; }
@@ -99,13 +75,18 @@ void cpu_forward_DSV4_HC_PRE(const ComputeParams& p, Tensor* dst) {
     split_range(T * n_chunks, p.ith, p.nth, u0, u1);
     const seed::SeedOps& kern = seed::kernels_for(seed::isa());
     const bool packed = x->nb[0] == sizeof(float) && w->nb[0] == sizeof(float);
+    const bool packed_gate = packed && hc > 0;
     std::vector<float> wv(gated ? 0 : hc);
     for (int64_t u = u0; u < u1; ++u) {
         const int64_t t = u / n_chunks, i0 = (u % n_chunks) * kChunk;
         const int64_t i1 = std::min(n_embd, i0 + kChunk), n = i1 - i0;
         float* o = (float*)dst->ptr(i0, t);
+        if (gated && packed_gate) {
+            kern.hc_pre_gated(o, x->ptr(i0, 0, t), x->nb[1], w->ptr(i0, 0, t), w->nb[1], scale, hc, n);
+            continue;
+        }
         if (gated) {
-            // scale * sum_h x*sigmoid(gate), h increasing (plain loop: expf dominates)
+            // scale * sum_h x*sigmoid(gate), h increasing (strided rows)
             for (int64_t i = i0; i < i1; ++i) {
                 float sum = 0.0f;
                 for (int64_t h = 0; h < hc; ++h) {

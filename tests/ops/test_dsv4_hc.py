@@ -287,6 +287,30 @@ def test_other_isa_paths_match(simd):
     assert np.sum((got - exp) ** 2) / np.sum(exp ** 2) < 1e-12
 
 
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "native"], indirect=True)
+@pytest.mark.parametrize("T", [1, 8, 13, 33])
+def test_comb_isa_paths_match(simd, T):
+    """The Sinkhorn block (eight tokens per call, a partly filled last block) at every SIMD level."""
+    ctx, r, (mv, sv, bv) = _comb_case(T, 20, 1e-6, seed=100 + T)
+    compute(ctx, r, n_threads=2)
+    exp = ref.dsv4_hc_comb(mv.reshape(T, 24), sv.ravel(), bv.ravel(), 1e-6, 20)
+    assert_close(values(r).reshape(T, 4, 4), exp, 1e-7)
+
+
+@pytest.mark.parametrize("simd", ["scalar", "avx2", "native"], indirect=True)
+@pytest.mark.parametrize("n_embd", [1, 7, 8, 77, 1031])
+def test_pre_gated_isa_paths_match(simd, n_embd):
+    """The vector sigmoid path (whole vectors plus a scalar tail) at every SIMD level, gates up to +-30."""
+    hc, T = 4, 5
+    ctx = gg.Context(16 << 20)
+    rng = np.random.default_rng(n_embd)
+    x, xv = new(ctx, gg.F32, [n_embd, hc, T], rng=rng)
+    g, gv = new(ctx, gg.F32, [n_embd, hc, T], rng=rng, lo=-30, hi=30)
+    r = gg.dsv4_hc_pre_gated(ctx, x, g, 0.3)
+    compute(ctx, r)
+    assert_close(values(r)[0, 0], ref.dsv4_hc_pre_gated(xv[0], gv[0], 0.3), 1e-7)
+
+
 def test_empty_token_count_is_noop():
     ctx = gg.Context(1 << 20)
     x = ctx.new_tensor(gg.F32, [8, 4, 0])

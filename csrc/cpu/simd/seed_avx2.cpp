@@ -4,6 +4,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include "cpu/simd/exp_simd.h"
+
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 
@@ -101,10 +103,63 @@ float dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 
+// Eight tokens' Sinkhorn problems side by side, the 16 matrix entries in registers: the same
+// operations in the same order as hc_comb4_scalar, only exp is the vector polynomial.
+void hc_comb4(float* P, float eps, int n_iter) {
+    __m256 v[16];
+    for (int k = 0; k < 16; ++k) v[k] = _mm256_loadu_ps(P + k * kHcLanes);
+    const __m256 ve = _mm256_set1_ps(eps), one = _mm256_set1_ps(1.0f);
+    for (int s = 0; s < 4; ++s) {
+        __m256* c = v + 4 * s;
+        const __m256 mx = _mm256_max_ps(_mm256_max_ps(c[0], c[1]), _mm256_max_ps(c[2], c[3]));
+        for (int d = 0; d < 4; ++d) c[d] = simd::exp_ps(_mm256_sub_ps(c[d], mx));
+        const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c[0], c[1]), c[2]), c[3]);
+        for (int d = 0; d < 4; ++d) c[d] = _mm256_add_ps(_mm256_div_ps(c[d], sum), ve);
+    }
+    auto norm_src = [&] {
+        for (int d = 0; d < 4; ++d) {
+            const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(v[d], v[d + 4]), v[d + 8]), v[d + 12]);
+            const __m256 inv = _mm256_div_ps(one, _mm256_add_ps(ve, sum));
+            for (int s = 0; s < 4; ++s) v[d + 4 * s] = _mm256_mul_ps(v[d + 4 * s], inv);
+        }
+    };
+    auto norm_dst = [&] {
+        for (int s = 0; s < 4; ++s) {
+            __m256* c = v + 4 * s;
+            const __m256 sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(c[0], c[1]), c[2]), c[3]);
+            const __m256 inv = _mm256_div_ps(one, _mm256_add_ps(ve, sum));
+            for (int d = 0; d < 4; ++d) c[d] = _mm256_mul_ps(c[d], inv);
+        }
+    };
+    norm_src();
+    for (int it = 1; it < n_iter; ++it) {
+        norm_dst();
+        norm_src();
+    }
+    for (int k = 0; k < 16; ++k) _mm256_storeu_ps(P + k * kHcLanes, v[k]);
+}
+
+void hc_pre_gated(float* o, const char* x0, size_t xnb1, const char* g0, size_t gnb1, float scale, int64_t hc,
+                  int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f), vs = _mm256_set1_ps(scale);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 sum = _mm256_setzero_ps();
+        for (int64_t h = 0; h < hc; ++h) {
+            const __m256 g = _mm256_loadu_ps((const float*)(g0 + h * gnb1) + i);
+            const __m256 sig = _mm256_div_ps(one, _mm256_add_ps(one, simd::exp_ps(_mm256_xor_ps(g, sign))));
+            sum = _mm256_fmadd_ps(_mm256_loadu_ps((const float*)(x0 + h * xnb1) + i), sig, sum);
+        }
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(vs, sum));
+    }
+    hc_pre_gated_body(o, x0, xnb1, g0, gnb1, scale, hc, i, n);
+}
+
 }  // namespace
 
 const SeedOps& seed_avx2() {
-    static const SeedOps k{ssm_update_dot_avx2, nullptr, hc_pre, hc_post, li_block, dot};
+    static const SeedOps k{ssm_update_dot_avx2, nullptr, hc_pre, hc_post, li_block, dot, hc_comb4, hc_pre_gated};
     return k;
 }
 

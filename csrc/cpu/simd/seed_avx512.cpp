@@ -129,7 +129,9 @@ float dot(const float* a, const float* b, int64_t n) {
 }  // namespace
 
 const SeedOps& seed_avx512() {
-    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block, dot};
+    // The Sinkhorn block and the gated pre are 8-lane kernels: AVX-512 machines run the AVX2 ones.
+    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block, dot,
+                           seed_avx2().hc_comb4, seed_avx2().hc_pre_gated};
     return k;
 }
 

@@ -27,10 +27,15 @@ void li_block(const float* KT, int64_t ldk, const char* q0, size_t qnb1, const f
         for (int64_t j = 0; j < kLiBlock; ++j) sc[j] += (acc[j] > 0.0f ? acc[j] : 0.0f) * w[h];
     }
 }
+void hc_pre_gated(float* o, const char* x0, size_t xnb1, const char* g0, size_t gnb1, float scale, int64_t hc,
+                  int64_t n) {
+    hc_pre_gated_body(o, x0, xnb1, g0, gnb1, scale, hc, 0, n);
+}
 }  // namespace
 
 const SeedOps& seed_scalar() {
-    static const SeedOps k{ssm_update_dot_scalar, nullptr, hc_pre, hc_post, li_block, dot_scalar};
+    static const SeedOps k{ssm_update_dot_scalar, nullptr, hc_pre, hc_post, li_block, dot_scalar,
+                           hc_comb4_scalar, hc_pre_gated};
     return k;
 }
 
