@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/simd/exp_simd.h"
 #include "cpu/simd/isa.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,15 +49,6 @@ inline float update_dot(float* m, float d, const float* k, const float* q, int64
 }
 
 #if PG_X86
-PG_DN_AVX2 inline float hsum(__m256 v) {
-    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    return _mm_cvtss_f32(_mm_add_ss(lo, _mm_movehdup_ps(lo)));
-}
-#else
-#endif
-
-#if PG_X86
 PG_DN_AVX2 inline float decay_dot_avx2(float* m, const float* dvec, float ds, const float* k, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     const __m256 vds = _mm256_set1_ps(ds);
@@ -74,7 +66,7 @@ PG_DN_AVX2 inline float decay_dot_avx2(float* m, const float* dvec, float ds, co
         _mm256_storeu_ps(m + i, m0);
         acc0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(k + i), acc0);
     }
-    float s = hsum(_mm256_add_ps(acc0, acc1));
+    float s = simd::hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; i < n; ++i) {
         m[i] *= dvec ? dvec[i] : ds;
         s += m[i] * k[i];
@@ -103,7 +95,7 @@ PG_DN_AVX2 inline float update_dot_avx2(float* m, float d, const float* k, const
         _mm256_storeu_ps(m + i, m0);
         acc0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(q + i), acc0);
     }
-    float s = hsum(_mm256_add_ps(acc0, acc1));
+    float s = simd::hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; i < n; ++i) {
         m[i] += d * k[i];
         s += m[i] * q[i];
@@ -131,7 +123,7 @@ PG_DN_AVX2 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, con
     }
     __m256 dl[4];
     for (int r = 0; r < 4; ++r) {
-        dl[r] = _mm256_set1_ps((v[r] - hsum(acc[r])) * beta);
+        dl[r] = _mm256_set1_ps((v[r] - simd::hsum_ps(acc[r])) * beta);
         acc[r] = _mm256_setzero_ps();
     }
     for (int64_t i = 0; i < S; i += 8) {
@@ -142,7 +134,7 @@ PG_DN_AVX2 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, con
             acc[r] = _mm256_fmadd_ps(x, qq, acc[r]);
         }
     }
-    for (int r = 0; r < 4; ++r) out[r] = hsum(acc[r]) * scale;
+    for (int r = 0; r < 4; ++r) out[r] = simd::hsum_ps(acc[r]) * scale;
 }
 #else
 void rows4_avx2(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cpu/kernels.h"
+#include "cpu/simd/exp_simd.h"
 #include "cpu/simd/isa.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -79,14 +80,6 @@ inline float dot(const float* a, const float* b, int64_t n) {
     return s;
 }
 #if PG_X86
-PG_LA_AVX2 inline float hsum(__m256 v) {
-    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    return _mm_cvtss_f32(_mm_add_ss(lo, _mm_movehdup_ps(lo)));
-}
-#else
-#endif
-#if PG_X86
 PG_LA_AVX2 inline float dot_avx2(const float* a, const float* b, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t j = 0;
@@ -95,7 +88,7 @@ PG_LA_AVX2 inline float dot_avx2(const float* a, const float* b, int64_t n) {
         acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j + 8), _mm256_loadu_ps(b + j + 8), acc1);
     }
     for (; j + 8 <= n; j += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), acc0);
-    float s = hsum(_mm256_add_ps(acc0, acc1));
+    float s = simd::hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; j < n; ++j) s += a[j] * b[j];
     return s;
 }
@@ -126,7 +119,7 @@ PG_LA_AVX2 inline float wkv7_row_avx2(float* out, const float* prev, const float
         _mm256_storeu_ps(out + j, s);
         acc = _mm256_fmadd_ps(s, _mm256_loadu_ps(r + j), acc);
     }
-    float y = hsum(acc);
+    float y = simd::hsum_ps(acc);
     for (; j < n; ++j) {
         out[j] = prev[j] * w[j] + vi * k[j] + sa * b[j];
         y += out[j] * r[j];
@@ -180,7 +173,7 @@ PG_LA_AVX2 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, c
     }
     __m256 sa[4], vv[4];
     for (int q = 0; q < 4; ++q) {
-        sa[q] = _mm256_set1_ps(hsum(acc[q]));
+        sa[q] = _mm256_set1_ps(simd::hsum_ps(acc[q]));
         vv[q] = _mm256_set1_ps(vi[q]);
         acc[q] = _mm256_setzero_ps();
     }
@@ -195,7 +188,7 @@ PG_LA_AVX2 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, c
             acc[q] = _mm256_fmadd_ps(x, rv, acc[q]);
         }
     }
-    for (int q = 0; q < 4; ++q) y[q] = hsum(acc[q]);
+    for (int q = 0; q < 4; ++q) y[q] = simd::hsum_ps(acc[q]);
 }
 #else
 void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float* k, const float* vi,

@@ -1,10 +1,17 @@
 // Vector exp (Cephes polynomial, ~2 ulp) shared by the softmax, flash-attention and
-// activation kernels. Large negative inputs and -inf give 0; NaN stays NaN.
+// activation kernels, and the horizontal sum the recurrent kernels reduce their rows with. Large negative inputs and -inf give 0; NaN stays NaN.
 #pragma once
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 namespace pyggml::cpu::simd {
+
+// The sum of the 8 lanes of v.
+__attribute__((target("avx2,fma"))) inline float hsum_ps(__m256 v) {
+    __m128 lo = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    return _mm_cvtss_f32(_mm_add_ss(lo, _mm_movehdup_ps(lo)));
+}
 
 // exp(x): relative error ~2 ulp; x < -87.34 -> 0, NaN -> NaN.
 __attribute__((target("avx2,fma"))) inline __m256 exp_ps(__m256 x) {

@@ -96,9 +96,7 @@ float dot(const float* a, const float* b, int64_t n) {
         s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
     }
     for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
-    float s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    float s = hsum256(_mm256_add_ps(s0, s1));
     for (; i < n; ++i) s += a[i] * b[i];
     return s;
 }
