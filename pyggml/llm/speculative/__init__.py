@@ -1,0 +1,4 @@
+"""Speculative decoding: draft sources proposing tokens that the target verifies losslessly."""
+from .drafter import KINDS, Draft, Drafter, drafter_factory
+
+__all__ = ["KINDS", "Draft", "Drafter", "drafter_factory"]

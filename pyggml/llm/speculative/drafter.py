@@ -1,0 +1,82 @@
+"""The contract between SpeculativeDecoder and a draft source.
+
+A drafter proposes tokens that follow the target's last committed token; the decoder verifies
+them with one target decode and tells the drafter how many it kept. Drafters that read the
+target's hidden states (MTP, EAGLE3, DFlash) name the target tensors they need in
+`target_outputs`; the decoder keeps those rows for every token the target decodes and hands
+them to `process`.
+
+Kinds are looked up lazily in KINDS so that each draft family lives in its own module.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Draft:
+    """Tokens proposed after id_last. `probs` [len(ids), n_vocab] is the draft's distribution
+    at each proposed position (needed only for sampling verification; None for drafts that
+    have none, such as n-gram lookup, which then count as a point mass). `logits` keeps the
+    raw draft logits rows when the drafter has them (tests compare them with llama.cpp)."""
+    ids: list
+    probs: np.ndarray | None = None
+    logits: np.ndarray | None = None
+
+
+class Drafter:
+    """Base class of draft sources. Subclasses override what they need."""
+
+    kind: str = ""
+    # cb names of target tensors to keep for every decoded token, e.g. ("l_inp-2",);
+    # process() receives them as {name: float32 [n_tokens, width]}
+    target_outputs: tuple = ()
+
+    def bind(self, target_ctx, n_max: int) -> int:
+        """Attach to the target context before the first decode; return the effective n_max
+        (a drafter trained on fixed blocks clamps it)."""
+        self.target = target_ctx
+        return n_max
+
+    def process(self, tokens: np.ndarray, pos0: int, taps: dict) -> None:
+        """The target has decoded tokens at positions pos0.. (the prompt, or a verify batch
+        [id_last, d1..dn]); taps holds the requested target rows for those tokens."""
+
+    def draft(self, id_last: int, pos0: int, n_max: int) -> Draft:
+        """Propose up to n_max tokens to follow id_last, which sits at position pos0 (it is not
+        in the target's memory yet). An empty draft means: decode id_last alone."""
+        raise NotImplementedError
+
+    def accept(self, n_accepted: int) -> None:
+        """The last verify step kept n_accepted of the proposed tokens; positions after
+        pos0 + n_accepted are gone from the target (roll the draft's own state back too)."""
+
+    def reset(self) -> None:
+        """Forget every sequence (the decoder reset its target)."""
+
+
+# kind -> "module:factory"; the factory is called as factory(target_ctx, draft_model, **options)
+KINDS = {
+    "ngram": "pyggml.llm.speculative.ngram:NgramDrafter",
+    "synthetic": "pyggml.llm.speculative.synthetic:SyntheticDrafter",
+    "mtp": "pyggml.llm.speculative.mtp:MtpDrafter",
+    "eagle3": "pyggml.llm.speculative.eagle3:Eagle3Drafter",
+    "dflash": "pyggml.llm.speculative.dflash:DFlashDrafter",
+    "dflash2": "pyggml.llm.speculative.dflash:DFlashDrafter",
+    "dspark": "pyggml.llm.speculative.dflash:DFlashDrafter",
+}
+
+
+def drafter_factory(kind: str):
+    """The factory registered for kind, imported on first use."""
+    if kind not in KINDS:
+        raise ValueError(f"SpeculativeDecoder: unknown kind {kind!r}; expected one of "
+                         f"{sorted(KINDS)}")
+    module, name = KINDS[kind].split(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as e:
+        raise NotImplementedError(f"SpeculativeDecoder: kind {kind!r} is not built ({e})") from None
