@@ -480,3 +480,6 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     w.add_tensor("output_norm.weight", uniform(D, 0.8, 1.2))
     w.add_tensor("output.weight", normal((V, D), 2.0 / np.sqrt(D)))
     return _finish(w, path)
+
+
+from .tiny_drafts import write_tiny_dflash, write_tiny_eagle3  # noqa: E402,F401

@@ -1,0 +1,75 @@
+"""Graph inputs of draft models (EAGLE3, DFlash): float rows instead of (or next to) token ids.
+
+A draft decodes batches whose entries carry a float row of arbitrary width: the concatenated
+target features of an EAGLE3 encoder or a DFlash KV injection (rows only), or EAGLE3's
+(token id, g row) pairs (both). `InpBlocks` keeps a graph from being reused for a batch with
+another number of equal-length blocks (the DSpark and DFlash2 heads depend on it).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import pyggml as gg
+
+from .inputs import GraphInput, _allocated, _input
+
+
+class InpRows(GraphInput):
+    """F32 rows [width, T], and I32 token ids [T] when `with_tokens`."""
+
+    def __init__(self, ctx, n_tokens: int, width: int, with_tokens: bool = False):
+        self.width, self.n_tokens = width, n_tokens
+        self.tokens = _input(ctx, gg.I32, [n_tokens], "inp_tokens") if with_tokens else None
+        self.embd = _input(ctx, gg.F32, [width, n_tokens], "inp_embd")
+
+    def set_input(self, ub):
+        if ub.embd is None:
+            raise ValueError(f"draft graph: this graph reads float rows of width {self.width}; "
+                             "the batch has none")
+        rows = np.asarray(ub.embd, np.float32)
+        if rows.size != self.width * self.n_tokens:
+            raise ValueError(f"draft graph: expected {self.n_tokens} rows of width {self.width}, "
+                             f"got an array of shape {rows.shape}")
+        if _allocated(self.embd):
+            self.embd.numpy()[...] = rows.reshape(self.n_tokens, self.width)
+        if self.tokens is not None and _allocated(self.tokens):
+            self.tokens.numpy()[...] = ub.token
+
+    def can_reuse(self, params):
+        ub = params.ubatch
+        return (ub.n_tokens == self.n_tokens and ub.embd is not None
+                and (ub.token is not None) == (self.tokens is not None))
+
+
+def n_blocks_of(ub) -> int:
+    """Number of sequences in a ubatch (one block per drafting sequence)."""
+    return max(1, len(np.unique(ub.seq_id)))
+
+
+class InpBlocks(GraphInput):
+    """No tensor: pins the number of blocks the graph was built for."""
+
+    def __init__(self, n_blocks: int):
+        self.n_blocks = n_blocks
+
+    def set_input(self, ub):
+        pass
+
+    def can_reuse(self, params):
+        return n_blocks_of(params.ubatch) == self.n_blocks
+
+
+def shared_tensor(model, params, name: str, required: bool = True):
+    """The draft's own tensor `name`, else the target's (params.other_model), else None / an
+    error naming both models."""
+    t = model.get(name, required=False)
+    if t is not None:
+        return t
+    other = getattr(params, "other_model", None)
+    if other is not None:
+        t = other.get(name, required=False)
+    if t is None and required:
+        where = "nor the target" if other is not None else "and no target was given"
+        raise KeyError(f"{model.arch} draft: has no tensor {name!r} {where}; pass the target "
+                       f"model (DraftContext(..., other=target)) to share it")
+    return t

@@ -1,0 +1,210 @@
+"""Writers for small random-weight draft models (EAGLE3, DFlash, DFlash2, DSpark) that pair
+with a tiny qwen3/llama target from :func:`pyggml.llm.tiny.write_tiny_llama`.
+
+They use llama.cpp's keys and tensor names, so llama.cpp loads them as drafts of that target.
+The draft vocabulary is the target's (same token list), with a mask token for DFlash blocks
+(`tokenizer.ggml.mask_token_id`, the last id by default). `token_embd` and `output` are
+omitted unless asked for: the draft then shares the target's.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .tiny import _vocab
+
+__all__ = ["write_tiny_eagle3", "write_tiny_dflash"]
+
+DFLASH_KINDS = ("dflash", "dflash2", "dspark")
+
+
+def _writer(path, arch, n_vocab, mask_id=None):
+    import gguf
+    w = gguf.GGUFWriter(os.fspath(path), arch)
+    w.add_name(f"pyggml-tiny-{arch}")
+    w.add_file_type(0)
+    tokens, scores, types = _vocab(n_vocab)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+    if mask_id is not None:
+        w.add_uint32("tokenizer.ggml.mask_token_id", int(mask_id))
+    return w
+
+
+def _int_array(w, key, values):
+    import gguf
+    w.add_key_value(key, [int(v) for v in values], gguf.GGUFValueType.ARRAY,
+                    sub_type=gguf.GGUFValueType.INT32)
+
+
+def _finish(w, path):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return os.fspath(path)
+
+
+class _Rand:
+    def __init__(self, w, seed):
+        self.w, self.rng = w, np.random.default_rng(seed)
+
+    def matrix(self, name, n_out, n_in, std=None):
+        """numpy (n_out, n_in) == ggml [n_in, n_out]."""
+        std = 1.0 / np.sqrt(n_in) if std is None else std
+        self.w.add_tensor(name, (self.rng.standard_normal((n_out, n_in)) * std).astype(np.float32))
+
+    def array(self, name, shape, std):
+        self.w.add_tensor(name, (self.rng.standard_normal(shape) * std).astype(np.float32))
+
+    def norm(self, name, n):
+        self.w.add_tensor(name, self.rng.uniform(0.8, 1.2, size=n).astype(np.float32))
+
+
+def _common_keys(w, arch, *, n_vocab, n_embd, n_layer, n_ff, n_head, n_head_kv, head_dim,
+                 n_ctx_train, rope_freq_base, rms_eps):
+    for key, val in (("vocab_size", n_vocab), ("context_length", n_ctx_train),
+                     ("embedding_length", n_embd), ("block_count", n_layer),
+                     ("feed_forward_length", n_ff), ("attention.head_count", n_head),
+                     ("attention.head_count_kv", n_head_kv), ("attention.key_length", head_dim),
+                     ("attention.value_length", head_dim), ("rope.dimension_count", head_dim)):
+        w.add_uint32(f"{arch}.{key}", int(val))
+    w.add_float32(f"{arch}.rope.freq_base", float(rope_freq_base))
+    w.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", float(rms_eps))
+
+
+def write_tiny_eagle3(path, *, n_vocab: int = 256, n_embd: int = 64, target_layers=(0, 1, 3),
+                      n_head: int = 4, n_head_kv: int = 2, head_dim: int = 16, n_ff: int = 128,
+                      n_ctx_train: int = 512, own_output: bool = True, own_embd: bool = False,
+                      n_draft_vocab: int | None = None, norm_before_fc: bool = False,
+                      norm_before_residual: bool = False, rope_freq_base: float = 10000.0,
+                      rms_eps: float = 1e-6, seed: int = 1) -> str:
+    """A random EAGLE3 head for a target of width `n_embd` and vocabulary `n_vocab`.
+    `n_draft_vocab` < n_vocab adds a `d2t` table (sorted random target ids) and an own
+    output over the draft vocabulary."""
+    import gguf
+    if len(target_layers) != 3:
+        raise ValueError("write_tiny_eagle3: EAGLE3 taps exactly 3 target layers")
+    D, V, H, Hkv, d, F = n_embd, n_vocab, n_head, n_head_kv, head_dim, n_ff
+    a = "eagle3"
+    w = _writer(path, a, V)
+    _common_keys(w, a, n_vocab=V, n_embd=D, n_layer=1, n_ff=F, n_head=H, n_head_kv=Hkv,
+                 head_dim=d, n_ctx_train=n_ctx_train, rope_freq_base=rope_freq_base, rms_eps=rms_eps)
+    _int_array(w, f"{a}.target_layers", target_layers)
+    w.add_uint32(f"{a}.target_hidden_size", D)
+    if norm_before_fc:
+        w.add_bool(f"{a}.norm_before_fc", True)
+    if norm_before_residual:
+        w.add_bool(f"{a}.norm_before_residual", True)
+    r = _Rand(w, seed)
+    n_enc = 3 * D
+    r.matrix("fc.weight", D, n_enc)
+    if norm_before_fc:
+        r.norm("enc.output_norm.weight", n_enc)
+    r.norm("output_norm.weight", D)
+    Vd = V if n_draft_vocab is None else int(n_draft_vocab)
+    if own_output or n_draft_vocab is not None:
+        r.matrix("output.weight", Vd, D, 2.0 / np.sqrt(D))
+    if own_embd:
+        r.matrix("token_embd.weight", V, D, 2.0 / np.sqrt(D))
+    if n_draft_vocab is not None:
+        ids = np.sort(r.rng.choice(V, size=Vd, replace=False)).astype(np.int64)
+        w.add_tensor("d2t", ids, raw_dtype=gguf.GGMLQuantizationType.I64)
+    p = "blk.0."
+    r.norm(p + "attn_norm.weight", D)
+    r.norm(p + "attn_norm_2.weight", D)
+    r.matrix(p + "attn_q.weight", H * d, 2 * D)
+    r.matrix(p + "attn_k.weight", Hkv * d, 2 * D)
+    r.matrix(p + "attn_v.weight", Hkv * d, 2 * D)
+    r.matrix(p + "attn_output.weight", D, H * d)
+    r.norm(p + "ffn_norm.weight", D)
+    r.matrix(p + "ffn_gate.weight", F, D)
+    r.matrix(p + "ffn_up.weight", F, D)
+    r.matrix(p + "ffn_down.weight", D, F)
+    return _finish(w, path)
+
+
+def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd: int = 64,
+                      target_layers=(1, 3), n_layer: int = 1, n_head: int = 4, n_head_kv: int = 2,
+                      head_dim: int = 16, n_ff: int = 128, n_ctx_train: int = 512,
+                      block_size: int = 4, mask_id: int | None = None,
+                      sample_from_anchor: bool = True, markov_rank: int = 8,
+                      confidence_head: bool = True, conv_kernel: int = 3, conv_group: int = 16,
+                      selector_rank: int = 8, selector_top_k: int = 4, own_output: bool = False,
+                      swa: tuple | None = None, rope_freq_base: float = 10000.0,
+                      rms_eps: float = 1e-6, seed: int = 2) -> str:
+    """A random DFlash-family draft: `kind` "dflash" (plain), "dspark" (+ Markov head
+    `markov_w1 [R, V]`, `markov_w2 [R, V]`, optional confidence head) or "dflash2" (+ the
+    per-layer block convolutions and the candidate selector). `swa=(n_swa, pattern)` gives
+    per-layer sliding windows (pattern: one bool per layer)."""
+    if kind not in DFLASH_KINDS:
+        raise ValueError(f"write_tiny_dflash: kind must be one of {DFLASH_KINDS}, got {kind!r}")
+    D, V, H, Hkv, d, F, L = n_embd, n_vocab, n_head, n_head_kv, head_dim, n_ff, n_layer
+    mask_id = V - 1 if mask_id is None else mask_id
+    a = "dflash"
+    w = _writer(path, a, V, mask_id)
+    _common_keys(w, a, n_vocab=V, n_embd=D, n_layer=L, n_ff=F, n_head=H, n_head_kv=Hkv,
+                 head_dim=d, n_ctx_train=n_ctx_train, rope_freq_base=rope_freq_base, rms_eps=rms_eps)
+    _int_array(w, f"{a}.target_layers", target_layers)
+    w.add_uint32(f"{a}.block_size", block_size)
+    if kind == "dspark":
+        w.add_bool(f"{a}.sample_from_anchor", bool(sample_from_anchor))
+        w.add_bool(f"{a}.has_confidence_head", bool(confidence_head))
+    if kind == "dflash2":
+        if D % conv_group or D < selector_top_k * (selector_top_k + 1):
+            raise ValueError("write_tiny_dflash: dflash2 needs n_embd % conv_group == 0 and "
+                             "n_embd >= top_k * (top_k + 1)")
+        for key, val in (("conv_kernel_size", conv_kernel), ("conv_group_size", conv_group),
+                         ("selector_rank", selector_rank), ("selector_top_k", selector_top_k)):
+            w.add_uint32(f"{a}.{key}", val)
+    if swa is not None:
+        n_swa, pattern = swa
+        if len(pattern) != L:
+            raise ValueError("write_tiny_dflash: the SWA pattern needs one flag per layer")
+        w.add_uint32(f"{a}.attention.sliding_window", int(n_swa))
+        w.add_array(f"{a}.attention.sliding_window_pattern", [bool(x) for x in pattern])
+    r = _Rand(w, seed)
+    r.matrix("fc.weight", D, len(target_layers) * D)
+    r.norm("enc.output_norm.weight", D)
+    r.norm("output_norm.weight", D)
+    if own_output:
+        r.matrix("output.weight", V, D, 2.0 / np.sqrt(D))
+    for il in range(L):
+        p = f"blk.{il}."
+        r.norm(p + "attn_norm.weight", D)
+        r.matrix(p + "attn_q.weight", H * d, D)
+        r.matrix(p + "attn_k.weight", Hkv * d, D)
+        r.matrix(p + "attn_v.weight", Hkv * d, D)
+        r.matrix(p + "attn_output.weight", D, H * d)
+        r.norm(p + "attn_q_norm.weight", d)
+        r.norm(p + "attn_k_norm.weight", d)
+        r.norm(p + "ffn_norm.weight", D)
+        r.matrix(p + "ffn_gate.weight", F, D)
+        r.matrix(p + "ffn_up.weight", F, D)
+        r.matrix(p + "ffn_down.weight", D, F)
+        if kind == "dflash2":
+            G = D // conv_group
+            for s in ("attn", "ffn"):
+                r.array(p + f"{s}_conv_base", (2, conv_kernel, D), 0.3)
+                r.matrix(p + f"{s}_conv_proj.weight", 2 * conv_kernel * G, D, 0.3 / np.sqrt(D))
+    if kind == "dspark":
+        R = markov_rank
+        r.matrix("markov_w1.weight", V, R, 1.0)
+        r.matrix("markov_w2.weight", V, R, 1.0 / np.sqrt(R))
+        if confidence_head:
+            r.matrix("conf_proj.weight", 1, D + R)
+            r.array("conf_proj.bias", (1,), 0.5)
+    if kind == "dflash2":
+        rk = selector_rank
+        r.matrix("selector_predecessor.weight", V, rk, 1.0)
+        r.matrix("selector_successor.weight", V, rk, 1.0)
+        r.matrix("selector_hidden.weight", rk, D)
+    return _finish(w, path)
