@@ -1,0 +1,136 @@
+"""DFlash, DSpark and DFlash2 drafters: the target's tapped layer inputs are injected into the
+draft's KV cache after every target decode; a draft is one non-causal decode of a block
+`[id_last, MASK...]` whose rows are read per variant:
+* DFlash: slots 1..n (in-place denoising), greedy;
+* DSpark (anchor first): slots 0..n-1 of the Markov-biased logits, cut at a confidence below
+  p_min when the draft has a confidence head;
+* DFlash2: a walk over the selector lattice (candidate ids and transition scores).
+The block length is fixed at bind time (n_max clamped to the trained block size), so a
+shorter request is served by truncating the block's tokens, not by a shorter block."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..context_draft import DraftContext
+from ..models import load_hparams
+from .drafter import Draft, Drafter
+from .taps import check_vocab, features, layer_input_names, softmax_rows, top_prob
+
+VARIANTS = ("dflash", "dspark", "dflash2")
+
+
+def variant_of(draft_model) -> str:
+    if draft_model.get("markov_w1.weight", required=False) is not None:
+        return "dspark"
+    if draft_model.get("selector_hidden.weight", required=False) is not None:
+        return "dflash2"
+    return "dflash"
+
+
+class DFlashDrafter(Drafter):
+    def __init__(self, target_ctx, draft_model, kind: str | None = None, p_min: float = 0.0,
+                 n_min: int = 0, n_ctx: int | None = None, **_ignored):
+        if draft_model is None:
+            raise ValueError("SpeculativeDecoder: kind 'dflash' needs a draft model (draft=...)")
+        if draft_model.arch != "dflash":
+            raise ValueError(f"DFlash drafter: the draft's architecture is {draft_model.arch!r}, "
+                             "expected 'dflash'")
+        self.variant = variant_of(draft_model)
+        if kind is not None and kind != self.variant:
+            raise ValueError(f"SpeculativeDecoder: kind {kind!r} but the draft model is a "
+                             f"{self.variant} draft")
+        self.kind = self.variant
+        hp = self.hp = load_hparams(draft_model)
+        t_hp = target_ctx.hparams
+        check_vocab(self.kind, target_ctx.model, draft_model, t_hp.n_vocab, hp.n_vocab)
+        if hp.n_embd != t_hp.n_embd:
+            raise ValueError(f"{self.kind} draft: its width {hp.n_embd} differs from the target's "
+                             f"{t_hp.n_embd}")
+        if hp.mask_id is None and self.variant != "dspark":
+            raise ValueError(f"{self.kind} draft: the file has no tokenizer.ggml.mask_token_id")
+        self.mask_id = hp.mask_id if hp.mask_id is not None else 0
+        self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
+        self.p_min, self.n_min = float(p_min), int(n_min)
+        cp = target_ctx.cparams
+        self.ctx = DraftContext(draft_model, other=target_ctx.model, causal_attn=hp.causal,
+                                n_ctx=n_ctx or target_ctx.n_ctx, n_threads=cp.n_threads,
+                                flash_attn=cp.flash_attn, type_k=cp.type_k, type_v=cp.type_v,
+                                n_batch=cp.n_ubatch, n_ubatch=cp.n_ubatch)
+        self.anchor_first = self.variant == "dspark" and hp.sample_from_anchor
+        self.n_max = 0
+        self.pos0 = -1
+
+    def bind(self, target_ctx, n_max: int) -> int:
+        self.target = target_ctx
+        n_draft_max = self.hp.block_size if self.anchor_first else self.hp.block_size - 1
+        self.n_max = max(0, min(int(n_max), n_draft_max))
+        self.n_min = min(self.n_min, n_draft_max)
+        return self.n_max
+
+    def process(self, tokens, pos0, taps):
+        n = len(tokens)
+        feats = features(taps, self.target_outputs, n)
+        step = self.ctx.n_ubatch
+        for i in range(0, n, step):
+            j = min(n, i + step)
+            self.ctx.process(np.arange(pos0 + i, pos0 + j), embd=feats[i:j])
+
+    def draft(self, id_last, pos0, n_max):
+        self.pos0 = int(pos0)
+        if self.n_max <= 0 or n_max <= 0:
+            return Draft([])
+        n_block = self.n_max + (0 if self.anchor_first else 1)
+        block = [int(id_last)] + [self.mask_id] * (n_block - 1)
+        logits = self.ctx.process(np.arange(pos0, pos0 + n_block), token=block,
+                                  output=np.ones(n_block, bool))
+        ids, rows = self.read_block(logits, self.ctx.h_nextn)
+        # the block's own K/V must not outlive the draft (the target's features replace them)
+        self.ctx.seq_rm(0, self.pos0, -1)
+        ids, rows = ids[:n_max], rows[:n_max]
+        if len(ids) < self.n_min:
+            ids, rows = [], rows[:0]
+        self.last_block_logits = logits
+        return Draft(ids, softmax_rows(rows) if len(ids) else None, rows)
+
+    def read_block(self, logits, side):
+        n_block = logits.shape[0]
+        if self.variant == "dflash2":
+            return self._walk_lattice(side, logits)
+        if self.variant == "dspark":
+            first = 0 if self.hp.sample_from_anchor else 1
+            ids, keep = [], []
+            for i in range(first, n_block):
+                if self.p_min > 0 and side is not None and side[i, 0] < self.p_min:
+                    break
+                ids.append(int(np.argmax(logits[i])))
+                keep.append(i)
+            return ids, logits[keep]
+        ids, keep = [], []
+        for i in range(1, n_block):
+            if top_prob(logits[i]) < self.p_min:
+                break
+            ids.append(int(np.argmax(logits[i])))
+            keep.append(i)
+        return ids, logits[keep]
+
+    def _walk_lattice(self, lattice, logits):
+        k = self.hp.selector_top_k
+        ids, keep, pred = [], [], 0
+        for i in range(1, min(lattice.shape[0], logits.shape[0])):
+            row = lattice[i]
+            scores = row[k + pred * k: k + pred * k + k].astype(np.float64)
+            pred = int(np.argmax(scores))
+            if self.p_min > 0 and 1.0 / np.sum(np.exp(scores - scores[pred])) < self.p_min:
+                break
+            ids.append(int(row[pred]))
+            keep.append(i)
+        return ids, logits[keep]
+
+    def accept(self, n_accepted):
+        # rejected positions keep no injected features
+        if self.pos0 >= 0:
+            self.ctx.seq_rm(0, self.pos0 + int(n_accepted) + 1, -1)
+
+    def reset(self):
+        self.ctx.reset()
+        self.pos0 = -1
