@@ -27,6 +27,10 @@ class DraftContext(Context):
     """Context over a draft model. `other` is the target Model (shared tensors);
     `causal_attn=False` gives every token of a batch the whole sequence (DFlash's block)."""
 
+    # injection / pair batches come in every length from 1 to n_max + 1, next to the block
+    # and encoder graphs: keep them all built
+    MAX_GRAPHS = 24
+
     def __init__(self, model, other=None, causal_attn: bool = True, **kw):
         super().__init__(model, **kw)
         self.other = other
