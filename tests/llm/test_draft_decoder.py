@@ -1,0 +1,34 @@
+"""EAGLE3 / DFlash / DSpark / DFlash2 drafts end to end through SpeculativeDecoder: with greedy
+sampling the speculative stream must equal plain greedy decoding."""
+import pytest
+
+from pyggml.llm import Model, write_tiny_llama
+from pyggml.llm.context import Context
+from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3
+
+try:
+    from pyggml.llm.speculative import decoder as _decoder
+except ImportError:
+    _decoder = None
+
+pytestmark = pytest.mark.skipif(_decoder is None, reason="SpeculativeDecoder not merged yet")
+
+DRAFTS = {
+    "eagle3": lambda p: write_tiny_eagle3(p, target_layers=(0, 1, 3)),
+    "dflash": lambda p: write_tiny_dflash(p, kind="dflash", target_layers=(1, 3)),
+    "dspark": lambda p: write_tiny_dflash(p, kind="dspark", target_layers=(1, 2, 3)),
+    "dflash2": lambda p: write_tiny_dflash(p, kind="dflash2", block_size=5),
+}
+
+
+@pytest.mark.parametrize("kind", list(DRAFTS))
+def test_speculative_equals_greedy(tmp_path, kind):
+    from pyggml.llm.speculative import SpeculativeDecoder
+    target = Model.load(write_tiny_llama(tmp_path / "t.gguf", arch="qwen3", qk_norm=True,
+                                         n_layer=4, n_embd=64, head_dim=16))
+    draft = Model.load(DRAFTS[kind](tmp_path / f"{kind}.gguf"))
+    prompt = [1, 5, 17, 42, 9, 77, 130]
+    want = list(Context(target, n_ctx=256).generate(prompt, 32))
+    dec = SpeculativeDecoder(Context(target, n_ctx=256), kind=kind, draft=draft, n_max=4)
+    assert list(dec.generate(prompt, 32)) == want
+    assert dec.stats["n_drafted"] > 0
