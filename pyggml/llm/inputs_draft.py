@@ -73,3 +73,15 @@ def shared_tensor(model, params, name: str, required: bool = True):
         raise KeyError(f"{model.arch} draft: has no tensor {name!r} {where}; pass the target "
                        f"model (DraftContext(..., other=target)) to share it")
     return t
+
+
+def shared_output(model, params):
+    """The draft's output matrix, else the target's (its token embedding when tied)."""
+    t = shared_tensor(model, params, "output.weight", required=False)
+    if t is None:
+        other = getattr(params, "other_model", None)
+        t = None if other is None else other.get("token_embd.weight", required=False)
+    if t is None:
+        raise KeyError(f"{model.arch} draft: neither the draft nor the target has an output "
+                       "matrix; pass the target model (DraftContext(..., other=target))")
+    return t

@@ -33,17 +33,23 @@ KINDS = {
     "dspark": (DFlashDrafter, dict(kind="dspark", target_layers=(1, 2, 3))),
     "dspark_bonus": (DFlashDrafter, dict(kind="dspark", sample_from_anchor=False)),
     "dflash2": (DFlashDrafter, dict(kind="dflash2", block_size=5)),
+    "dflash_tied": (DFlashDrafter, dict(kind="dflash", target_layers=(2,))),
     "eagle3": (Eagle3Drafter, dict(target_layers=(0, 1, 3))),
+    "eagle3_tied": (Eagle3Drafter, dict(target_layers=(0, 2, 3), own_output=False)),
     "eagle3_d2t": (Eagle3Drafter, dict(target_layers=(1, 2, 3), n_draft_vocab=120,
                                        norm_before_fc=True, norm_before_residual=True)),
 }
+TIED = {"dflash_tied", "eagle3_tied"}   # drafts of a target with tied embeddings (no output)
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("drafts")
     out = {"target": write_tiny_llama(d / "target.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                      n_embd=64, head_dim=16, n_head=4, n_head_kv=2)}
+                                      n_embd=64, head_dim=16, n_head=4, n_head_kv=2),
+           "target_tied": write_tiny_llama(d / "target_tied.gguf", arch="qwen3", qk_norm=True,
+                                           n_layer=4, n_embd=64, head_dim=16, tied_embeddings=True,
+                                           seed=4)}
     for name, (cls, kw) in KINDS.items():
         writer = write_tiny_eagle3 if cls is Eagle3Drafter else write_tiny_dflash
         out[name] = writer(d / f"{name}.gguf", **kw)
@@ -71,12 +77,13 @@ def lattice_entries(lat, k, n_rows):
 
 def run_both(files, name, forced):
     cls, _ = KINDS[name]
-    tgt, dm = Model.load(files["target"]), Model.load(files[name])
+    target = files["target_tied" if name in TIED else "target"]
+    tgt, dm = Model.load(target), Model.load(files[name])
     greedy = list(Context(tgt, n_ctx=256).generate(PROMPT, N_GEN + N_MAX + 2))
     kw = dict(truth=greedy, pattern=[N_MAX, 1, 0, 2]) if forced else {}
     pt = PyTarget(tgt, cls, dm, n_max=N_MAX)
     ours, s_ours = speculative_loop(pt, PyDraft(pt), PROMPT, N_GEN, **kw)
-    lt = LlamaTarget(files["target"], pt.drafter.hp.target_layers)
+    lt = LlamaTarget(target, pt.drafter.hp.target_layers)
     drv = LlamaEagle3Draft if cls is Eagle3Drafter else LlamaDFlashDraft
     ref, s_ref = speculative_loop(lt, drv(files[name], lt, N_MAX), PROMPT, N_GEN, **kw)
     return greedy[:N_GEN], ours, s_ours, ref, s_ref, pt

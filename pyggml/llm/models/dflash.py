@@ -24,7 +24,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..inputs_draft import InpBlocks, InpRows, n_blocks_of, shared_tensor
+from ..inputs_draft import InpBlocks, InpRows, n_blocks_of, shared_output, shared_tensor
 from ..kv_cache import N_PAD, SWA_NONE, SWA_STANDARD, KVCache, pad_to
 from ..kv_cache_iswa import KVCacheISWA
 from ..model import ROPE_TYPE_NEOX
@@ -268,7 +268,7 @@ class DFlashGraph(GraphContext):
         own = m.get("output.weight", required=False)
         if own is None and m.get("token_embd.weight", required=False) is not None:
             own = m.get("token_embd.weight")   # a draft with its own embedding ties its head
-        output = own if own is not None else shared_tensor(m, p, "output.weight")
+        output = own if own is not None else shared_output(m, p)
         cur = self.build_lora_mm(output, h)
         selector = m.get("selector_hidden.weight", required=False)
         if selector is not None:   # the selector reads logits with the target's transforms

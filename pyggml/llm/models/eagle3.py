@@ -21,7 +21,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..inputs_draft import InpRows, shared_tensor
+from ..inputs_draft import InpRows, shared_output, shared_tensor
 from ..kv_cache import N_PAD, SWA_NONE, KVCache, pad_to
 from ..model import ROPE_TYPE_NORM
 from . import register
@@ -166,7 +166,7 @@ class Eagle3Graph(GraphContext):
         cur = gg.get_rows(c, cur, out_ids)   # the rows that were asked for
         self.res.t_h_nextn = cur
         cur = self.cb(self.build_norm(cur, m.get("output_norm.weight"), type=NormType.RMS), "result_norm")
-        cur = self.build_lora_mm(shared_tensor(m, p, "output.weight"), cur)
+        cur = self.build_lora_mm(shared_output(m, p), cur)
         d2t = m.get("d2t", required=False)
         if d2t is not None:
             cur = scatter_d2t(self, cur, d2t, hp.n_vocab, -math.inf)

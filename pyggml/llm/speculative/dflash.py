@@ -46,9 +46,14 @@ class DFlashDrafter(Drafter):
         if hp.n_embd != t_hp.n_embd:
             raise ValueError(f"{self.kind} draft: its width {hp.n_embd} differs from the target's "
                              f"{t_hp.n_embd}")
-        if hp.mask_id is None and self.variant != "dspark":
-            raise ValueError(f"{self.kind} draft: the file has no tokenizer.ggml.mask_token_id")
-        self.mask_id = hp.mask_id if hp.mask_id is not None else 0
+        if hp.mask_id is None:
+            raise ValueError(f"{self.kind} draft: the file has no tokenizer.ggml.mask_token_id "
+                             "(the token that fills a draft block)")
+        if (self.variant == "dspark" and p_min > 0
+                and draft_model.get("conf_proj.weight", required=False) is None):
+            raise ValueError("dspark draft: p_min > 0 needs a confidence head (conf_proj), which "
+                             "this draft has not; use p_min=0")
+        self.mask_id = hp.mask_id
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
         self.p_min, self.n_min = float(p_min), int(n_min)
         cp = target_ctx.cparams
