@@ -139,12 +139,15 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
                       sample_from_anchor: bool = True, markov_rank: int = 8,
                       confidence_head: bool = True, conv_kernel: int = 3, conv_group: int = 16,
                       selector_rank: int = 8, selector_top_k: int = 4, own_output: bool = False,
-                      swa: tuple | None = None, rope_freq_base: float = 10000.0,
-                      rms_eps: float = 1e-6, seed: int = 2) -> str:
+                      swa: tuple | None = None, extras: bool = False,
+                      rope_freq_base: float = 10000.0, rms_eps: float = 1e-6, seed: int = 2) -> str:
     """A random DFlash-family draft: `kind` "dflash" (plain), "dspark" (+ Markov head
     `markov_w1 [R, V]`, `markov_w2 [R, V]`, optional confidence head) or "dflash2" (+ the
     per-layer block convolutions and the candidate selector). `swa=(n_swa, pattern)` gives
-    per-layer sliding windows (pattern: one bool per layer)."""
+    per-layer sliding windows (pattern: one bool per layer). `extras` adds every optional
+    piece of the architecture: embedding, attention and value scales, GELU, `fc.scale`, per
+    layer attention sinks, post-attention / post-FFN norms and an output scale, a first layer
+    without attn_v (V shares K), and for dflash2 a logit scale and final soft cap."""
     if kind not in DFLASH_KINDS:
         raise ValueError(f"write_tiny_dflash: kind must be one of {DFLASH_KINDS}, got {kind!r}")
     D, V, H, Hkv, d, F, L = n_embd, n_vocab, n_head, n_head_kv, head_dim, n_ff, n_layer
@@ -165,6 +168,14 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         for key, val in (("conv_kernel_size", conv_kernel), ("conv_group_size", conv_group),
                          ("selector_rank", selector_rank), ("selector_top_k", selector_top_k)):
             w.add_uint32(f"{a}.{key}", val)
+    if extras:
+        for key, val in (("embedding_scale", 1.5), ("attention.scale", 0.2),
+                         ("attention.value_scale", 0.9)):
+            w.add_float32(f"{a}.{key}", val)
+        w.add_string(f"{a}.hidden_activation", "gelu")
+        if kind == "dflash2":
+            w.add_float32(f"{a}.logit_scale", 0.8)
+            w.add_float32(f"{a}.final_logit_softcapping", 5.0)
     if swa is not None:
         n_swa, pattern = swa
         if len(pattern) != L:
@@ -173,6 +184,8 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         w.add_array(f"{a}.attention.sliding_window_pattern", [bool(x) for x in pattern])
     r = _Rand(w, seed)
     r.matrix("fc.weight", D, len(target_layers) * D)
+    if extras:
+        w.add_tensor("fc.scale", np.array([0.7], np.float32))
     r.norm("enc.output_norm.weight", D)
     r.norm("output_norm.weight", D)
     if own_output:
@@ -182,8 +195,14 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         r.norm(p + "attn_norm.weight", D)
         r.matrix(p + "attn_q.weight", H * d, D)
         r.matrix(p + "attn_k.weight", Hkv * d, D)
-        r.matrix(p + "attn_v.weight", Hkv * d, D)
+        if not (extras and il == 0):
+            r.matrix(p + "attn_v.weight", Hkv * d, D)
         r.matrix(p + "attn_output.weight", D, H * d)
+        if extras:
+            r.array(p + "attn_sinks.weight", (H,), 1.0)
+            r.norm(p + "post_attention_norm.weight", D)
+            r.norm(p + "post_ffw_norm.weight", D)
+            w.add_tensor(p + "layer_output_scale.weight", np.array([0.8 + 0.1 * il], np.float32))
         r.norm(p + "attn_q_norm.weight", d)
         r.norm(p + "attn_k_norm.weight", d)
         r.norm(p + "ffn_norm.weight", D)

@@ -21,6 +21,8 @@ DRAFTS = {
     "dspark": dict(kind="dspark", target_layers=(1, 2, 3), block_size=5),
     "dspark_bonus": dict(kind="dspark", sample_from_anchor=False),
     "dflash2": dict(kind="dflash2", block_size=5, n_layer=2),
+    "dflash_extras": dict(kind="dflash", n_layer=2, extras=True),
+    "dflash2_extras": dict(kind="dflash2", block_size=5, extras=True),
     "eagle3": dict(target_layers=(0, 1, 3)),
     "eagle3_d2t": dict(target_layers=(1, 2, 3), n_draft_vocab=97, norm_before_fc=True,
                        norm_before_residual=True),
@@ -69,17 +71,26 @@ def rope(x, pos, base, neox):
     return out
 
 
-def attend(q, k, v, allowed):
-    """q (T, H, d); k, v (S, Hkv, d); allowed (T, S)."""
+def attend(q, k, v, allowed, scale=None, sinks=None):
+    """q (T, H, d); k, v (S, Hkv, d); allowed (T, S); a sink adds exp(sink) to the softmax's
+    denominator of its head."""
     H, Hkv, d = q.shape[1], k.shape[1], q.shape[2]
+    scale = 1 / np.sqrt(d) if scale is None else scale
     out = np.zeros_like(q)
     for h in range(H):
         kh, vh = k[:, h // (H // Hkv)], v[:, h // (H // Hkv)]
-        s = q[:, h] @ kh.T / np.sqrt(d)
-        s = np.where(allowed, s, -np.inf)
-        p = np.exp(s - s.max(1, keepdims=True))
-        out[:, h] = (p / p.sum(1, keepdims=True)) @ vh
+        s = np.where(allowed, q[:, h] @ kh.T * scale, -np.inf)
+        mx = s.max(1, keepdims=True)
+        if sinks is not None:
+            mx = np.maximum(mx, sinks[h])
+        p = np.exp(s - mx)
+        den = p.sum(1, keepdims=True) + (0 if sinks is None else np.exp(sinks[h] - mx))
+        out[:, h] = (p / den) @ vh
     return out.reshape(len(q), -1)
+
+
+def gelu(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
 def silu(x):
@@ -100,12 +111,16 @@ class DFlashRef:
     def kv(self, il, h, pos):
         hp = self.hp
         k = (h @ self.L(il, "attn_k.weight").T).reshape(len(h), hp.n_head_kv, -1)
-        v = (h @ self.L(il, "attn_v.weight").T).reshape(len(h), hp.n_head_kv, -1)
+        wv = self.L(il, "attn_v.weight")
+        v = rms(k, None, hp.rms_eps) if wv is None else (h @ wv.T).reshape(len(h), hp.n_head_kv, -1)
         k = rope(rms(k, self.L(il, "attn_k_norm.weight"), hp.rms_eps), pos, hp.rope_freq_base, True)
         return k, v
 
     def inject(self, feats, pos):
-        g = rms(feats @ W(self.m, "fc.weight").T, W(self.m, "enc.output_norm.weight"), self.hp.rms_eps)
+        g = feats @ W(self.m, "fc.weight").T
+        if W(self.m, "fc.scale") is not None:
+            g = g * W(self.m, "fc.scale")
+        g = rms(g, W(self.m, "enc.output_norm.weight"), self.hp.rms_eps)
         for il in range(self.hp.n_layer):
             k, v = self.kv(il, g, pos)
             for i, p in enumerate(pos):
@@ -131,7 +146,7 @@ class DFlashRef:
 
     def block(self, tokens, pos):
         hp, T = self.hp, len(tokens)
-        x = self.E[tokens]
+        x = self.E[tokens] * (hp.embedding_scale or 1.0)
         for il in range(hp.n_layer):
             h = rms(x, self.L(il, "attn_norm.weight"), hp.rms_eps)
             dyn = None
@@ -149,22 +164,36 @@ class DFlashRef:
             allowed = np.ones((T, len(ps)), bool)
             if hp.n_swa and hp.swa_layers[il]:
                 allowed &= (np.asarray(pos)[:, None] - ps[None, :]) < hp.n_swa
-            a = attend(q, K, V, allowed) @ self.L(il, "attn_output.weight").T
+            a = attend(q, K, V, allowed, hp.attention_scale or None, self.L(il, "attn_sinks.weight")) \
+                @ self.L(il, "attn_output.weight").T
+            a = a * (hp.value_scale or 1.0)
             if dyn is not None:
                 a = self.conv(a, self.L(il, "attn_conv_base"), dyn, 1)
+            if self.L(il, "post_attention_norm.weight") is not None:
+                a = rms(a, self.L(il, "post_attention_norm.weight"), hp.rms_eps)
             f = a + x
             y = rms(f, self.L(il, "ffn_norm.weight"), hp.rms_eps)
             fdyn = None
             if self.L(il, "ffn_conv_proj.weight") is not None:
                 fdyn = y @ self.L(il, "ffn_conv_proj.weight").T
                 y = self.conv(y, self.L(il, "ffn_conv_base"), fdyn, 0)
-            y = (silu(y @ self.L(il, "ffn_gate.weight").T) * (y @ self.L(il, "ffn_up.weight").T)) \
+            act = gelu if hp.ffn_op == 1 else silu
+            y = (act(y @ self.L(il, "ffn_gate.weight").T) * (y @ self.L(il, "ffn_up.weight").T)) \
                 @ self.L(il, "ffn_down.weight").T
             if fdyn is not None:
                 y = self.conv(y, self.L(il, "ffn_conv_base"), fdyn, 1)
+            if self.L(il, "post_ffw_norm.weight") is not None:
+                y = rms(y, self.L(il, "post_ffw_norm.weight"), hp.rms_eps)
             x = y + f
+            if self.L(il, "layer_output_scale.weight") is not None:
+                x = x * self.L(il, "layer_output_scale.weight")
         h = rms(x, W(self.m, "output_norm.weight"), hp.rms_eps)
-        return h, h @ self.out.T
+        z = h @ self.out.T
+        if W(self.m, "selector_hidden.weight") is not None:
+            z = z * (hp.logit_scale or 1.0)
+            if hp.final_logit_softcapping:
+                z = np.tanh(z / hp.final_logit_softcapping) * hp.final_logit_softcapping
+        return h, z
 
     def markov(self, tokens, h, z):
         hp = self.hp
@@ -209,7 +238,8 @@ def _load_draft(path):
 
 
 @pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])
-@pytest.mark.parametrize("name", ["dflash", "dflash_swa", "dspark", "dspark_bonus", "dflash2"])
+@pytest.mark.parametrize("name", ["dflash", "dflash_swa", "dspark", "dspark_bonus", "dflash2",
+                                  "dflash_extras", "dflash2_extras"])
 def test_dflash_block_matches_numpy(files, name, flash_attn):
     tgt, dm = Model.load(files["target"]), _load_draft(files[name])
     hp = dm.hparams_draft

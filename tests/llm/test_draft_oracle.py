@@ -33,6 +33,8 @@ KINDS = {
     "dspark": (DFlashDrafter, dict(kind="dspark", target_layers=(1, 2, 3))),
     "dspark_bonus": (DFlashDrafter, dict(kind="dspark", sample_from_anchor=False)),
     "dflash2": (DFlashDrafter, dict(kind="dflash2", block_size=5)),
+    "dflash_extras": (DFlashDrafter, dict(kind="dflash", n_layer=2, extras=True)),
+    "dflash2_extras": (DFlashDrafter, dict(kind="dflash2", block_size=5, extras=True)),
     "dflash_tied": (DFlashDrafter, dict(kind="dflash", target_layers=(2,))),
     "eagle3": (Eagle3Drafter, dict(target_layers=(0, 1, 3))),
     "eagle3_tied": (Eagle3Drafter, dict(target_layers=(0, 2, 3), own_output=False)),
