@@ -39,8 +39,9 @@ class DraftContext(Context):
 
     def process(self, pos, token=None, embd=None, output=None, seq_id: int = 0,
                 memory: bool = True):
-        """One ubatch at positions `pos` of sequence seq_id. Returns the logits of the rows
-        flagged in `output` (None when the graph has no logits)."""
+        """One ubatch at positions `pos` of sequence seq_id (an int, or one id per token for a
+        batch of several sequences, each contiguous). Returns the logits of the rows flagged
+        in `output` (None when the graph has no logits)."""
         pos = np.asarray(pos, np.int32).ravel()
         n = len(pos)
         if n == 0:
@@ -61,8 +62,15 @@ class DraftContext(Context):
         want = out.any()
         if not want:
             out[-1] = True  # no 0-row tensors; the row is computed and dropped
-        ub = UBatch(pos=pos, seq_id=np.full(n, self._check_seq(seq_id, "process"), np.int32),
-                    output=out, token=tok, embd=rows)
+        if np.ndim(seq_id):
+            seqs = np.asarray(seq_id, np.int32).ravel()
+            if len(seqs) != n:
+                raise ValueError(f"DraftContext.process: {len(seqs)} sequence ids for {n} positions")
+            for s in np.unique(seqs):
+                self._check_seq(int(s), "process")
+        else:
+            seqs = np.full(n, self._check_seq(seq_id, "process"), np.int32)
+        ub = UBatch(pos=pos, seq_id=seqs, output=out, token=tok, embd=rows)
         mctx = None
         if memory:
             self.memory.update(self.n_threads)
@@ -83,8 +91,11 @@ class DraftContext(Context):
             res.gf.compute(self.n_threads)
             self.timings["t_compute_s"] += time.perf_counter() - t0
         except BaseException:
-            if memory and not self.memory.seq_rm(int(seq_id), int(pos[0]), -1):
-                self.memory.seq_rm(int(seq_id), -1, -1)
+            if memory:
+                for s in np.unique(seqs):
+                    p0 = int(pos[seqs == s].min())
+                    if not self.memory.seq_rm(int(s), p0, -1):
+                        self.memory.seq_rm(int(s), -1, -1)
             raise
         self._last = res
         self.logits = self.h_nextn = self.embd_out = None

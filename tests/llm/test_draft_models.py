@@ -395,3 +395,32 @@ def test_n_max_clamped_to_block(files):
         assert d.bind(ctx, 99) == want, name
         assert d.bind(ctx, 2) == 2, name
     assert Eagle3Drafter(ctx, Model.load(files["eagle3"])).bind(ctx, 9) == 9
+
+
+@pytest.mark.parametrize("name", ["dflash", "dspark", "dflash2_extras"])
+def test_blocks_of_two_sequences_in_one_batch(files, name):
+    """All drafting sequences decode in one batch (block-major); each block must come out as
+    if it had been decoded alone (the Markov chain, the convolution and the selector run per
+    block)."""
+    tgt, dm = Model.load(files["target"]), _load_draft(files[name])
+    hp = dm.hparams_draft
+    rng = np.random.default_rng(11)
+    lens, anchors, B = (9, 5), (17, 99), 4
+    feats = [rng.standard_normal((n, hp.n_embd_enc)).astype(np.float32) for n in lens]
+    blocks = [[a] + [hp.mask_id] * (B - 1) for a in anchors]
+    kw = dict(other=tgt, causal_attn=False, n_ctx=64, type_k=gg.F32, type_v=gg.F32)
+    alone = []
+    for f, blk, n in zip(feats, blocks, lens):
+        c = DraftContext(dm, **kw)
+        c.process(np.arange(n), embd=f)
+        alone.append((c.process(np.arange(n, n + B), token=blk, output=np.ones(B, bool)), c.h_nextn))
+    both = DraftContext(dm, n_seq_max=2, **kw)
+    for s, (f, n) in enumerate(zip(feats, lens)):
+        both.process(np.arange(n), embd=f, seq_id=s)
+    got = both.process(np.concatenate([np.arange(n, n + B) for n in lens]),
+                       token=blocks[0] + blocks[1], output=np.ones(2 * B, bool),
+                       seq_id=[0] * B + [1] * B)
+    for s in range(2):
+        assert nmse(got[s * B:(s + 1) * B], alone[s][0]) <= MAX_NMSE
+        if alone[s][1] is not None:
+            assert nmse(both.h_nextn[s * B:(s + 1) * B], alone[s][1]) <= MAX_NMSE
