@@ -139,6 +139,7 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
                       sample_from_anchor: bool = True, markov_rank: int = 8,
                       confidence_head: bool = True, conv_kernel: int = 3, conv_group: int = 16,
                       selector_rank: int = 8, selector_top_k: int = 4, own_output: bool = False,
+                      n_draft_vocab: int | None = None,
                       swa: tuple | None = None, extras: bool = False,
                       rope_freq_base: float = 10000.0, rms_eps: float = 1e-6, seed: int = 2) -> str:
     """A random DFlash-family draft: `kind` "dflash" (plain), "dspark" (+ Markov head
@@ -147,7 +148,10 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
     per-layer sliding windows (pattern: one bool per layer). `extras` adds every optional
     piece of the architecture: embedding, attention and value scales, GELU, `fc.scale`, per
     layer attention sinks, post-attention / post-FFN norms and an output scale, a first layer
-    without attn_v (V shares K), and for dflash2 a logit scale and final soft cap."""
+    without attn_v (V shares K), and for dflash2 a logit scale and final soft cap.
+    `n_draft_vocab` < n_vocab gives a reduced draft vocabulary: an own output over it and a
+    `d2t` table (sorted random target ids)."""
+    import gguf
     if kind not in DFLASH_KINDS:
         raise ValueError(f"write_tiny_dflash: kind must be one of {DFLASH_KINDS}, got {kind!r}")
     D, V, H, Hkv, d, F, L = n_embd, n_vocab, n_head, n_head_kv, head_dim, n_ff, n_layer
@@ -188,8 +192,12 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         w.add_tensor("fc.scale", np.array([0.7], np.float32))
     r.norm("enc.output_norm.weight", D)
     r.norm("output_norm.weight", D)
-    if own_output:
-        r.matrix("output.weight", V, D, 2.0 / np.sqrt(D))
+    Vd = V if n_draft_vocab is None else int(n_draft_vocab)
+    if own_output or n_draft_vocab is not None:
+        r.matrix("output.weight", Vd, D, 2.0 / np.sqrt(D))
+    if n_draft_vocab is not None:
+        ids = np.sort(r.rng.choice(V, size=Vd, replace=False)).astype(np.int64)
+        w.add_tensor("d2t", ids, raw_dtype=gguf.GGMLQuantizationType.I64)
     for il in range(L):
         p = f"blk.{il}."
         r.norm(p + "attn_norm.weight", D)
@@ -217,7 +225,7 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
     if kind == "dspark":
         R = markov_rank
         r.matrix("markov_w1.weight", V, R, 1.0)
-        r.matrix("markov_w2.weight", V, R, 1.0 / np.sqrt(R))
+        r.matrix("markov_w2.weight", Vd, R, 1.0 / np.sqrt(R))
         if confidence_head:
             r.matrix("conf_proj.weight", 1, D + R)
             r.array("conf_proj.bias", (1,), 0.5)

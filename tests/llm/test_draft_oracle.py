@@ -32,6 +32,7 @@ KINDS = {
                                        swa=(5, (True, False)))),
     "dspark": (DFlashDrafter, dict(kind="dspark", target_layers=(1, 2, 3))),
     "dspark_bonus": (DFlashDrafter, dict(kind="dspark", sample_from_anchor=False)),
+    "dspark_d2t": (DFlashDrafter, dict(kind="dspark", n_draft_vocab=150)),
     "dflash2": (DFlashDrafter, dict(kind="dflash2", block_size=5)),
     "dflash_extras": (DFlashDrafter, dict(kind="dflash", n_layer=2, extras=True)),
     "dflash2_extras": (DFlashDrafter, dict(kind="dflash2", block_size=5, extras=True)),

@@ -311,10 +311,10 @@ class DFlashGraph(GraphContext):
             if conf_w is not None:
                 confs.append(gg.sigmoid(c, gg.cont(c, gg.view_2d(c, base, 1, n_blocks, stride, 0))))
         emb = self.res.t_embd
+        d2t = m.get("d2t", required=False)
         for i in range(start, B):
             u = gg.get_rows(c, w1, prev)                       # [R, n_blocks]
             bias = self.build_lora_mm(w2, u, w2_s)             # [V_draft, n_blocks]
-            d2t = m.get("d2t", required=False)
             if d2t is not None:
                 bias = scatter_d2t(self, bias, d2t, V, 0.0)
             col = gg.add(c, gg.view_2d(c, base, V, n_blocks, stride, i * base.nb[1]), bias)

@@ -14,7 +14,7 @@ import numpy as np
 from ..context_draft import DraftContext
 from ..models import load_hparams
 from .drafter import Draft, Drafter
-from .taps import check_vocab, features, layer_input_names, softmax_rows, top_prob
+from .taps import check_d2t, check_vocab, features, layer_input_names, softmax_rows, top_prob
 
 VARIANTS = ("dflash", "dspark", "dflash2")
 
@@ -43,6 +43,7 @@ class DFlashDrafter(Drafter):
         hp = self.hp = load_hparams(draft_model)
         t_hp = target_ctx.hparams
         check_vocab(self.kind, target_ctx.model, draft_model, t_hp.n_vocab, hp.n_vocab)
+        check_d2t(self.kind, draft_model, t_hp.n_vocab)
         if hp.n_embd != t_hp.n_embd:
             raise ValueError(f"{self.kind} draft: its width {hp.n_embd} differs from the target's "
                              f"{t_hp.n_embd}")

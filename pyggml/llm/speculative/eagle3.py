@@ -10,7 +10,7 @@ import numpy as np
 from ..context_draft import DraftContext
 from ..models import load_hparams
 from .drafter import Draft, Drafter
-from .taps import check_vocab, features, layer_input_names, softmax_rows, top_prob
+from .taps import check_d2t, check_vocab, features, layer_input_names, softmax_rows, top_prob
 
 
 class Eagle3Drafter(Drafter):
@@ -31,12 +31,7 @@ class Eagle3Drafter(Drafter):
         if hp.n_embd_target != t_hp.n_embd:
             raise ValueError(f"eagle3 draft: target_hidden_size={hp.n_embd_target} but the target "
                              f"is {t_hp.n_embd} wide")
-        d2t = draft_model.get("d2t", required=False)
-        if d2t is not None:
-            ids = np.asarray(d2t.numpy())
-            if ids.size and (ids.min() < 0 or ids.max() >= t_hp.n_vocab):
-                raise ValueError(f"eagle3 draft: d2t maps to ids outside the target's vocabulary "
-                                 f"[0, {t_hp.n_vocab})")
+        check_d2t("eagle3", draft_model, t_hp.n_vocab)
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
         self.p_min, self.n_min = float(p_min), int(n_min)
         cp = target_ctx.cparams

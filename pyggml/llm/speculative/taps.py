@@ -60,3 +60,14 @@ def softmax_rows(logits: np.ndarray) -> np.ndarray:
     z = z - z.max(axis=-1, keepdims=True)
     e = np.exp(z)
     return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+
+
+def check_d2t(kind: str, draft_model, n_vocab_target: int) -> None:
+    """A reduced draft vocabulary must map into the target's ids."""
+    d2t = draft_model.get("d2t", required=False)
+    if d2t is None:
+        return
+    ids = np.asarray(d2t.numpy())
+    if ids.size and (ids.min() < 0 or ids.max() >= n_vocab_target):
+        raise ValueError(f"{kind} draft: d2t maps to ids outside the target's vocabulary "
+                         f"[0, {n_vocab_target})")
