@@ -84,7 +84,7 @@ def _common_keys(w, arch, *, n_vocab, n_embd, n_layer, n_ff, n_head, n_head_kv, 
 def write_tiny_eagle3(path, *, n_vocab: int = 256, n_embd: int = 64, target_layers=(0, 1, 3),
                       n_head: int = 4, n_head_kv: int = 2, head_dim: int = 16, n_ff: int = 128,
                       n_ctx_train: int = 512, own_output: bool = True, own_embd: bool = False,
-                      n_draft_vocab: int | None = None, norm_before_fc: bool = False,
+                      n_draft_vocab: int | None = None, rope_sections=None, norm_before_fc: bool = False,
                       norm_before_residual: bool = False, rope_freq_base: float = 10000.0,
                       rms_eps: float = 1e-6, seed: int = 1) -> str:
     """A random EAGLE3 head for a target of width `n_embd` and vocabulary `n_vocab`.
@@ -139,7 +139,7 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
                       sample_from_anchor: bool = True, markov_rank: int = 8,
                       confidence_head: bool = True, conv_kernel: int = 3, conv_group: int = 16,
                       selector_rank: int = 8, selector_top_k: int = 4, own_output: bool = False,
-                      n_draft_vocab: int | None = None,
+                      n_draft_vocab: int | None = None, rope_sections=None,
                       swa: tuple | None = None, extras: bool = False,
                       rope_freq_base: float = 10000.0, rms_eps: float = 1e-6, seed: int = 2) -> str:
     """A random DFlash-family draft: `kind` "dflash" (plain), "dspark" (+ Markov head
@@ -180,6 +180,8 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         if kind == "dflash2":
             w.add_float32(f"{a}.logit_scale", 0.8)
             w.add_float32(f"{a}.final_logit_softcapping", 5.0)
+    if rope_sections is not None:   # the degenerate M-RoPE of drafts for Qwen3.5 targets
+        _int_array(w, f"{a}.rope.dimension_sections", rope_sections)
     if swa is not None:
         n_swa, pattern = swa
         if len(pattern) != L:

@@ -35,7 +35,7 @@ class Llama:
     """One llama.cpp model and one context on it."""
 
     def __init__(self, path, *, n_ctx=256, n_ubatch=64, other: "Llama | None" = None,
-                 flash_attn=False, causal=True):
+                 flash_attn=False, causal=True, n_rs_seq=0):
         import llama_cpp as lc
         import llama_cpp.llama_cpp_ext as ext
         self.lc, self.ext = lc, ext
@@ -58,6 +58,7 @@ class Llama:
         cp.n_threads = cp.n_threads_batch = 2
         cp.type_k = cp.type_v = GGML_F32
         cp.flash_attn_type = 1 if flash_attn else 0
+        cp.n_rs_seq = n_rs_seq
         if other is not None:
             cp.ctx_other = other.ctx
         self.ctx = lc.llama_init_from_model(self.model, cp)
@@ -148,15 +149,21 @@ class LlamaTarget:
     def __init__(self, path, tap_ids, **kw):
         self.m = Llama(path, **kw)
         self.tap_ids = list(tap_ids)
-        self.m.tap_layer_inputs(self.tap_ids)
+        self.n_layer = self.m.lc.llama_model_n_layer(self.m.model)
+        # an id one past the last layer reads the target's unmasked h_nextn (EAGLE3)
+        self.m.tap_layer_inputs([i for i in self.tap_ids if i < self.n_layer])
+        if self.n_layer in self.tap_ids:
+            self.m.enable_nextn(masked=False)
 
     def decode(self, tokens, pos0):
         self.m.decode_tokens(tokens, pos0, outputs=True)
         logits = np.stack([self.m.logits(i) for i in range(len(tokens))])
-        return logits, {il: self.m.layer_input(il) for il in self.tap_ids}
+        taps = {il: (self.m.nextn(len(tokens)) if il == self.n_layer else self.m.layer_input(il))
+                for il in self.tap_ids}
+        return logits, taps
 
     def seq_rm(self, p0):
-        self.m.seq_rm(p0, -1)
+        assert self.m.seq_rm(p0, -1), "llama.cpp's target could not roll back"
 
 
 class LlamaDFlashDraft:

@@ -9,11 +9,11 @@ from pyggml.llm.context import Context
 
 
 class PyTarget:
-    def __init__(self, model, drafter_cls, draft_model, n_max, n_ctx=256, **kw):
-        probe = drafter_cls(Context(model, n_ctx=n_ctx), draft_model)
+    def __init__(self, model, drafter_cls, draft_model, n_max, n_ctx=256, n_rs_seq=0, **kw):
+        probe = drafter_cls(Context(model, n_ctx=n_ctx, n_rs_seq=n_rs_seq), draft_model)
         self.names = probe.target_outputs
         self.ctx = Context(model, n_ctx=n_ctx, type_k=gg.F32, type_v=gg.F32, flash_attn=False,
-                           outputs=self.names)
+                           outputs=self.names, n_rs_seq=n_rs_seq)
         self.drafter = drafter_cls(self.ctx, draft_model, **kw)
         self.n_max = self.drafter.bind(self.ctx, n_max)
 
@@ -23,7 +23,7 @@ class PyTarget:
         return logits, {n: self.ctx.output(n) for n in self.names}
 
     def seq_rm(self, p0):
-        self.ctx.seq_rm(0, p0, -1)
+        assert self.ctx.seq_rm(0, p0, -1), "the target could not roll back"
 
 
 class PyDraft:

@@ -127,3 +127,31 @@ def test_n_max_clamped_like_llama_cpp(files):
         assert d.bind(ctx, 10) == want, name
         lt = LlamaTarget(files["target"], d.hp.target_layers)
         assert LlamaDFlashDraft(files[name], lt, 10).n_max == want, name
+
+
+@pytest.mark.parametrize("forced", [False, True], ids=["natural", "forced"])
+@pytest.mark.parametrize("kind", ["dflash_mrope", "eagle3_h_nextn"])
+def test_drafts_of_a_qwen35_target(tmp_path, kind, forced):
+    """A hybrid (gated delta-net + attention) Qwen3.5 target, rolled back through n_rs_seq:
+    a DFlash draft with the degenerate M-RoPE sections such drafts carry, and an EAGLE3 head
+    whose third tap is the target's post-norm h_nextn (the id one past the last layer)."""
+    from pyggml.llm.tiny import write_tiny_qwen35
+    target = write_tiny_qwen35(tmp_path / "q35.gguf", n_layer=4, full_attention_interval=2,
+                               n_nextn=0)
+    if kind == "dflash_mrope":
+        cls, drv = DFlashDrafter, LlamaDFlashDraft
+        path = write_tiny_dflash(tmp_path / "d.gguf", target_layers=(1, 3), rope_sections=(8, 0, 0, 0))
+    else:
+        cls, drv = Eagle3Drafter, LlamaEagle3Draft
+        path = write_tiny_eagle3(tmp_path / "e.gguf", target_layers=(1, 2, 4))
+    tgt, dm = Model.load(target), Model.load(path)
+    greedy = list(Context(tgt, n_ctx=256).generate(PROMPT, N_GEN + N_MAX + 2))
+    kw = dict(truth=greedy, pattern=[N_MAX, 1, 0, 2]) if forced else {}
+    pt = PyTarget(tgt, cls, dm, n_max=N_MAX, n_rs_seq=N_MAX)
+    ours, s_ours = speculative_loop(pt, PyDraft(pt), PROMPT, N_GEN, **kw)
+    lt = LlamaTarget(target, pt.drafter.hp.target_layers, n_rs_seq=N_MAX)
+    ref, s_ref = speculative_loop(lt, drv(path, lt, N_MAX), PROMPT, N_GEN, **kw)
+    assert ref == greedy[:N_GEN] and ours == greedy[:N_GEN]
+    assert [s["draft"] for s in s_ours] == [s["draft"] for s in s_ref]
+    assert [s["n_accepted"] for s in s_ours] == [s["n_accepted"] for s in s_ref]
+    assert max(nmse(a["logits"], b["logits"]) for a, b in zip(s_ours, s_ref)) <= 1e-4

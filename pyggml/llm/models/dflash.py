@@ -109,9 +109,11 @@ class DFlashHParams:
         if r.has("hyper_connection.count"):
             raise NotImplementedError(f"{arch}: the DeepSeek V4 DSpark backbone is not supported")
         sections = kv.get(f"{arch}.rope.dimension_sections")
-        if isinstance(sections, list) and any(sections):
-            raise NotImplementedError(f"{arch}: M-RoPE drafts (rope.dimension_sections) are not "
-                                      "supported")
+        if isinstance(sections, list) and len(sections) > 3 and sections[3]:
+            # text and injected rows carry positions (p, p, p, 0): with no section reading the
+            # 4th, M-RoPE rotates every pair by p as NEOX does
+            raise NotImplementedError(f"{arch}: M-RoPE drafts with a 4th rope section "
+                                      f"({sections}) are not supported")
         act = kv.get(f"{arch}.hidden_activation", "silu")
         if act not in ("silu", "gelu", "gelu_pytorch_tanh"):
             raise GGUFError(f"{arch}: unsupported hidden activation {act!r}")

@@ -32,7 +32,8 @@ class Eagle3Drafter(Drafter):
             raise ValueError(f"eagle3 draft: target_hidden_size={hp.n_embd_target} but the target "
                              f"is {t_hp.n_embd} wide")
         check_d2t("eagle3", draft_model, t_hp.n_vocab)
-        self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
+        self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers,
+                                                 allow_output=True)
         self.p_min, self.n_min = float(p_min), int(n_min)
         cp = target_ctx.cparams
         self.ctx = DraftContext(draft_model, other=target_ctx.model, n_ctx=n_ctx or target_ctx.n_ctx,

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-# the llama-family builder names layer il's input "embd" (il = 0) or "l_out-{il-1}"
-_TAPPABLE = ("llama", "qwen2", "qwen3")
+# these builders name layer il's input "embd" (il = 0) or "l_out-{il-1}", uncropped (every
+# token's row); qwen35 also exports the post-norm hidden state of every token as "h_nextn",
+# which a tap one past the last layer reads (as llama.cpp's EAGLE3 does)
+_TAPPABLE = ("llama", "qwen2", "qwen3", "qwen35", "mamba2")
+_H_NEXTN_ALL_ROWS = ("qwen35",)
 
 
-def layer_input_names(target_model, layer_ids) -> tuple:
-    """cb names of the inputs of target layers `layer_ids` (rows for every decoded token)."""
+def layer_input_names(target_model, layer_ids, allow_output: bool = False) -> tuple:
+    """cb names of the inputs of target layers `layer_ids` (rows for every decoded token);
+    with `allow_output`, id n_layer names the target's unmasked h_nextn where it has one."""
     from ..models import load_hparams
     if target_model.arch not in _TAPPABLE:
         raise NotImplementedError(f"draft: reading layer inputs of a {target_model.arch!r} target "
@@ -17,6 +21,9 @@ def layer_input_names(target_model, layer_ids) -> tuple:
     n_layer = load_hparams(target_model).n_layer
     names = []
     for il in layer_ids:
+        if il == n_layer and allow_output and target_model.arch in _H_NEXTN_ALL_ROWS:
+            names.append("h_nextn")
+            continue
         if not 0 <= il < n_layer:
             raise ValueError(f"draft: target layer {il} is out of range for a target with "
                              f"{n_layer} layers (taps read layer inputs 0..{n_layer - 1})")
