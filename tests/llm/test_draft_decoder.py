@@ -32,3 +32,20 @@ def test_speculative_equals_greedy(tmp_path, kind):
     dec = SpeculativeDecoder(Context(target, n_ctx=256), kind=kind, draft=draft, n_max=4)
     assert list(dec.generate(prompt, 32)) == want
     assert dec.stats["n_drafted"] > 0
+
+
+@pytest.mark.parametrize("kind", ["dflash", "eagle3"])
+def test_speculative_on_a_recurrent_target_equals_greedy(tmp_path, kind):
+    from pyggml.llm.speculative import SpeculativeDecoder
+    from pyggml.llm.tiny import write_tiny_qwen35
+    target = Model.load(write_tiny_qwen35(tmp_path / "q35.gguf", n_layer=4,
+                                          full_attention_interval=2, n_nextn=0))
+    if kind == "dflash":
+        draft = write_tiny_dflash(tmp_path / "d.gguf", target_layers=(1, 3), rope_sections=(8, 0, 0, 0))
+    else:
+        draft = write_tiny_eagle3(tmp_path / "e.gguf", target_layers=(1, 2, 4))
+    prompt = [1, 5, 17, 42, 9, 77, 130]
+    want = list(Context(target, n_ctx=256).generate(prompt, 24))
+    dec = SpeculativeDecoder(Context(target, n_ctx=256, n_rs_seq=4), kind=kind,
+                             draft=Model.load(draft), n_max=4)
+    assert list(dec.generate(prompt, 24)) == want
