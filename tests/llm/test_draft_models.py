@@ -424,3 +424,56 @@ def test_blocks_of_two_sequences_in_one_batch(files, name):
         assert nmse(got[s * B:(s + 1) * B], alone[s][0]) <= MAX_NMSE
         if alone[s][1] is not None:
             assert nmse(both.h_nextn[s * B:(s + 1) * B], alone[s][1]) <= MAX_NMSE
+
+
+def _drafter_after_prompt(files, name, **kw):
+    tgt, dm = Model.load(files["target"]), Model.load(files[name])
+    cls = Eagle3Drafter if name.startswith("eagle3") else DFlashDrafter
+    probe = cls(Context(tgt, n_ctx=64), dm)
+    ctx = Context(tgt, n_ctx=64, outputs=probe.target_outputs)
+    d = cls(ctx, dm, **kw)
+    n_max = d.bind(ctx, 4)
+    prompt = [1, 5, 17, 42, 9]
+    ctx.decode(prompt)
+    d.process(np.asarray(prompt), 0, {n: ctx.output(n) for n in d.target_outputs})
+    return d, n_max, int(np.argmax(ctx.logits[-1]))
+
+
+def _top10_prob(row):
+    top = np.sort(row.astype(np.float64))[-10:]
+    return 1 / np.exp(top - top[-1]).sum()
+
+
+@pytest.mark.parametrize("name", ["dflash", "dspark", "dflash2", "eagle3"])
+def test_p_min_cuts_the_draft_where_confidence_drops(files, name):
+    full, n_max, id_last = _drafter_after_prompt(files, name)
+    want = full.draft(id_last, 5, n_max)
+    assert len(want.ids) == n_max
+    if name == "dflash2":
+        k = full.hp.selector_top_k
+        lat, pred, conf = full.ctx.h_nextn, 0, []
+        for i in range(1, n_max + 1):
+            s = lat[i, k + pred * k: k + pred * k + k].astype(np.float64)
+            pred = int(np.argmax(s))
+            conf.append(1 / np.exp(s - s[pred]).sum())
+    elif name == "dspark":
+        conf = list(full.ctx.h_nextn[:n_max, 0])
+    else:
+        conf = [_top10_prob(r) for r in want.logits]
+    p_min = float(np.median(conf))
+    cut = next((i for i, c in enumerate(conf) if c < p_min), len(conf))
+    d, _, _ = _drafter_after_prompt(files, name, p_min=p_min)
+    got = d.draft(id_last, 5, n_max)
+    assert got.ids == want.ids[:cut]
+    d, _, _ = _drafter_after_prompt(files, name, n_min=n_max)
+    assert d.draft(id_last, 5, n_max).ids == want.ids
+    d, _, _ = _drafter_after_prompt(files, name, p_min=p_min, n_min=cut + 1)
+    assert d.draft(id_last, 5, n_max).ids == []
+
+
+def test_dspark_p_min_needs_a_confidence_head(files, tmp_path):
+    ctx = Context(Model.load(files["target"]), n_ctx=64)
+    p = write_tiny_dflash(tmp_path / "noconf.gguf", kind="dspark", confidence_head=False)
+    DFlashDrafter(ctx, Model.load(p))
+    with pytest.raises(ValueError, match="needs a confidence head"):
+        DFlashDrafter(ctx, Model.load(p), p_min=0.5)
