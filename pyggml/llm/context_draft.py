@@ -1,7 +1,7 @@
 """A decoding context for draft models (EAGLE3, DFlash): batches of float rows, optional
 non-causal attention and tensors borrowed from the target.
 
-`DraftContext.process(ub)` runs one ubatch given as token ids, float rows, or both (the
+`DraftContext.process(pos, token=, embd=)` runs one ubatch of token ids, float rows or both (the
 architecture's graph picks its mode from which are present). `memory=False` runs it without
 touching the memory (EAGLE3's encoder). After each call `logits` holds the output rows,
 `h_nextn` the graph's hidden-state side channel (EAGLE3's g / pre-norm state, DSpark's

@@ -477,3 +477,19 @@ def test_dspark_p_min_needs_a_confidence_head(files, tmp_path):
     DFlashDrafter(ctx, Model.load(p))
     with pytest.raises(ValueError, match="needs a confidence head"):
         DFlashDrafter(ctx, Model.load(p), p_min=0.5)
+
+
+def test_draft_context_refuses_bad_batches(files):
+    tgt, dm = Model.load(files["target"]), Model.load(files["dflash"])
+    ctx = DraftContext(dm, other=tgt, causal_attn=False, n_ctx=64, n_ubatch=8)
+    with pytest.raises(ValueError, match="expected 3 rows of width 128"):
+        ctx.process(np.arange(3), embd=np.zeros((3, 64), np.float32))
+    assert ctx.memory.seq_pos_max(0) == -1, "a failed batch must leave no cells behind"
+    with pytest.raises(ValueError, match="exceed n_ubatch=8"):
+        ctx.process(np.arange(9), embd=np.zeros((9, 128), np.float32))
+    with pytest.raises(ValueError, match="pass token ids, float rows or both"):
+        ctx.process(np.arange(2))
+    with pytest.raises(ValueError, match="out of range"):
+        ctx.process([0], token=[300])
+    with pytest.raises(KeyError, match="has no tensor 'token_embd.weight'"):
+        DraftContext(dm, causal_attn=False, n_ctx=64).process([0], token=[5])
