@@ -5,7 +5,8 @@ model loaded with load_mtp, decoding entries that carry a token id and a hidden 
 `run_mtp_loop` is the single-sequence greedy speculative loop in the server's step order
 (draft, drop the draft region, target verify, MTP catch-up, accept, seq_rm both); it runs
 over either side through the small `MtpSide` interface so pyggml and llama.cpp take the
-very same steps."""
+very same steps. `drafter_loop` takes the same steps through pyggml's MtpDrafter, and
+`forced` makes drafts that are right up to a chosen index (full, partial, zero acceptance)."""
 from __future__ import annotations
 
 import ctypes
@@ -219,3 +220,50 @@ def run_mtp_loop(side, prompt, n_gen, n_max, mismatch=None):
         out.extend(new)
         pos0 += n_acc + 1
     return out[:n_gen], steps
+
+
+def drafter_loop(t, dr, prompt, n_gen, n_max, mismatch=None):
+    """The server's order over MtpDrafter: draft, verify on the target, process, accept,
+    roll the target back (its recurrent state through seq_rm within n_rs_seq)."""
+    n_max = dr.bind(t, n_max)
+    lg = t.decode(prompt, logits_all=True)
+    dr.process(prompt, 0, {"h_nextn": t.embd_nextn})
+    out, steps, pos0 = [int(np.argmax(lg[-1]))], [], len(prompt)
+    while len(out) < n_gen:
+        d = dr.draft(out[-1], pos0, n_max)
+        used = list(d.ids) if mismatch is None else list(mismatch(len(steps), d.ids))
+        batch = [out[-1]] + used
+        lg = t.decode(batch, logits_all=True)
+        dr.process(batch, pos0, {"h_nextn": t.embd_nextn})
+        new = []
+        for i in range(len(used) + 1):
+            new.append(int(np.argmax(lg[i])))
+            if i == len(used) or new[-1] != used[i]:
+                break
+        n_acc = len(new) - 1
+        dr.accept(n_acc)
+        if n_acc < len(used):
+            assert t.seq_rm(0, pos0 + n_acc + 1, -1), "target rollback refused"
+        steps.append({"draft": list(d.ids), "logits": dr.last_logits, "n_accepted": n_acc})
+        out.extend(new)
+        pos0 += n_acc + 1
+    return out[:n_gen], steps
+
+
+def forced(greedy, steps_at):
+    """A mismatch policy: propose the true greedy continuation, wrong from index k on, with
+    k cycling through steps_at (k >= n: the whole draft is right)."""
+    state = {"pos": 0}
+
+    def policy(step, drafts):
+        k = steps_at[step % len(steps_at)]
+        i = state["pos"]
+        truth = greedy[i + 1:i + 1 + len(drafts)]
+        prop = [truth[j] if j < k and j < len(truth) else (truth[j] + 1) % 256 if j < len(truth)
+                else 3 for j in range(len(drafts))]
+        n_acc = 0
+        while n_acc < len(prop) and n_acc < len(truth) and prop[n_acc] == truth[n_acc]:
+            n_acc += 1
+        state["pos"] = i + n_acc + 1
+        return prop
+    return policy

@@ -7,7 +7,7 @@ and oracle runs against llama.cpp's MTP context."""
 import numpy as np
 import pytest
 
-from llama_cpp_mtp import PyggmlMtpSide, run_mtp_loop
+from llama_cpp_mtp import PyggmlMtpSide, drafter_loop, forced, run_mtp_loop
 from mamba2_ref import _rms, _silu
 from qwen35_ref import Qwen35Ref
 from util import nmse
@@ -152,59 +152,12 @@ def test_top1_probability_is_a_softmax_over_the_ten_best():
     assert tok == 1 and abs(p - np.exp(3.0) / np.exp(best).sum()) < 1e-12
 
 
-def drafter_loop(t, dr, prompt, n_gen, n_max, mismatch=None):
-    """The server's order over MtpDrafter: draft, verify on the target, process, accept,
-    roll the target back (its recurrent state through seq_rm within n_rs_seq)."""
-    n_max = dr.bind(t, n_max)
-    lg = t.decode(prompt, logits_all=True)
-    dr.process(prompt, 0, {"h_nextn": t.embd_nextn})
-    out, steps, pos0 = [int(np.argmax(lg[-1]))], [], len(prompt)
-    while len(out) < n_gen:
-        d = dr.draft(out[-1], pos0, n_max)
-        used = list(d.ids) if mismatch is None else list(mismatch(len(steps), d.ids))
-        batch = [out[-1]] + used
-        lg = t.decode(batch, logits_all=True)
-        dr.process(batch, pos0, {"h_nextn": t.embd_nextn})
-        new = []
-        for i in range(len(used) + 1):
-            new.append(int(np.argmax(lg[i])))
-            if i == len(used) or new[-1] != used[i]:
-                break
-        n_acc = len(new) - 1
-        dr.accept(n_acc)
-        if n_acc < len(used):
-            assert t.seq_rm(0, pos0 + n_acc + 1, -1), "target rollback refused"
-        steps.append({"draft": list(d.ids), "logits": dr.last_logits, "n_accepted": n_acc})
-        out.extend(new)
-        pos0 += n_acc + 1
-    return out[:n_gen], steps
-
-
-def forced(greedy, prompt_len, steps_at):
-    """A mismatch policy: propose the true greedy continuation, wrong from index k on, with
-    k cycling through steps_at (k >= n: the whole draft is right)."""
-    state = {"pos": 0}
-
-    def policy(step, drafts):
-        k = steps_at[step % len(steps_at)]
-        i = state["pos"]
-        truth = greedy[i + 1:i + 1 + len(drafts)]
-        prop = [truth[j] if j < k and j < len(truth) else (truth[j] + 1) % 256 if j < len(truth)
-                else 3 for j in range(len(drafts))]
-        n_acc = 0
-        while n_acc < len(prop) and n_acc < len(truth) and prop[n_acc] == truth[n_acc]:
-            n_acc += 1
-        state["pos"] = i + n_acc + 1
-        return prop
-    return policy
-
-
 def test_drafter_commits_the_greedy_stream_through_every_acceptance(model):
     prompt = tokens(9, seed=4)
     greedy = list(Context(model, n_ctx=256, type_k=gg.F32, type_v=gg.F32).generate(prompt, 40))
     t = target(model)
     dr = MtpDrafter(t)
-    out, steps = drafter_loop(t, dr, prompt, 40, 3, forced(greedy, len(prompt), [3, 1, 0, 2, 3]))
+    out, steps = drafter_loop(t, dr, prompt, 40, 3, forced(greedy, [3, 1, 0, 2, 3]))
     assert out == greedy
     accepted = [s["n_accepted"] for s in steps]
     assert {0, 1, 2, 3} <= set(accepted)
@@ -212,7 +165,7 @@ def test_drafter_commits_the_greedy_stream_through_every_acceptance(model):
     t2 = target(model)
     side = PyggmlMtpSide(t2, Context(model, n_ctx=256, type_k=gg.F32, type_v=gg.F32,
                                      ctx_type="mtp", n_outputs_max=1))
-    out2, steps2 = run_mtp_loop(side, prompt, 40, 3, forced(greedy, len(prompt), [3, 1, 0, 2, 3]))
+    out2, steps2 = run_mtp_loop(side, prompt, 40, 3, forced(greedy, [3, 1, 0, 2, 3]))
     assert out2 == greedy
     assert [s["draft"] for s in steps] == [s["draft"] for s in steps2]
     # its natural drafts (no forcing): still the greedy stream
@@ -255,7 +208,7 @@ def test_drafts_and_draft_logits_match_llama_cpp(model, path, policy):
     prompt = tokens(9, seed=7)
     greedy = list(Context(model, n_ctx=256, type_k=gg.F32, type_v=gg.F32).generate(prompt, 36))
     mk = (lambda: None) if policy == "natural" else \
-        (lambda: forced(greedy, len(prompt), [3, 0, 2, 1, 3, 3]))
+        (lambda: forced(greedy, [3, 0, 2, 1, 3, 3]))
     side = llama_side(path, n_rs_seq=N_RS)
     want, wsteps = run_mtp_loop(side, prompt, 36, 3, mk())
     side.close()

@@ -63,3 +63,4 @@ from . import llama  # noqa: E402,F401  (registers llama, qwen2, qwen3)
 from . import deepseek4  # noqa: E402,F401
 from . import mamba2  # noqa: E402,F401
 from . import qwen35  # noqa: E402,F401
+from . import step35  # noqa: E402,F401
