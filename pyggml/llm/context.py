@@ -310,7 +310,8 @@ class Context:
                                  n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
                                  samplers=self.samplers, outputs=self.outputs, gtype=self.gtype,
                                  nextn_layer_offset=self.nextn_layer_offset,
-                                 nextn_masked=self.nextn_masked)
+                                 nextn_masked=self.nextn_masked,
+                                 embeddings_nextn=self.embeddings_nextn)
             res = self._get_graph(params)
             t1 = time.perf_counter()
             res.set_inputs(ub)

@@ -106,6 +106,7 @@ class GraphParams:
     gtype: GraphType = GraphType.DEFAULT
     nextn_layer_offset: int = 0
     nextn_masked: bool = False
+    embeddings_nextn: bool = False   # the context reads h_nextn (graphs may skip it otherwise)
     kv: InitVar[Any] = None
     slot: InitVar[Any] = None
     n_kv: InitVar[int] = 0
@@ -122,7 +123,8 @@ class GraphParams:
         mkey = None if self.mctx is None else (type(self.mctx).__name__, self.mctx.shape_key())
         return (self.arch, ub.n_tokens, self.n_outputs, mkey, ub.token is not None,
                 ub.embd is not None, self.flash_attn, self.causal_attn, tuple(self.samplers),
-                tuple(self.outputs), int(self.gtype), self.nextn_layer_offset, self.nextn_masked)
+                tuple(self.outputs), int(self.gtype), self.nextn_layer_offset, self.nextn_masked,
+                self.embeddings_nextn)
 
     def allow_reuse(self, other: "GraphParams") -> bool:
         return other is not None and self.key() == other.key()

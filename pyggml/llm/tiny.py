@@ -197,9 +197,11 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
                          compress_ratios=(0, 4, 128, 4), compress_rope_base: float = 160000.0,
                          rope_freq_base: float = 10000.0, n_ctx_train: int = 1024,
                          yarn_factor: float | None = None, rms_eps: float = 1e-6,
-                         seed: int = 0) -> str:
+                         n_nextn: int = 0, seed: int = 0) -> str:
     """Write a random-weight DeepSeek V4 model (llama.cpp's `deepseek4` keys and tensors;
-    F32 weights, no MTP layers) to `path`; returns the path. The defaults exercise every
+    F32 weights) to `path`; returns the path. `n_nextn` (0 or 1) appends a NextN (MTP) block:
+    a raw-window dsv4 layer (ratio 0, routed) with ``nextn.eh_proj [2D, D]`` and
+    ``nextn.enorm/hnorm [D]``. The defaults exercise every
     path: raw (0), CSA (4) and HCA (128) layers, a hash-routed first layer, 16 indexer heads
     (so indexer scores rarely tie) and a SWIGLU clamp of 2 (so a few percent of the values
     are clamped). `yarn_factor` adds YaRN scaling (compressed layers only use it)."""
@@ -212,6 +214,10 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
     if hc != 4 or n_head % o_groups or indexer_head_dim % 64 or n_rot > min(head_dim, indexer_head_dim):
         raise ValueError("write_tiny_deepseek4: needs hc == 4, n_head % o_groups == 0, the indexer "
                          "head a multiple of 64 and n_rot <= both head sizes")
+    if n_nextn not in (0, 1) or hash_layer_count > len(ratios):
+        raise ValueError("write_tiny_deepseek4: n_nextn must be 0 or 1 and the hash layers "
+                         "within the trunk")
+    ratios = ratios + [0] * n_nextn
     L, D, V, H, d, E, F = len(ratios), n_embd, n_vocab, n_head, head_dim, n_expert, n_ff_exp
     di, Hi, mix = indexer_head_dim, indexer_n_head, (2 + hc) * hc
     rng = np.random.default_rng(seed)
@@ -230,7 +236,7 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
                      ("attention.output_group_count", o_groups),
                      ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
                      ("hyper_connection.sinkhorn_iterations", sinkhorn_iters),
-                     ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", 0)):
+                     ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", n_nextn)):
         w.add_uint32(f"{a}.{key}", int(val))
     for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
                      ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
@@ -311,6 +317,10 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
         t(p + "ffn_gate_shexp.weight", F * n_expert_shared, D)
         t(p + "ffn_up_shexp.weight", F * n_expert_shared, D)
         t(p + "ffn_down_shexp.weight", D, F * n_expert_shared)
+        if il >= L - n_nextn:
+            t(p + "nextn.eh_proj.weight", D, 2 * D)
+            t(p + "nextn.enorm.weight", D, kind="norm")
+            t(p + "nextn.hnorm.weight", D, kind="norm")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -151,6 +151,32 @@ class PyggmlMtpSide:
         return self.d.seq_rm(0, p0, -1)
 
 
+class MixedMtpSide:
+    """pyggml's target with llama.cpp's MTP context: checks the draft graph alone, on the
+    same target hidden rows (llama.cpp 0.3.36's unmasked deepseek4 trunk h_nextn is wrong
+    for the leading rows of multi-token ubatches: they do not reproduce its own logits)."""
+
+    def __init__(self, target, llama_side):
+        self.t, self.l = target, llama_side
+        self.n_heads, self.n_embd = llama_side.n_heads, llama_side.n_embd
+
+    def target_decode(self, tokens, pos0):
+        assert self.t.n_past() == pos0
+        return self.t.decode(tokens, logits_all=True), self.t.embd_nextn
+
+    def seq_rm_target(self, p0):
+        return self.t.seq_rm(0, p0, -1)
+
+    def draft_decode(self, tokens, hs, pos0, want_output):
+        return self.l.draft_decode(tokens, hs, pos0, want_output)
+
+    def set_offset(self, k):
+        self.l.set_offset(k)
+
+    def seq_rm_draft(self, p0):
+        return self.l.seq_rm_draft(p0)
+
+
 def run_mtp_loop(side, prompt, n_gen, n_max, mismatch=None):
     """Greedy speculative decoding with the model's NextN head(s), in the server's order.
     `mismatch(step, drafts)` may replace drafts (to force rejections). Returns the committed
