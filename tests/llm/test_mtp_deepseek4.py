@@ -143,10 +143,10 @@ def test_drafts_and_draft_logits_match_llama_cpp(model, path, policy):
 
 def test_speculative_decoder_mtp_equals_plain_greedy(model):
     try:
-        from pyggml.llm.speculative import decoder  # noqa: F401
-        from pyggml.llm.speculative import SpeculativeDecoder
+        import pyggml.llm.speculative.decoder  # noqa: F401
     except ImportError:
         pytest.skip("SpeculativeDecoder not merged yet")
+    from pyggml.llm.speculative import SpeculativeDecoder
     prompt = tokens(9, seed=8)
     want = list(Context(model, n_ctx=256, n_rs_seq=N_RS).generate(prompt, 32))
     dec = SpeculativeDecoder(Context(model, n_ctx=256, n_rs_seq=N_RS), kind="mtp", n_max=3)

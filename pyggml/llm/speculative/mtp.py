@@ -59,6 +59,8 @@ class MtpDrafter(Drafter):
 
     def bind(self, target_ctx, n_max: int) -> int:
         super().bind(target_ctx, n_max)
+        if not target_ctx.embeddings_nextn or target_ctx.nextn_masked:
+            target_ctx.set_embeddings_nextn(True, masked=False)   # every row, for process()
         if self.chain_heads:
             n_max = min(n_max, self.n_heads)
         rs = getattr(target_ctx.memory, "n_rs_seq", None)
@@ -72,7 +74,10 @@ class MtpDrafter(Drafter):
         return range(self.n_heads) if self.chain_heads else (None,)
 
     def process(self, tokens, pos0: int, taps: dict) -> None:
-        H = np.asarray(taps["h_nextn"], np.float32).reshape(-1, self.width)
+        H = taps.get("h_nextn") if taps else None
+        if H is None:                              # the target context keeps them too
+            H = self.target.embd_nextn
+        H = np.asarray(H, np.float32).reshape(-1, self.width)
         tok = np.asarray(tokens, np.int32).ravel()
         if len(H) != len(tok):
             raise ValueError(f"MtpDrafter.process: {len(tok)} tokens but {len(H)} h_nextn rows")
