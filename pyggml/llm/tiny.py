@@ -351,6 +351,34 @@ def _tiny_writer(path, arch: str, name: str, keys_u32: dict, keys_f32: dict, n_v
     return w
 
 
+def _near_bigram(w, mix: float, seed: int) -> None:
+    """Make a tiny model close to a bigram model, so that its MTP heads agree with it often
+    (drafts get accepted naturally): the head maps token t's embedding to token perm[t]
+    (output rows = token_embd rows permuted), residual branches are scaled by `mix`, and
+    each NextN eh_proj passes the token embedding through (identity on that half)."""
+    add, state = w.add_tensor, {}
+    perm = np.random.default_rng(seed + 7919).permutation
+
+    def filtered(name, arr, *a, **k):
+        arr = np.asarray(arr)
+        if name == "token_embd.weight":
+            state["emb"] = arr
+            state["inv"] = np.argsort(perm(arr.shape[0]))
+        elif name in ("output.weight",) or name.endswith("nextn.shared_head_head.weight"):
+            arr = state["emb"][state["inv"]]
+        elif name.endswith("nextn.embed_tokens.weight"):
+            arr = state["emb"]
+        elif name.endswith(("attn_output.weight", "ffn_down.weight", "ssm_out.weight",
+                            "ffn_down_exps.weight", "ffn_down_shexp.weight")):
+            arr = arr * np.float32(mix)
+        elif name.endswith("nextn.eh_proj.weight"):
+            d = arr.shape[0]
+            arr = arr * np.float32(mix)
+            arr[:, :d] += np.eye(d, dtype=np.float32)
+        return add(name, np.ascontiguousarray(arr, np.float32), *a, **k)
+    w.add_tensor = filtered
+
+
 def _finish(w, path) -> str:
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -410,7 +438,7 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       rope_sections=(3, 3, 2, 0), n_ff: int = 128, d_state: int = 16,
                       n_k_head: int = 2, n_v_head: int = 4, d_conv: int = 4,
                       n_ctx_train: int = 1024, rope_freq_base: float = 10000.0,
-                      rms_eps: float = 1e-6, seed: int = 0) -> str:
+                      rms_eps: float = 1e-6, bigram: float = 0.0, seed: int = 0) -> str:
     """Write a random-weight Qwen3.5 model (llama.cpp's `qwen35` keys and tensors, F32) to
     `path`; returns the path. `n_layer` trunk layers (every `full_attention_interval`-th is
     gated full attention, the others gated delta-net) plus `n_nextn` NextN blocks
@@ -418,7 +446,9 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     ``attn_gate [D, Hv*S]``, ``ssm_conv1d [d_conv, 2*Hk*S + Hv*S]``, ``ssm_dt.bias [Hv]``,
     ``ssm_a [Hv]`` (negative), ``ssm_beta/ssm_alpha [D, Hv]``, ``ssm_norm [S]``,
     ``ssm_out [Hv*S, D]``; attention layers: ``attn_q [D, 2*H*d]`` (q | gate per head),
-    ``attn_k/attn_v [D, Hkv*d]``, ``attn_output [H*d, D]``, ``attn_q_norm/attn_k_norm [d]``."""
+    ``attn_k/attn_v [D, Hkv*d]``, ``attn_output [H*d, D]``, ``attn_q_norm/attn_k_norm [d]``.
+    `bigram` > 0 makes the model close to a bigram model with that residual-branch scale
+    (MTP drafts then get accepted naturally)."""
     import gguf
     if n_v_head % n_k_head or n_head % n_head_kv or n_rot > head_dim or n_rot % 2:
         raise ValueError("write_tiny_qwen35: n_v_head % n_k_head, n_head % n_head_kv must be 0 and "
@@ -439,6 +469,8 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                      {"rope.freq_base": rope_freq_base, "attention.layer_norm_rms_epsilon": rms_eps}, V)
     w.add_key_value("qwen35.rope.dimension_sections", [int(s) for s in rope_sections],
                     gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT32)
+    if bigram:
+        _near_bigram(w, bigram, seed)
 
     def normal(shape, std):
         return (rng.standard_normal(shape) * std).astype(np.float32)
@@ -498,7 +530,7 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       moe_layers=(1,), n_expert: int = 4, n_expert_used: int = 2,
                       n_ff_exp: int = 32, gate_layers=None, n_ctx_train: int = 1024,
                       rope_freq_base: float = 10000.0, rope_freq_base_swa: float = 5000.0,
-                      rms_eps: float = 1e-6, seed: int = 0) -> str:
+                      rms_eps: float = 1e-6, bigram: float = 0.0, seed: int = 0) -> str:
     """Write a random-weight Step3.5 model (llama.cpp's `step35` keys and tensors, F32) to
     `path`; returns the path. `n_layer` trunk layers plus `n_nextn` NextN blocks (full
     layers with ``nextn.eh_proj [2D, D]``, ``nextn.enorm/hnorm [D]``; head 1 also has
@@ -506,7 +538,9 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     `swa_pattern` (one bool per block, default alternating window/full) marks the window
     layers (window `n_swa`); full-attention layers rotate n_rot/2 dims, window layers n_rot.
     `moe_layers` use sigmoid-routed experts with a bias and a shared expert; `gate_layers`
-    (default every other block) carry the per-head ``attn_gate [D, H]``."""
+    (default every other block) carry the per-head ``attn_gate [D, H]``. `bigram` > 0 makes
+    the model close to a bigram model with that residual-branch scale (MTP drafts then get
+    accepted naturally)."""
     import gguf
     n_all = n_layer + n_nextn
     if swa_pattern is None:
@@ -533,6 +567,8 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       "attention.layer_norm_rms_epsilon": rms_eps}, V)
     w.add_key_value("step35.attention.sliding_window_pattern", [bool(s) for s in swa_pattern],
                     gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.BOOL)
+    if bigram:
+        _near_bigram(w, bigram, seed)
 
     def normal(shape, std):
         return (rng.standard_normal(shape) * std).astype(np.float32)

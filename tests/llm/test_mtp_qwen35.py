@@ -31,6 +31,12 @@ def model(path):
     return Model.load(path)
 
 
+@pytest.fixture(scope="module")
+def bigram_path(tmp_path_factory):
+    """A near-bigram variant: its MTP drafts get accepted without forcing."""
+    return str(write_tiny_qwen35(tmp_path_factory.mktemp("bigram") / "bigram.gguf", n_layer=2, full_attention_interval=2, n_nextn=1, bigram=0.5, seed=5))
+
+
 def target(model, **kw):
     kw = {"n_ctx": 256, "type_k": gg.F32, "type_v": gg.F32, "n_rs_seq": N_RS,
           "embeddings_nextn": True, **kw}
@@ -204,7 +210,10 @@ def llama_side(path, **kw):
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("policy", ["natural", "forced"])
-def test_drafts_and_draft_logits_match_llama_cpp(model, path, policy):
+def test_drafts_and_draft_logits_match_llama_cpp(model, path, bigram_path, policy):
+    if policy == "natural":
+        path = bigram_path
+        model = Model.load(path)
     prompt = tokens(9, seed=7)
     greedy = list(Context(model, n_ctx=256, type_k=gg.F32, type_v=gg.F32).generate(prompt, 36))
     mk = (lambda: None) if policy == "natural" else \
@@ -234,3 +243,13 @@ def test_speculative_decoder_mtp_equals_plain_greedy(model):
     ctx = Context(model, n_ctx=256, n_rs_seq=N_RS)
     dec = SpeculativeDecoder(ctx, kind="mtp", n_max=3)
     assert list(dec.generate(prompt, 32)) == want
+
+
+def test_natural_drafts_of_a_near_bigram_model_are_accepted_losslessly(bigram_path):
+    model = Model.load(bigram_path)
+    prompt = tokens(9, seed=7)
+    greedy = list(Context(model, n_ctx=256, type_k=gg.F32, type_v=gg.F32).generate(prompt, 36))
+    t = target(model)
+    out, steps = drafter_loop(t, MtpDrafter(t), prompt, 36, 3)
+    acc = [s["n_accepted"] for s in steps]
+    assert out == greedy and 0 < sum(acc) and max(acc) == 3 and min(acc) < 3

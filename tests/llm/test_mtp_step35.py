@@ -26,6 +26,12 @@ def model(path):
     return Model.load(path)
 
 
+@pytest.fixture(scope="module")
+def bigram_path(tmp_path_factory):
+    """A near-bigram variant: its MTP drafts get accepted without forcing."""
+    return str(write_tiny_step35(tmp_path_factory.mktemp("bigram") / "bigram.gguf", bigram=0.5, seed=1))
+
+
 def f32(model, **kw):
     return Context(model, **{"n_ctx": 256, "type_k": gg.F32, "type_v": gg.F32, **kw})
 
@@ -118,7 +124,10 @@ def test_trunk_logits_and_h_nextn_match_llama_cpp(model, path):
 
 @pytest.mark.oracle
 @pytest.mark.parametrize("policy", ["natural", "forced"])
-def test_chained_drafts_and_draft_logits_match_llama_cpp(model, path, policy):
+def test_chained_drafts_and_draft_logits_match_llama_cpp(model, path, bigram_path, policy):
+    if policy == "natural":
+        path = bigram_path
+        model = Model.load(path)
     prompt = tokens(9, seed=7)
     greedy = list(f32(model).generate(prompt, 36))
     mk = (lambda: None) if policy == "natural" else (lambda: forced(greedy, [3, 0, 2, 1, 3]))
@@ -146,3 +155,13 @@ def test_speculative_decoder_mtp_equals_plain_greedy(model):
     want = list(Context(model, n_ctx=256).generate(prompt, 32))
     dec = SpeculativeDecoder(Context(model, n_ctx=256), kind="mtp", n_max=3)
     assert list(dec.generate(prompt, 32)) == want
+
+
+def test_natural_chained_drafts_of_a_near_bigram_model_are_accepted_losslessly(bigram_path):
+    model = Model.load(bigram_path)
+    prompt = tokens(9, seed=7)
+    greedy = list(f32(model).generate(prompt, 36))
+    t = f32(model, embeddings_nextn=True)
+    out, steps = drafter_loop(t, MtpDrafter(t), prompt, 36, 3)
+    acc = [s["n_accepted"] for s in steps]
+    assert out == greedy and 0 < sum(acc) and max(acc) == 3 and min(acc) < 3
