@@ -197,11 +197,11 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
                          compress_ratios=(0, 4, 128, 4), compress_rope_base: float = 160000.0,
                          rope_freq_base: float = 10000.0, n_ctx_train: int = 1024,
                          yarn_factor: float | None = None, rms_eps: float = 1e-6,
-                         n_nextn: int = 0, seed: int = 0) -> str:
+                         n_nextn: int = 0, bigram: float = 0.0, seed: int = 0) -> str:
     """Write a random-weight DeepSeek V4 model (llama.cpp's `deepseek4` keys and tensors;
     F32 weights) to `path`; returns the path. `n_nextn` (0 or 1) appends a NextN (MTP) block:
     a raw-window dsv4 layer (ratio 0, routed) with ``nextn.eh_proj [2D, D]`` and
-    ``nextn.enorm/hnorm [D]``. The defaults exercise every
+    ``nextn.enorm/hnorm [D]``; `bigram` > 0 makes the model close to a bigram model. The defaults exercise every
     path: raw (0), CSA (4) and HCA (128) layers, a hash-routed first layer, 16 indexer heads
     (so indexer scores rarely tie) and a SWIGLU clamp of 2 (so a few percent of the values
     are clamped). `yarn_factor` adds YaRN scaling (compressed layers only use it)."""
@@ -224,6 +224,8 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
     a = "deepseek4"
     w = gguf.GGUFWriter(path, a)
     w.add_name("pyggml-tiny-dsv4")
+    if bigram:
+        _near_bigram(w, bigram, seed)
     for key, val in (("vocab_size", V), ("context_length", n_ctx_train), ("embedding_length", D),
                      ("block_count", L), ("feed_forward_length", F), ("attention.head_count", H),
                      ("attention.head_count_kv", 1), ("attention.key_length", d),
@@ -361,6 +363,8 @@ def _near_bigram(w, mix: float, seed: int) -> None:
 
     def filtered(name, arr, *a, **k):
         arr = np.asarray(arr)
+        if arr.dtype != np.float32:          # index tables (hash routing) stay as they are
+            return add(name, arr, *a, **k)
         if name == "token_embd.weight":
             state["emb"] = arr
             state["inv"] = np.argsort(perm(arr.shape[0]))
@@ -368,7 +372,8 @@ def _near_bigram(w, mix: float, seed: int) -> None:
             arr = state["emb"][state["inv"]]
         elif name.endswith("nextn.embed_tokens.weight"):
             arr = state["emb"]
-        elif name.endswith(("attn_output.weight", "ffn_down.weight", "ssm_out.weight",
+        elif name.endswith(("attn_output.weight", "attn_output_b.weight", "ffn_down.weight",
+                            "ssm_out.weight",
                             "ffn_down_exps.weight", "ffn_down_shexp.weight")):
             arr = arr * np.float32(mix)
         elif name.endswith("nextn.eh_proj.weight"):
