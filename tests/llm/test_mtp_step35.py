@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from llama_cpp_mtp import PyggmlMtpSide, drafter_loop, forced, run_mtp_loop
+from step35_ref import Step35Ref
 from util import nmse
 
 import pyggml as gg
@@ -47,6 +48,25 @@ def test_hparams_and_memory_layout(model):
     assert hp.swa_layers == (True, False, True, False, True, False)
     assert sorted(t.memory.base.layers + t.memory.swa.layers) == [0, 1, 2]
     assert sorted(d.memory.base.layers + d.memory.swa.layers) == [3, 4, 5]
+
+
+@pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])
+def test_trunk_and_every_head_match_numpy(model, path, flash_attn):
+    toks = tokens(20, seed=9)                       # longer than the window of 8
+    ref = Step35Ref(path)
+    want, want_h = ref.trunk(toks)
+    t = f32(model, flash_attn=flash_attn, embeddings_nextn=True)
+    got = t.decode(toks, logits_all=True)
+    assert max(nmse(w, g) for w, g in zip(want, got)) <= 1e-9
+    assert max(nmse(w, g) for w, g in zip(want_h, t.embd_nextn)) <= 1e-9
+    hs = np.concatenate([np.zeros((1, 64)), want_h[:-1]])
+    for j in range(3):
+        w_l, w_h = ref.nextn(j, toks, hs)
+        d = f32(model, ctx_type="mtp", flash_attn=flash_attn)
+        d.set_nextn_layer_offset(j)
+        g_l = d.decode(toks, embd=hs.astype(np.float32), logits_all=True)
+        assert max(nmse(w, g) for w, g in zip(w_l, g_l)) <= 1e-9, f"head {j}"
+        assert max(nmse(w, g) for w, g in zip(w_h, d.embd_nextn)) <= 1e-9, f"head {j}"
 
 
 @pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])
