@@ -147,6 +147,8 @@ def test_mtp_context_refuses_bad_input(model, tmp_path):
                                          full_attention_interval=2, n_nextn=0))
     with pytest.raises(ValueError, match="no NextN blocks"):
         MtpDrafter(Context(plain, n_ctx=64))
+    with pytest.raises(ValueError, match="exactly one NextN block"):
+        Context(plain, n_ctx=64, ctx_type="mtp")
     with pytest.raises(ValueError, match="n_rs_seq"):
         MtpDrafter(target(model, n_rs_seq=1)).bind(target(model, n_rs_seq=1), 3)
 

@@ -113,6 +113,8 @@ def test_chained_heads_commit_the_greedy_stream(model):
     out, steps = drafter_loop(t, dr, prompt, 40, 8, forced(greedy, [3, 1, 0, 2]))
     assert out == greedy and {0, 1, 2, 3} <= {s["n_accepted"] for s in steps}
     assert all(len(s["draft"]) == 3 for s in steps)
+    tm = dr.ctx.timings                       # per-head graphs are kept and reused
+    assert tm["n_graph_reuse"] > 4 * tm["n_graph_build"]
     side = PyggmlMtpSide(f32(model, embeddings_nextn=True), f32(model, ctx_type="mtp"))
     out2, steps2 = run_mtp_loop(side, prompt, 40, 8, forced(greedy, [3, 1, 0, 2]))
     assert out2 == greedy and [s["draft"] for s in steps] == [s["draft"] for s in steps2]

@@ -45,6 +45,8 @@ class MtpDrafter(Drafter):
                            n_outputs_max=1, graph_reuse=target_ctx.graph_reuse)
         self.n_heads = n_heads
         self.chain_heads = n_heads > 1
+        # each head has its own graphs (the offset is in the graph key): keep them all
+        self.ctx.MAX_GRAPHS = max(Context.MAX_GRAPHS, 4 * n_heads)
         self.p_min, self.n_min, self.seq = float(p_min), int(n_min), int(seq_id)
         self.width = self.ctx.n_embd_nextn
         self.target = target_ctx
