@@ -69,7 +69,7 @@ class Context:
     bounds the output rows of one ubatch (default n_batch; 1 suits a draft context).
     embeddings_nextn keeps the `h_nextn` rows of each decode in `embd_nextn`: unmasked
     (the target: one row per decoded token) or masked (one row per output; the default of
-    an MTP context).
+    an MTP context); it stays None for architectures that export no h_nextn.
     """
 
     MAX_GRAPHS = 4  # built graphs kept (one per shape key); clear_graphs() drops them
@@ -282,8 +282,8 @@ class Context:
             if self.embeddings_nextn:
                 nextn.append(self._nextn_rows(ub, want))
         self.logits = np.concatenate(rows) if len(rows) > 1 else rows[0]
-        if self.embeddings_nextn:
-            self.embd_nextn = np.concatenate(nextn) if len(nextn) > 1 else nextn[0]
+        if self.embeddings_nextn:       # None when the architecture exports no h_nextn
+            self.embd_nextn = None if any(h is None for h in nextn) else np.concatenate(nextn)
         return self.logits
 
     def _nextn_rows(self, ub: UBatch, want: bool) -> np.ndarray:
@@ -291,7 +291,7 @@ class Context:
         the caller asked for (masked)."""
         t = self._last.t_h_nextn
         if t is None:
-            raise NotImplementedError(f"{self.model.arch}: this graph exports no h_nextn")
+            return None
         h = np.array(t.numpy(), np.float32).reshape(-1, self.n_embd_nextn)
         if not self.nextn_masked:
             if len(h) != ub.n_tokens:

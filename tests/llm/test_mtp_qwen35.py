@@ -143,6 +143,8 @@ def test_mtp_context_refuses_bad_input(model, tmp_path):
     llama = Model.load(write_tiny_llama(tmp_path / "l.gguf"))
     with pytest.raises(NotImplementedError, match="NextN"):
         Context(llama, ctx_type="mtp")
+    plain_llama = Context(llama, n_ctx=64, embeddings_nextn=True)   # exports no h_nextn
+    assert plain_llama.decode([1, 2]).shape[0] == 1 and plain_llama.embd_nextn is None
     plain = Model.load(write_tiny_qwen35(tmp_path / "q0.gguf", n_layer=2,
                                          full_attention_interval=2, n_nextn=0))
     with pytest.raises(ValueError, match="no NextN blocks"):
