@@ -197,6 +197,8 @@ def test_draft_p_min_and_n_min(model):
     assert dr2.draft(5, len(prompt), 3).ids == []
     dr3 = MtpDrafter(t)
     dr3.process(prompt, 0, {"h_nextn": t.embd_nextn})
+    dr3.accept(0)                             # no verify batch yet: nothing to accept
+    assert np.array_equal(dr3.pending_h, t.embd_nextn[-1])
     d = dr3.draft(5, len(prompt), 3)
     assert len(d.ids) == 3 and d.logits.shape == (3, 256)
     assert [int(np.argmax(r)) for r in d.logits] == d.ids

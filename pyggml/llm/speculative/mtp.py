@@ -57,6 +57,7 @@ class MtpDrafter(Drafter):
         self.pending_h = np.zeros(self.width, np.float32)   # h paired with the next first token
         self.verify_h = None                                 # target rows of the last process
         self.verify_pos0 = 0
+        self.drafted = False                                 # a draft preceded the last process
         self.last_logits = None                              # draft logits rows of the last draft
 
     def bind(self, target_ctx, n_max: int) -> int:
@@ -92,11 +93,14 @@ class MtpDrafter(Drafter):
                 ctx.set_nextn_layer_offset(head)
             ctx.decode(tok, embd=hs, seq_id=self.seq)
         ctx.set_nextn_layer_offset(0)
-        self.verify_h, self.verify_pos0 = H, int(pos0)
+        # only a verify batch (one that follows a draft) is what accept() refers to
+        self.verify_h = H if self.drafted else None
+        self.verify_pos0, self.drafted = int(pos0), False
         self.pending_h = H[-1].copy()
 
     def draft(self, id_last: int, pos0: int, n_max: int) -> Draft:
         ctx, seq = self.ctx, self.seq
+        self.drafted = True
         ctx.seq_rm(seq, pos0, -1)
         toks, hs = [int(id_last)], [self.pending_h]
         ids, rows = [], []
