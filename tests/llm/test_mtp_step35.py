@@ -86,6 +86,33 @@ def test_trunk_h_nextn_is_pre_norm_and_masking_moves_the_crop(model, flash_attn)
     assert nmse(H[-1], masked.embd_nextn[0]) <= 1e-12 and nmse(lg[-1], lg2[-1]) <= 1e-12
 
 
+def test_mtp_context_needs_the_nextn_tensors(tmp_path):
+    import gguf
+    src = write_tiny_step35(tmp_path / "full.gguf", n_layer=2, n_nextn=1, moe_layers=())
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(str(tmp_path / "trunk.gguf"), "step35")
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        vt = f.types[0]
+        if vt == gguf.GGUFValueType.ARRAY:
+            w.add_key_value(f.name, f.contents(), vt, sub_type=f.types[-1])
+        else:
+            w.add_key_value(f.name, f.contents(), vt)
+    for t in r.tensors:
+        if not t.name.startswith("blk.2."):
+            w.add_tensor(t.name, np.array(t.data))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    trunk = Model.load(tmp_path / "trunk.gguf")
+    want = f32(Model.load(src)).decode([1, 2, 3])
+    assert np.array_equal(f32(trunk).decode([1, 2, 3]), want)      # the trunk decodes
+    with pytest.raises(KeyError, match="blk.2"):
+        f32(trunk, ctx_type="mtp")
+
+
 def test_each_head_offset_runs_its_own_block(model):
     toks = tokens(6, seed=3)
     t = f32(model, embeddings_nextn=True)

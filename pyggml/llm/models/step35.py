@@ -126,11 +126,13 @@ class Step35Graph(GraphContext):
 
     @staticmethod
     def create_memory(model, hp: Step35HParams, cp):
-        """iSWA caches of the trunk layers, or (MTP context) of the NextN layers only."""
-        check_nextn_tensors(model, hp.n_layer, hp.n_nextn, REQUIRED.values())
+        """iSWA caches of the trunk layers, or (MTP context) of the NextN layers only. A
+        trunk-only file (NextN blocks declared, their tensors elsewhere) decodes; only an
+        MTP context needs the NextN tensors."""
         if cp.ctx_type == "mtp":
             if hp.n_nextn <= 0:
                 raise ValueError(f"{hp.arch}: an MTP context needs NextN blocks; the model has none")
+            check_nextn_tensors(model, hp.n_layer, hp.n_nextn, REQUIRED.values())
             layers = range(hp.n_layer, hp.n_layer + hp.n_nextn)
         else:
             layers = range(hp.n_layer)
