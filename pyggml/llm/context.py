@@ -16,7 +16,7 @@ import numpy as np
 
 import pyggml as gg
 
-from .graph import GraphParams, GraphResult, graph_max_nodes
+from .graph import GraphParams, GraphResult, GraphType, graph_max_nodes
 from .inputs import UBatch, split_sizes
 from .models import build_graph, builder_for, load_hparams
 from .sampling import greedy
@@ -34,6 +34,8 @@ class ContextParams:
     n_ubatch: int
     n_seq_max: int
     n_rs_seq: int
+    ctx_type: str = "default"      # "mtp": the NextN draft context of the same model
+    n_outputs_max: int = 0         # output rows a ubatch may have (0: n_batch)
 
 
 class Generation(list):
@@ -59,6 +61,15 @@ class Context:
     share the memory; n_rs_seq is the rollback depth of recurrent/compressor states (how
     many trailing positions seq_rm may remove from them). `outputs` names extra tensors
     (cb names such as "l_out-1") to keep after each ubatch: read them with `output(name)`.
+
+    ctx_type="mtp" makes the NextN (MTP) draft context of a model that has NextN blocks:
+    its memory holds only the NextN layers, its graphs are the architecture's draft graph
+    (block `n_layer + nextn_layer_offset`, see set_nextn_layer_offset), and each decoded
+    entry pairs a token id with a hidden row: `decode(ids, embd=rows)`. n_outputs_max
+    bounds the output rows of one ubatch (default n_batch; 1 suits a draft context).
+    embeddings_nextn keeps the `h_nextn` rows of each decode in `embd_nextn`: unmasked
+    (the target: one row per decoded token) or masked (one row per output; the default of
+    an MTP context); it stays None for architectures that export no h_nextn.
     """
 
     MAX_GRAPHS = 4  # built graphs kept (one per shape key); clear_graphs() drops them
@@ -66,8 +77,19 @@ class Context:
     def __init__(self, model, n_ctx: int = 512, n_threads: int = 2, flash_attn: bool = True,
                  n_batch: int = 2048, n_ubatch: int = 512, n_seq_max: int = 1, n_rs_seq: int = 0,
                  type_k=gg.F16, type_v=gg.F16, graph_reuse: bool | None = None,
-                 backend_sampling: bool = False, outputs: tuple = ()):
+                 backend_sampling: bool = False, outputs: tuple = (), ctx_type: str = "default",
+                 n_outputs_max: int | None = None, embeddings_nextn: bool | None = None,
+                 nextn_masked: bool | None = None):
         cls = builder_for(model.arch)  # fail early on an unknown architecture
+        if ctx_type not in ("default", "mtp"):
+            raise ValueError(f"Context: ctx_type={ctx_type!r}; expected 'default' or 'mtp'")
+        if ctx_type == "mtp" and getattr(cls, "MtpGraph", None) is None:
+            raise NotImplementedError(f"Context: architecture {model.arch!r} has no NextN (MTP) "
+                                      f"draft graph")
+        if n_outputs_max is None:
+            n_outputs_max = n_batch
+        if not isinstance(n_outputs_max, (int, np.integer)) or n_outputs_max <= 0:
+            raise ValueError(f"Context: n_outputs_max={n_outputs_max!r} must be a positive integer")
         for name, v in (("n_ctx", n_ctx), ("n_batch", n_batch), ("n_ubatch", n_ubatch),
                         ("n_threads", n_threads), ("n_seq_max", n_seq_max)):
             if not isinstance(v, (int, np.integer)) or v <= 0:
@@ -79,7 +101,14 @@ class Context:
         self.cparams = cp = ContextParams(
             n_ctx=int(n_ctx), n_threads=int(n_threads), flash_attn=bool(flash_attn),
             type_k=type_k, type_v=type_v, n_batch=int(n_batch),
-            n_ubatch=int(min(n_ubatch, n_batch)), n_seq_max=int(n_seq_max), n_rs_seq=int(n_rs_seq))
+            n_ubatch=int(min(n_ubatch, n_batch)), n_seq_max=int(n_seq_max), n_rs_seq=int(n_rs_seq),
+            ctx_type=ctx_type, n_outputs_max=int(n_outputs_max))
+        is_mtp = ctx_type == "mtp"
+        self.gtype = GraphType.DECODER_MTP if is_mtp else GraphType.DEFAULT
+        self.nextn_layer_offset = 0
+        self.embeddings_nextn = is_mtp if embeddings_nextn is None else bool(embeddings_nextn)
+        self.nextn_masked = is_mtp if nextn_masked is None else bool(nextn_masked)
+        self.embd_nextn: np.ndarray | None = None
         self.n_ctx, self.n_threads, self.flash_attn = cp.n_ctx, cp.n_threads, cp.flash_attn
         self.n_batch, self.n_ubatch, self.n_seq_max = cp.n_batch, cp.n_ubatch, cp.n_seq_max
         if graph_reuse is None:
@@ -100,6 +129,25 @@ class Context:
     def kv(self):
         """The memory (a KVCache for the llama family)."""
         return self.memory
+
+    # ---- NextN / MTP switches (llama_set_embeddings_nextn, llama_set_nextn_layer_offset) ----
+    def set_embeddings_nextn(self, enabled: bool, masked: bool = False) -> None:
+        """Keep h_nextn rows after each decode (`embd_nextn`): one per decoded token when
+        not masked, one per output row when masked."""
+        self.embeddings_nextn, self.nextn_masked = bool(enabled), bool(masked)
+
+    def set_nextn_layer_offset(self, offset: int) -> None:
+        """Which NextN block an MTP context's graph runs (0 = the first)."""
+        n = getattr(self.hparams, "n_nextn", 0)
+        if isinstance(offset, bool) or not isinstance(offset, (int, np.integer)) \
+                or not 0 <= offset < max(n, 1):
+            raise ValueError(f"set_nextn_layer_offset: offset {offset!r} out of range [0, {n})")
+        self.nextn_layer_offset = int(offset)
+
+    @property
+    def n_embd_nextn(self) -> int:
+        """Width of an h_nextn row (and of the hidden row an MTP entry carries)."""
+        return int(getattr(self.hparams, "n_embd_nextn", self.hparams.n_embd))
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def reset_timings(self) -> None:
@@ -174,11 +222,31 @@ class Context:
                              f"[0, {n_vocab}) for this model's vocabulary")
         return arr.astype(np.int32)
 
-    def decode(self, ids, logits_all: bool = False, seq_id: int = 0) -> np.ndarray:
+    def _check_embd(self, embd, n: int) -> np.ndarray | None:
+        is_mtp = self.cparams.ctx_type == "mtp"
+        if embd is None:
+            if is_mtp:
+                raise ValueError("decode: an MTP context needs a hidden row per entry (embd=)")
+            return None
+        if not is_mtp:
+            raise ValueError("decode: embd= (hidden rows next to the ids) is only for an MTP "
+                             "context (ctx_type='mtp')")
+        rows = np.asarray(embd, np.float32)
+        width = self.n_embd_nextn
+        if rows.ndim == 1:
+            rows = rows.reshape(1, -1)
+        if rows.shape != (n, width):
+            raise ValueError(f"decode: embd has shape {rows.shape}; expected ({n}, {width}) "
+                             f"(one hidden row per id)")
+        return np.ascontiguousarray(rows)
+
+    def decode(self, ids, logits_all: bool = False, seq_id: int = 0, embd=None) -> np.ndarray:
         """Append ids to sequence seq_id. Returns logits float32 [n_outputs, n_vocab]: every
-        token's row when logits_all, else only the last token's."""
+        token's row when logits_all, else only the last token's. An MTP context takes the
+        hidden row of every entry in embd float32 [len(ids), n_embd_nextn]."""
         tok = self._check_tokens(ids)
         seq_id = self._check_seq(seq_id, "decode")
+        rows_h = self._check_embd(embd, len(tok))
         self.memory.update(self.n_threads)
         pos0 = self.n_past(seq_id)
         if pos0 + len(tok) > self.n_ctx:
@@ -195,20 +263,43 @@ class Context:
             wanted.append(flags.any())
             flags[-1] = True  # a ubatch always has an output row: its shape then matches the
             #                   final ubatch's (graph reuse) and no graph has 0-row tensors
+            if flags.sum() > self.cparams.n_outputs_max:
+                raise ValueError(f"decode: a ubatch would have {int(flags.sum())} output rows but "
+                                 f"n_outputs_max is {self.cparams.n_outputs_max}")
             ubs.append(UBatch(pos=np.arange(pos0 + b0, pos0 + b1, dtype=np.int32),
                               seq_id=np.full(b1 - b0, seq_id, np.int32), output=flags,
-                              token=tok[b0:b1]))
+                              token=tok[b0:b1],
+                              embd=None if rows_h is None else rows_h[b0:b1]))
         plans = self.memory.init_batch(ubs)
         if plans is None:
             raise ValueError(f"decode: the memory has no room for {len(tok)} more tokens of "
                              f"sequence {seq_id}")
-        rows = []
+        rows, nextn = [], []
         for ub, mctx, want in zip(ubs, plans, wanted):
             r = self._process_ubatch(ub, mctx)
             if want:
                 rows.append(r)
+            if self.embeddings_nextn:
+                nextn.append(self._nextn_rows(ub, want))
         self.logits = np.concatenate(rows) if len(rows) > 1 else rows[0]
+        if self.embeddings_nextn:       # None when the architecture exports no h_nextn
+            self.embd_nextn = None if any(h is None for h in nextn) else np.concatenate(nextn)
         return self.logits
+
+    def _nextn_rows(self, ub: UBatch, want: bool) -> np.ndarray:
+        """The h_nextn rows of the last ubatch: every token's (unmasked) or the output rows
+        the caller asked for (masked)."""
+        t = self._last.t_h_nextn
+        if t is None:
+            return None
+        h = np.array(t.numpy(), np.float32).reshape(-1, self.n_embd_nextn)
+        if not self.nextn_masked:
+            if len(h) != ub.n_tokens:
+                raise RuntimeError("h_nextn: the graph cropped its rows but the context is unmasked")
+            return h
+        if len(h) == ub.n_tokens and ub.n_outputs != ub.n_tokens:
+            h = h[ub.out_ids]
+        return h if want else h[:0]
 
     def _process_ubatch(self, ub: UBatch, mctx):
         t0 = time.perf_counter()
@@ -217,7 +308,10 @@ class Context:
         try:
             params = GraphParams(arch=self.hparams.arch, hparams=self.hparams, ubatch=ub,
                                  n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
-                                 samplers=self.samplers, outputs=self.outputs)
+                                 samplers=self.samplers, outputs=self.outputs, gtype=self.gtype,
+                                 nextn_layer_offset=self.nextn_layer_offset,
+                                 nextn_masked=self.nextn_masked,
+                                 embeddings_nextn=self.embeddings_nextn)
             res = self._get_graph(params)
             t1 = time.perf_counter()
             res.set_inputs(ub)

@@ -24,6 +24,13 @@ from .memory import NoCacheContext
 from .memory_recurrent import InpRS, build_rs
 
 
+class GraphType(IntEnum):          # llm_graph_type
+    DEFAULT = 0
+    ENCODER = 1
+    DECODER = 2
+    DECODER_MTP = 3                 # the NextN draft graph (models' MtpGraph)
+
+
 class NormType(IntEnum):            # llm_norm_type
     NORM = 0                        # layer norm (norm_eps)
     RMS = 1                         # rms norm (norm_rms_eps)
@@ -82,7 +89,11 @@ class GraphParams:
 
     `mctx` is the memory's plan for this ubatch (None: attention over the ubatch itself).
     `outputs` names extra tensors (by their cb name) to keep readable after compute.
-    `kv`, `slot`, `n_kv`: shorthand for a unified KVCache with a planned slot."""
+    `kv`, `slot`, `n_kv`: shorthand for a unified KVCache with a planned slot.
+    `gtype` DECODER_MTP selects the architecture's NextN draft graph; `nextn_layer_offset`
+    picks which NextN block it runs. `nextn_masked` places the trunk's output crop before
+    the last layer's residual (h_nextn then has output rows only) instead of just before
+    the head (h_nextn keeps every row)."""
     arch: str
     hparams: Any
     ubatch: UBatch
@@ -92,6 +103,10 @@ class GraphParams:
     causal_attn: bool = True
     samplers: tuple = ()      # backend samplers (only "greedy" is supported)
     outputs: tuple = ()
+    gtype: GraphType = GraphType.DEFAULT
+    nextn_layer_offset: int = 0
+    nextn_masked: bool = False
+    embeddings_nextn: bool = False   # the context reads h_nextn (graphs may skip it otherwise)
     kv: InitVar[Any] = None
     slot: InitVar[Any] = None
     n_kv: InitVar[int] = 0
@@ -108,7 +123,8 @@ class GraphParams:
         mkey = None if self.mctx is None else (type(self.mctx).__name__, self.mctx.shape_key())
         return (self.arch, ub.n_tokens, self.n_outputs, mkey, ub.token is not None,
                 ub.embd is not None, self.flash_attn, self.causal_attn, tuple(self.samplers),
-                tuple(self.outputs))
+                tuple(self.outputs), int(self.gtype), self.nextn_layer_offset, self.nextn_masked,
+                self.embeddings_nextn)
 
     def allow_reuse(self, other: "GraphParams") -> bool:
         return other is not None and self.key() == other.key()

@@ -15,13 +15,16 @@ from .memory import Memory, MemoryContext
 
 class KVCacheISWA(Memory):
     def __init__(self, *, swa_layers, n_swa: int, size: int, swa_type: int = SWA_STANDARD,
-                 swa_full: bool = False, n_ubatch: int = 512, n_seq_max: int = 1, **cache_kw):
-        """swa_layers[il] says whether layer il is a sliding-window layer. The window cache
-        holds `size` cells when swa_full, else pad256(min(size, n_swa*n_seq_max + n_ubatch))."""
+                 swa_full: bool = False, n_ubatch: int = 512, n_seq_max: int = 1, layers=None,
+                 **cache_kw):
+        """swa_layers[il] says whether layer il is a sliding-window layer; `layers` lists the
+        layers stored (default all; an MTP context stores the NextN layers only). The window
+        cache holds `size` cells when swa_full, else pad256(min(size, n_swa*n_seq_max + n_ubatch))."""
         if n_swa <= 0:
             raise ValueError(f"KVCacheISWA: n_swa must be positive, got {n_swa}")
-        swa = [il for il, s in enumerate(swa_layers) if s]
-        full = [il for il, s in enumerate(swa_layers) if not s]
+        keep = set(range(len(swa_layers)) if layers is None else layers)
+        swa = [il for il, s in enumerate(swa_layers) if s and il in keep]
+        full = [il for il, s in enumerate(swa_layers) if not s and il in keep]
         size_swa = size if swa_full else min(size, pad_to(n_swa * n_seq_max + n_ubatch, N_PAD))
         n_layer = len(swa_layers)
         self.base = KVCache(n_layer=n_layer, size=size, layers=full, n_seq_max=n_seq_max, **cache_kw)

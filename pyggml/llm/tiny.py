@@ -197,9 +197,11 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
                          compress_ratios=(0, 4, 128, 4), compress_rope_base: float = 160000.0,
                          rope_freq_base: float = 10000.0, n_ctx_train: int = 1024,
                          yarn_factor: float | None = None, rms_eps: float = 1e-6,
-                         seed: int = 0) -> str:
+                         n_nextn: int = 0, bigram: float = 0.0, seed: int = 0) -> str:
     """Write a random-weight DeepSeek V4 model (llama.cpp's `deepseek4` keys and tensors;
-    F32 weights, no MTP layers) to `path`; returns the path. The defaults exercise every
+    F32 weights) to `path`; returns the path. `n_nextn` (0 or 1) appends a NextN (MTP) block:
+    a raw-window dsv4 layer (ratio 0, routed) with ``nextn.eh_proj [2D, D]`` and
+    ``nextn.enorm/hnorm [D]``; `bigram` > 0 makes the model close to a bigram model. The defaults exercise every
     path: raw (0), CSA (4) and HCA (128) layers, a hash-routed first layer, 16 indexer heads
     (so indexer scores rarely tie) and a SWIGLU clamp of 2 (so a few percent of the values
     are clamped). `yarn_factor` adds YaRN scaling (compressed layers only use it)."""
@@ -212,12 +214,18 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
     if hc != 4 or n_head % o_groups or indexer_head_dim % 64 or n_rot > min(head_dim, indexer_head_dim):
         raise ValueError("write_tiny_deepseek4: needs hc == 4, n_head % o_groups == 0, the indexer "
                          "head a multiple of 64 and n_rot <= both head sizes")
+    if n_nextn not in (0, 1) or hash_layer_count > len(ratios):
+        raise ValueError("write_tiny_deepseek4: n_nextn must be 0 or 1 and the hash layers "
+                         "within the trunk")
+    ratios = ratios + [0] * n_nextn
     L, D, V, H, d, E, F = len(ratios), n_embd, n_vocab, n_head, head_dim, n_expert, n_ff_exp
     di, Hi, mix = indexer_head_dim, indexer_n_head, (2 + hc) * hc
     rng = np.random.default_rng(seed)
     a = "deepseek4"
     w = gguf.GGUFWriter(path, a)
     w.add_name("pyggml-tiny-dsv4")
+    if bigram:
+        _near_bigram(w, bigram, seed)
     for key, val in (("vocab_size", V), ("context_length", n_ctx_train), ("embedding_length", D),
                      ("block_count", L), ("feed_forward_length", F), ("attention.head_count", H),
                      ("attention.head_count_kv", 1), ("attention.key_length", d),
@@ -230,7 +238,7 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
                      ("attention.output_group_count", o_groups),
                      ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
                      ("hyper_connection.sinkhorn_iterations", sinkhorn_iters),
-                     ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", 0)):
+                     ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", n_nextn)):
         w.add_uint32(f"{a}.{key}", int(val))
     for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
                      ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
@@ -311,6 +319,10 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
         t(p + "ffn_gate_shexp.weight", F * n_expert_shared, D)
         t(p + "ffn_up_shexp.weight", F * n_expert_shared, D)
         t(p + "ffn_down_shexp.weight", D, F * n_expert_shared)
+        if il >= L - n_nextn:
+            t(p + "nextn.eh_proj.weight", D, 2 * D)
+            t(p + "nextn.enorm.weight", D, kind="norm")
+            t(p + "nextn.hnorm.weight", D, kind="norm")
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -339,6 +351,37 @@ def _tiny_writer(path, arch: str, name: str, keys_u32: dict, keys_f32: dict, n_v
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
     return w
+
+
+def _near_bigram(w, mix: float, seed: int) -> None:
+    """Make a tiny model close to a bigram model, so that its MTP heads agree with it often
+    (drafts get accepted naturally): the head maps token t's embedding to token perm[t]
+    (output rows = token_embd rows permuted), residual branches are scaled by `mix`, and
+    each NextN eh_proj passes the token embedding through (identity on that half)."""
+    add, state = w.add_tensor, {}
+    perm = np.random.default_rng(seed + 7919).permutation
+
+    def filtered(name, arr, *a, **k):
+        arr = np.asarray(arr)
+        if arr.dtype != np.float32:          # index tables (hash routing) stay as they are
+            return add(name, arr, *a, **k)
+        if name == "token_embd.weight":
+            state["emb"] = arr
+            state["inv"] = np.argsort(perm(arr.shape[0]))
+        elif name in ("output.weight",) or name.endswith("nextn.shared_head_head.weight"):
+            arr = state["emb"][state["inv"]]
+        elif name.endswith("nextn.embed_tokens.weight"):
+            arr = state["emb"]
+        elif name.endswith(("attn_output.weight", "attn_output_b.weight", "ffn_down.weight",
+                            "ssm_out.weight",
+                            "ffn_down_exps.weight", "ffn_down_shexp.weight")):
+            arr = arr * np.float32(mix)
+        elif name.endswith("nextn.eh_proj.weight"):
+            d = arr.shape[0]
+            arr = arr * np.float32(mix)
+            arr[:, :d] += np.eye(d, dtype=np.float32)
+        return add(name, np.ascontiguousarray(arr, np.float32), *a, **k)
+    w.add_tensor = filtered
 
 
 def _finish(w, path) -> str:
@@ -400,7 +443,7 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       rope_sections=(3, 3, 2, 0), n_ff: int = 128, d_state: int = 16,
                       n_k_head: int = 2, n_v_head: int = 4, d_conv: int = 4,
                       n_ctx_train: int = 1024, rope_freq_base: float = 10000.0,
-                      rms_eps: float = 1e-6, seed: int = 0) -> str:
+                      rms_eps: float = 1e-6, bigram: float = 0.0, seed: int = 0) -> str:
     """Write a random-weight Qwen3.5 model (llama.cpp's `qwen35` keys and tensors, F32) to
     `path`; returns the path. `n_layer` trunk layers (every `full_attention_interval`-th is
     gated full attention, the others gated delta-net) plus `n_nextn` NextN blocks
@@ -408,7 +451,9 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     ``attn_gate [D, Hv*S]``, ``ssm_conv1d [d_conv, 2*Hk*S + Hv*S]``, ``ssm_dt.bias [Hv]``,
     ``ssm_a [Hv]`` (negative), ``ssm_beta/ssm_alpha [D, Hv]``, ``ssm_norm [S]``,
     ``ssm_out [Hv*S, D]``; attention layers: ``attn_q [D, 2*H*d]`` (q | gate per head),
-    ``attn_k/attn_v [D, Hkv*d]``, ``attn_output [H*d, D]``, ``attn_q_norm/attn_k_norm [d]``."""
+    ``attn_k/attn_v [D, Hkv*d]``, ``attn_output [H*d, D]``, ``attn_q_norm/attn_k_norm [d]``.
+    `bigram` > 0 makes the model close to a bigram model with that residual-branch scale
+    (MTP drafts then get accepted naturally)."""
     import gguf
     if n_v_head % n_k_head or n_head % n_head_kv or n_rot > head_dim or n_rot % 2:
         raise ValueError("write_tiny_qwen35: n_v_head % n_k_head, n_head % n_head_kv must be 0 and "
@@ -429,6 +474,8 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                      {"rope.freq_base": rope_freq_base, "attention.layer_norm_rms_epsilon": rms_eps}, V)
     w.add_key_value("qwen35.rope.dimension_sections", [int(s) for s in rope_sections],
                     gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.INT32)
+    if bigram:
+        _near_bigram(w, bigram, seed)
 
     def normal(shape, std):
         return (rng.standard_normal(shape) * std).astype(np.float32)
@@ -478,6 +525,107 @@ def write_tiny_qwen35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
         w.add_tensor(p + "nextn.enorm.weight", uniform(D, 0.8, 1.2))
         w.add_tensor(p + "nextn.hnorm.weight", uniform(D, 0.8, 1.2))
     w.add_tensor("output_norm.weight", uniform(D, 0.8, 1.2))
+    w.add_tensor("output.weight", normal((V, D), 2.0 / np.sqrt(D)))
+    return _finish(w, path)
+
+
+def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int = 3,
+                      n_nextn: int = 3, swa_pattern=None, n_swa: int = 8, n_head: int = 4,
+                      n_head_kv: int = 2, head_dim: int = 32, n_rot: int = 16, n_ff: int = 128,
+                      moe_layers=(1,), n_expert: int = 4, n_expert_used: int = 2,
+                      n_ff_exp: int = 32, gate_layers=None, n_ctx_train: int = 1024,
+                      rope_freq_base: float = 10000.0, rope_freq_base_swa: float = 5000.0,
+                      rms_eps: float = 1e-6, bigram: float = 0.0, seed: int = 0) -> str:
+    """Write a random-weight Step3.5 model (llama.cpp's `step35` keys and tensors, F32) to
+    `path`; returns the path. `n_layer` trunk layers plus `n_nextn` NextN blocks (full
+    layers with ``nextn.eh_proj [2D, D]``, ``nextn.enorm/hnorm [D]``; head 1 also has
+    ``nextn.shared_head_norm``, head 2 ``nextn.shared_head_head`` and ``nextn.embed_tokens``).
+    `swa_pattern` (one bool per block, default alternating window/full) marks the window
+    layers (window `n_swa`); full-attention layers rotate n_rot/2 dims, window layers n_rot.
+    `moe_layers` use sigmoid-routed experts with a bias and a shared expert; `gate_layers`
+    (default every other block) carry the per-head ``attn_gate [D, H]``. `bigram` > 0 makes
+    the model close to a bigram model with that residual-branch scale (MTP drafts then get
+    accepted naturally)."""
+    import gguf
+    n_all = n_layer + n_nextn
+    if swa_pattern is None:
+        swa_pattern = [il % 2 == 0 for il in range(n_all)]
+    if gate_layers is None:
+        gate_layers = [il for il in range(n_all) if il % 2 == 1]
+    if len(swa_pattern) != n_all or n_head % n_head_kv or n_rot > head_dim or n_rot % 4:
+        raise ValueError("write_tiny_step35: one swa flag per block, n_head % n_head_kv == 0, "
+                         "n_rot a multiple of 4 and at most head_dim")
+    D, V, F = n_embd, n_vocab, n_ff
+    rng = np.random.default_rng(seed)
+    w = _tiny_writer(path, "step35", "pyggml-tiny-step35",
+                     {"vocab_size": V, "context_length": n_ctx_train, "embedding_length": D,
+                      "block_count": n_all, "nextn_predict_layers": n_nextn,
+                      "feed_forward_length": F, "attention.head_count": n_head,
+                      "attention.head_count_kv": n_head_kv, "attention.key_length": head_dim,
+                      "attention.value_length": head_dim, "rope.dimension_count": n_rot,
+                      "attention.sliding_window": n_swa, "expert_feed_forward_length": n_ff_exp,
+                      "expert_shared_feed_forward_length": n_ff_exp,
+                      "expert_count": n_expert if moe_layers else 0,
+                      "expert_used_count": n_expert_used if moe_layers else 0,
+                      "expert_gating_func": 2},
+                     {"rope.freq_base": rope_freq_base, "rope.freq_base_swa": rope_freq_base_swa,
+                      "attention.layer_norm_rms_epsilon": rms_eps}, V)
+    w.add_key_value("step35.attention.sliding_window_pattern", [bool(s) for s in swa_pattern],
+                    gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.BOOL)
+    if bigram:
+        _near_bigram(w, bigram, seed)
+
+    def normal(shape, std):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm_w(name, n):
+        w.add_tensor(name, rng.uniform(0.8, 1.2, size=n).astype(np.float32))
+
+    def matrix(name, n_out, n_in, *lead):
+        w.add_tensor(name, normal((*lead, n_out, n_in), 1.0 / np.sqrt(n_in)))
+
+    def block(il):
+        p = f"blk.{il}."
+        norm_w(p + "attn_norm.weight", D)
+        matrix(p + "attn_q.weight", n_head * head_dim, D)
+        matrix(p + "attn_k.weight", n_head_kv * head_dim, D)
+        matrix(p + "attn_v.weight", n_head_kv * head_dim, D)
+        matrix(p + "attn_output.weight", D, n_head * head_dim)
+        norm_w(p + "attn_q_norm.weight", head_dim)
+        norm_w(p + "attn_k_norm.weight", head_dim)
+        if il in gate_layers:
+            matrix(p + "attn_gate.weight", n_head, D)
+        norm_w(p + "ffn_norm.weight", D)
+        if il in moe_layers:
+            matrix(p + "ffn_gate_inp.weight", n_expert, D)
+            w.add_tensor(p + "exp_probs_b.bias", normal((n_expert,), 0.1))
+            matrix(p + "ffn_gate_exps.weight", n_ff_exp, D, n_expert)
+            matrix(p + "ffn_up_exps.weight", n_ff_exp, D, n_expert)
+            matrix(p + "ffn_down_exps.weight", D, n_ff_exp, n_expert)
+            matrix(p + "ffn_gate_shexp.weight", n_ff_exp, D)
+            matrix(p + "ffn_up_shexp.weight", n_ff_exp, D)
+            matrix(p + "ffn_down_shexp.weight", D, n_ff_exp)
+        else:
+            matrix(p + "ffn_gate.weight", F, D)
+            matrix(p + "ffn_up.weight", F, D)
+            matrix(p + "ffn_down.weight", D, F)
+
+    w.add_tensor("token_embd.weight", normal((V, D), 2.0 / np.sqrt(D)))
+    for il in range(n_layer):
+        block(il)
+    for j in range(n_nextn):
+        il = n_layer + j
+        block(il)
+        p = f"blk.{il}.nextn."
+        matrix(p + "eh_proj.weight", D, 2 * D)
+        norm_w(p + "enorm.weight", D)
+        norm_w(p + "hnorm.weight", D)
+        if j == 1:
+            norm_w(p + "shared_head_norm.weight", D)
+        if j == 2:
+            w.add_tensor(p + "shared_head_head.weight", normal((V, D), 2.0 / np.sqrt(D)))
+            w.add_tensor(p + "embed_tokens.weight", normal((V, D), 2.0 / np.sqrt(D)))
+    norm_w("output_norm.weight", D)
     w.add_tensor("output.weight", normal((V, D), 2.0 / np.sqrt(D)))
     return _finish(w, path)
 

@@ -4,7 +4,9 @@ Each model file defines, next to its builder (a GraphContext subclass):
 * `HParams`: a dataclass with `from_gguf(kv, arch)` reading its `<arch>.*` keys with
   llama.cpp's defaults,
 * `TENSORS`: its tensor list (attribute -> GGUF name under `blk.{il}.`),
-* `create_memory(model, hparams, cparams)`: the Memory a Context decodes with.
+* `create_memory(model, hparams, cparams)`: the Memory a Context decodes with (for
+  `cparams.ctx_type == "mtp"`: a memory over the NextN layers only),
+* optionally `MtpGraph`: the builder of its NextN draft graph (GraphType.DECODER_MTP).
 """
 from __future__ import annotations
 
@@ -43,6 +45,12 @@ def load_hparams(model):
 def build_graph(model, params, res):
     """Emit the graph for `params` into `res` (a GraphResult) and mark its outputs."""
     cls = builder_for(params.arch)
+    from ..graph import GraphType
+    if params.gtype == GraphType.DECODER_MTP:
+        mtp = getattr(cls, "MtpGraph", None)
+        if mtp is None:
+            raise NotImplementedError(f"architecture {params.arch!r} has no NextN (MTP) draft graph")
+        cls = mtp
     if not isinstance(params.hparams, cls.HParams):
         # a caller holding only the loader's generic hparams: use the architecture's own
         params.hparams = load_hparams(model)
@@ -57,3 +65,4 @@ from . import mamba2  # noqa: E402,F401
 from . import qwen35  # noqa: E402,F401
 from . import eagle3  # noqa: E402,F401
 from . import dflash  # noqa: E402,F401
+from . import step35  # noqa: E402,F401

@@ -8,7 +8,14 @@ sinks, a grouped low-rank output projection. Layers attend their raw keys throug
 window and, by their compression ratio, also compressed keys: ratio 128 (HCA) all visible
 blocks, ratio 4 (CSA) the top-k blocks a lightning indexer picks; both are expressed as
 masks over the concatenated keys. MoE with sqrt-softplus gating, hash routing by token id in
-the first layers, a shared expert, SWIGLU clamped on the gate input. MTP layers are ignored.
+the first layers, a shared expert, SWIGLU clamped on the gate input.
+
+The trunk exports all hc streams of the last layer flattened [hc*D, .] as `h_nextn` (every
+row, or the output rows when masked). The NextN (MTP) block runs in DeepSeek4MtpGraph: the
+streams of h are RMS-normed per stream, the token's normed embedding repeated to every
+stream, eh_proj per stream, then one dsv4 block attending raw keys through the window only
+(its compression ratio must be 0, and it may not be hash-routed), over a K-only window
+cache of the NextN layer.
 """
 from __future__ import annotations
 
@@ -20,11 +27,15 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import ClampMode, FfnGate, FfnOp, Gating, GraphContext, NormType
+from ..inputs import InpAttn, _input
 from ..inputs_dsv4 import InpDSV4, hadamard_size
+from ..kv_cache import N_PAD, SWA_STANDARD, pad_to
 from ..kv_cache_dsv4 import CSA_RATIO, HCA_RATIO, DSV4Memory
+from ..kv_cache_iswa import KVCacheISWA
 from ..model import ROPE_TYPE_NORM
 from . import register
 from .llama import layer_weights
+from .nextn import InpEmbdH, NextNGraph, check_nextn_tensors
 
 TENSORS = {
     "attn_norm": "attn_norm.weight", "attn_sinks": "attn_sinks.weight",
@@ -63,6 +74,7 @@ class DeepSeek4HParams:
     n_ctx_train: int              # context_length
     n_embd: int                   # embedding_length
     n_layer: int                  # block_count - nextn_predict_layers (trunk layers)
+    n_nextn: int                  # nextn_predict_layers
     n_head: int                   # attention.head_count
     n_head_kv: int                # attention.head_count_kv (1: the shared K=V head)
     head_dim_k: int               # attention.key_length (the full head, K = V)
@@ -98,6 +110,11 @@ class DeepSeek4HParams:
     beta_slow: float = 1.0
     rope_type: int = ROPE_TYPE_NORM
 
+    @property
+    def n_embd_nextn(self) -> int:
+        """h_nextn rows carry every stream."""
+        return self.hc * self.n_embd
+
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "DeepSeek4HParams":
         r = KeyReader(kv, arch)
@@ -122,7 +139,7 @@ class DeepSeek4HParams:
         tokens = kv.get("tokenizer.ggml.tokens")
         n_ctx_train = r.get("context_length", required=True)
         hp = cls(arch=arch, n_vocab=r.get("vocab_size", len(tokens) if isinstance(tokens, list) else 0),
-                 n_ctx_train=n_ctx_train, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+                 n_ctx_train=n_ctx_train, n_embd=n_embd, n_layer=n_layer, n_nextn=n_nextn, n_head=n_head,
                  n_head_kv=r.get("attention.head_count_kv", 1), head_dim_k=head_k,
                  head_dim_v=r.get("attention.value_length", head_k),
                  n_rot=r.get("rope.dimension_count", required=True),
@@ -157,6 +174,10 @@ class DeepSeek4HParams:
             raise GGUFError(f"{arch}: head_count {n_head} is not a multiple of output_group_count {hp.o_groups}")
         if any(x not in (0, CSA_RATIO, HCA_RATIO) for x in hp.compress_ratios):
             raise GGUFError(f"{arch}: compress ratios must be 0, 4 or 128, got {hp.compress_ratios}")
+        if n_nextn and (any(hp.compress_ratios[n_layer:]) or hp.hash_layer_count > n_layer):
+            raise GGUFError(f"{arch}: NextN blocks must have compression ratio 0 and must not be "
+                            f"hash-routed (ratios {hp.compress_ratios[n_layer:]}, hash layers "
+                            f"{hp.hash_layer_count})")
         return hp
 
 
@@ -173,6 +194,17 @@ class DeepSeek4Graph(GraphContext):
 
     @staticmethod
     def create_memory(model, hp: DeepSeek4HParams, cp):
+        if cp.ctx_type == "mtp":       # a K-only window cache of the NextN layer
+            if hp.n_nextn != 1:
+                raise ValueError(f"{hp.arch}: an MTP context needs exactly one NextN block, "
+                                 f"the model has {hp.n_nextn}")
+            check_nextn_tensors(model, hp.n_layer, 1, ("attn_norm.weight", "attn_kv.weight"))
+            d = hp.head_dim_k
+            return KVCacheISWA(swa_layers=[True] * (hp.n_layer + 1), layers=[hp.n_layer],
+                               n_swa=hp.n_swa, size=pad_to(cp.n_ctx, N_PAD), swa_type=SWA_STANDARD,
+                               n_ubatch=cp.n_ubatch, n_seq_max=cp.n_seq_max, n_embd_k_gqa=d,
+                               n_embd_v_gqa=d, head_dim_k=d, head_dim_v=d, n_head_kv=1,
+                               type_k=cp.type_k, type_v=cp.type_k, k_only=True)
         return DSV4Memory(n_layer=hp.n_layer, ratios=hp.compress_ratios, head_dim=hp.head_dim_k,
                           indexer_head_dim=hp.indexer_head_size, n_swa=hp.n_swa, n_ctx=cp.n_ctx,
                           n_seq_max=cp.n_seq_max, type_k=cp.type_k, n_rs_seq=cp.n_rs_seq)
@@ -355,7 +387,7 @@ class DeepSeek4Graph(GraphContext):
         kv = self.cb(gg.reshape_3d(c, kv, d, 1, T), "kv_norm", il)
         kv = self.cb(self.rope_tail(kv, pos, compressed), "kv", il)
 
-        mem = self.mctx.mem
+        mem = self.mctx.mem if ratio else None
         if ratio == CSA_RATIO:
             ci = inp.comp[CSA_RATIO]
             self.build_compressor(a, ci, mem.csa, L.comp_wkv, L.comp_wgate, L.comp_ape, L.comp_norm,
@@ -454,9 +486,10 @@ class DeepSeek4Graph(GraphContext):
 
         if f"layer_inp-{self.n_layer}" in want:
             self.expand(self.cb(self.build_hc_mean(x), "layer_inp", self.n_layer))
-        flat = gg.get_rows(c, gg.reshape_2d(c, x, D * hc, T), out_ids)          # [hc*D, O]
-        if "h_nextn" in want:
-            self.res.t_h_nextn = self.cb(flat, "h_nextn")
+        full = gg.reshape_2d(c, x, D * hc, T)
+        flat = gg.get_rows(c, full, out_ids)                                     # [hc*D, O]
+        if "h_nextn" in want or self.params.embeddings_nextn:
+            self.res.t_h_nextn = self.cb(flat if self.params.nextn_masked else full, "h_nextn")
         x = gg.reshape_3d(c, flat, D, hc, self.n_outputs)
         cur = self.cb(self.build_hc_head(x, m.get(GLOBAL_TENSORS["hc_head_fn"]),
                                          m.get(GLOBAL_TENSORS["hc_head_scale"]),
@@ -470,3 +503,88 @@ class DeepSeek4Graph(GraphContext):
         self.build_sampling()
         return self.res
 
+
+
+class InpDSV4Raw(InpDSV4):
+    """The NextN block's attention input: the raw window cache only (with its Hadamard
+    rotation when the model rotates raw keys), no compressors."""
+
+    def __init__(self, ctx, mctx, n_tokens: int, flash_attn: bool, rotations: dict):
+        self.mctx = mctx
+        self.k_rot = {name: _input(ctx, gg.F32, [n, n], f"dsv4_{name}_k_rot")
+                      for name, n in rotations.items() if name == "raw"}
+        self.raw = InpAttn(ctx, mctx, n_tokens, flash_attn, causal=True)
+        self.comp = {}
+
+
+class DeepSeek4MtpGraph(NextNGraph, DeepSeek4Graph):
+    """The NextN draft graph: entries carry all hc streams of h; one dsv4 block (raw window
+    attention, routed MoE + shared expert) between hc_pre/hc_post; h_nextn is the flattened
+    streams of the output rows; then the hc head, the shared head norm and the head."""
+
+    def nextn_width(self) -> int:
+        return self.hparams.n_embd_nextn
+
+    def build_nextn_embed(self, W, il):
+        c, hp, D, T = self.ctx0, self.hparams, self.n_embd, self.n_tokens
+        hc = hp.hc
+        inp = self.res.add_input(InpEmbdH(c, T, self.nextn_width()))
+        self.res.t_inp_tokens = inp.tokens
+        emb_w = W.embed_tokens if W.embed_tokens is not None else self.model.get("token_embd.weight")
+        e = self.cb(gg.get_rows(c, emb_w, inp.tokens), "mtp_tok_embd", il)
+        self.res.t_inp_embd = e
+        h = self.build_norm(gg.reshape_3d(c, inp.h, D, hc, T), W.hnorm, type=NormType.RMS, il=il)
+        self.cb(h, "mtp_hnorm", il)
+        e = self.build_norm(e, W.enorm, type=NormType.RMS, il=il)
+        e = gg.repeat_4d(c, gg.reshape_3d(c, e, D, 1, T), D, hc, T, 1)
+        self.cb(e, "mtp_enorm", il)
+        x = self.cb(gg.concat(c, e, h, 0), "mtp_concat", il)                  # [2D, hc, T]
+        return self.cb(self.build_lora_mm(W.eh_proj, x), "mtp_eh_proj", il)   # [D, hc, T]
+
+    def nextn_inputs(self):
+        pos = self.build_inp_pos()
+        inp = self.res.add_input(InpDSV4Raw(self.ctx0, self.mctx, self.n_tokens, self.flash_attn,
+                                            self.rotations()))
+        return inp, pos
+
+    def nextn_block(self, inputs, x, il):
+        c, hp = self.ctx0, self.hparams
+        inp, pos = inputs
+        L = layer_weights(self.model, il, TENSORS)
+        residual = x
+        cur, post, comb = self.build_hc_pre(x, L.hc_attn_fn, L.hc_attn_scale, L.hc_attn_base, il)
+        cur = self.cb(self.build_norm(cur, L.attn_norm, type=NormType.RMS, il=il), "attn_norm", il)
+        cur = self.build_attention(L, inp, cur, pos, il)
+        x = self.cb(gg.dsv4_hc_post(c, cur, residual, post, comb), "hc_attn_post", il)
+        residual = x
+        cur, post, comb = self.build_hc_pre(x, L.hc_ffn_fn, L.hc_ffn_scale, L.hc_ffn_base, il)
+        cur = self.cb(self.build_norm(cur, L.ffn_norm, type=NormType.RMS, il=il), "ffn_norm", il)
+        moe = self.build_moe_ffn(cur, L.ffn_gate_inp, L.ffn_up_exps, L.ffn_gate_exps,
+                                 L.ffn_down_exps, L.ffn_exp_probs_b, n_expert=hp.n_expert,
+                                 n_expert_used=hp.n_expert_used, type_op=FfnOp.SILU,
+                                 norm_w=hp.expert_weights_norm, w_scale=hp.expert_weights_scale,
+                                 gating_op=Gating.SQRT_SOFTPLUS, il=il)
+        sh = self.build_ffn(cur, up=L.ffn_up_shexp, gate=L.ffn_gate_shexp, down=L.ffn_down_shexp,
+                            type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
+        cur = self.cb(gg.add(c, moe, sh), "ffn_out", il)
+        return self.cb(gg.dsv4_hc_post(c, cur, residual, post, comb), "l_out", il)
+
+    def build_nextn_head(self, x, W, out_ids):
+        c, m, hp = self.ctx0, self.model, self.hparams
+        D, hc = self.n_embd, hp.hc
+        flat = gg.get_rows(c, gg.reshape_2d(c, x, D * hc, self.n_tokens), out_ids)
+        self.res.t_h_nextn = self.cb(flat, "h_nextn")
+        x = gg.reshape_3d(c, flat, D, hc, self.n_outputs)
+        cur = self.cb(self.build_hc_head(x, m.get(GLOBAL_TENSORS["hc_head_fn"]),
+                                         m.get(GLOBAL_TENSORS["hc_head_scale"]),
+                                         m.get(GLOBAL_TENSORS["hc_head_base"])), "mtp_hc_head")
+        norm_w = W.shared_head_norm if W.shared_head_norm is not None else m.get(GLOBAL_TENSORS["output_norm"])
+        cur = self.cb(self.build_norm(cur, norm_w, type=NormType.RMS), "mtp_shared_head_norm")
+        self.res.t_embd = cur
+        head = W.shared_head_head if W.shared_head_head is not None else m.get(GLOBAL_TENSORS["output"])
+        cur = self.cb(gg.mul_mat(c, head, cur), "result_output")
+        self.res.t_logits = cur
+        return self.expand(cur)
+
+
+DeepSeek4Graph.MtpGraph = DeepSeek4MtpGraph

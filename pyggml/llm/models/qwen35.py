@@ -7,7 +7,9 @@ q | k | v through a causal conv (its last d_conv-1 inputs are the conv state), S
 norms on q and k, the delta rule `gated_delta_net` with the decay g = softplus(alpha +
 dt_bias) * A and the write strength beta = sigmoid(b), then an RMS norm gated by SiLU(z).
 Each layer ends with a post-attention RMS norm and a SwiGLU FFN. The NextN (MTP) block
-after the trunk is loaded and checked; it runs only in an MTP draft graph, not here.
+after the trunk (a gated full-attention layer) runs only in the MTP draft graph
+(Qwen35MtpGraph, over a KV cache of the NextN layer alone); the trunk exports its
+post-norm hidden state as `h_nextn` (every row, or only the output rows when masked).
 
 With n_rs_seq snapshots (K = n_rs_seq + 1) the delta-net op returns K states, most recent
 first; conv windows ending 0..K-1 tokens before the end are written too (their start is
@@ -31,6 +33,7 @@ from ..kv_cache import N_PAD, KVCache, pad_to
 from ..memory_hybrid import HybridMemory
 from ..memory_recurrent import RecurrentMemory
 from . import register
+from .nextn import NEXTN, NEXTN_OPTIONAL, NextNGraph, check_nextn_tensors
 
 ROPE_TYPE_IMROPE = 40
 ROPE_SECTIONS = 4
@@ -43,11 +46,6 @@ LINEAR = {"wqkv": "attn_qkv.weight", "wqkv_gate": "attn_gate.weight",
           "ssm_conv1d": "ssm_conv1d.weight", "ssm_dt_b": "ssm_dt.bias", "ssm_a": "ssm_a",
           "ssm_beta": "ssm_beta.weight", "ssm_alpha": "ssm_alpha.weight",
           "ssm_norm": "ssm_norm.weight", "ssm_out": "ssm_out.weight"}
-NEXTN = {"eh_proj": "nextn.eh_proj.weight", "enorm": "nextn.enorm.weight",
-         "hnorm": "nextn.hnorm.weight"}
-NEXTN_OPTIONAL = {"embed_tokens": "nextn.embed_tokens.weight",
-                  "shared_head_head": "nextn.shared_head_head.weight",
-                  "shared_head_norm": "nextn.shared_head_norm.weight"}
 TENSORS = {**COMMON, **ATTN, **LINEAR}
 
 
@@ -197,24 +195,31 @@ class Qwen35Graph(GraphContext):
 
     @staticmethod
     def create_memory(model, hp: Qwen35HParams, cp):
+        Qwen35Graph.check_nextn(model, hp)
+        e = hp.head_dim_k * hp.n_head_kv
+        if cp.ctx_type == "mtp":          # the draft context: a plain cache of the NextN block
+            if hp.n_nextn != 1:
+                raise ValueError(f"{hp.arch}: an MTP context needs exactly one NextN block, "
+                                 f"the model has {hp.n_nextn}")
+            return KVCache(n_layer=hp.n_layer + hp.n_nextn, layers=[hp.n_layer], n_embd_k_gqa=e,
+                           n_embd_v_gqa=e, head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v,
+                           n_head_kv=hp.n_head_kv, size=pad_to(cp.n_ctx, N_PAD),
+                           type_k=cp.type_k, type_v=cp.type_v, v_trans=not cp.flash_attn,
+                           n_seq_max=cp.n_seq_max)
         attn_layers = [il for il in range(hp.n_layer) if not hp.recurrent[il]]
         rec_layers = [il for il in range(hp.n_layer) if hp.recurrent[il]]
-        e = hp.head_dim_k * hp.n_head_kv
         kv = KVCache(n_layer=hp.n_layer, layers=attn_layers, n_embd_k_gqa=e, n_embd_v_gqa=e,
                      head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv,
                      size=pad_to(cp.n_ctx, N_PAD), type_k=cp.type_k, type_v=cp.type_v,
                      v_trans=not cp.flash_attn, n_seq_max=cp.n_seq_max)
         rs = RecurrentMemory(layers=rec_layers, n_embd_r=hp.n_embd_r, n_embd_s=hp.n_embd_s,
                              n_seq_max=cp.n_seq_max, n_rs_seq=cp.n_rs_seq)
-        Qwen35Graph.check_nextn(model, hp)
         return HybridMemory(kv, rs)
 
     @staticmethod
     def check_nextn(model, hp):
         """The NextN blocks' tensors (attention block + eh_proj, enorm, hnorm) must all exist."""
-        for il in range(hp.n_layer, hp.n_layer + hp.n_nextn):
-            for n in list(COMMON.values()) + list(ATTN.values()) + list(NEXTN.values()):
-                model.get(f"blk.{il}.{n}")
+        check_nextn_tensors(model, hp.n_layer, hp.n_nextn, list(COMMON.values()) + list(ATTN.values()))
 
     def nextn_weights(self, j: int = 0) -> SimpleNamespace:
         """The tensors of NextN block j (optional ones None)."""
@@ -315,6 +320,16 @@ class Qwen35Graph(GraphContext):
         cur = self.build_lora_mm(L.ssm_out, o)
         return self.cb(gg.reshape_2d(c, cur, hp.n_embd, T * n_seqs), "linear_attn_out", il)
 
+    def build_ffn_block(self, cur, residual, L, il):
+        """Residual, post-attention norm, SwiGLU FFN, residual."""
+        c = self.ctx0
+        cur = self.cb(gg.add(c, cur, residual), "attn_residual", il)
+        post = self.cb(self.build_norm(cur, L.post_norm, type=NormType.RMS, il=il), "attn_post_norm", il)
+        ffn = self.build_ffn(post, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
+                             type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
+        self.cb(ffn, "ffn_out", il)
+        return self.cb(gg.add(c, ffn, cur), "l_out", il)
+
     def build(self):
         m, hp, c = self.model, self.hparams, self.ctx0
         tok_embd = m.get("token_embd.weight")
@@ -326,6 +341,7 @@ class Qwen35Graph(GraphContext):
         inp_rs = self.build_rs_inp()
         pos = self.res.add_input(InpPosMulti(c, self.n_tokens)).pos
         inp_out_ids = self.build_inp_out_ids()
+        masked = self.params.nextn_masked
         for il in range(hp.n_layer):
             L = self.layer(il)
             self.res.t_layer_inp.append(inp_l)
@@ -335,18 +351,39 @@ class Qwen35Graph(GraphContext):
                 cur = self.build_layer_attn_linear(inp_rs, cur, L, il)
             else:
                 cur = self.build_layer_attn(inp_attn, cur, pos, L, il)
-            cur = self.cb(gg.add(c, cur, inp_l), "attn_residual", il)
-            post = self.cb(self.build_norm(cur, L.post_norm, type=NormType.RMS, il=il), "attn_post_norm", il)
-            ffn = self.build_ffn(post, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
-                                 type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
-            self.cb(ffn, "ffn_out", il)
-            inp_l = self.cb(gg.add(c, ffn, cur), "l_out", il)
+            res_in = inp_l
+            if il == hp.n_layer - 1 and masked:   # crop early: h_nextn of the output rows only
+                cur = gg.get_rows(c, cur, inp_out_ids)
+                res_in = gg.get_rows(c, res_in, inp_out_ids)
+            inp_l = self.build_ffn_block(cur, res_in, L, il)
         cur = self.cb(self.build_norm(inp_l, m.get("output_norm.weight"), type=NormType.RMS), "h_nextn")
         self.res.t_h_nextn = cur
-        cur = self.cb(gg.get_rows(c, cur, inp_out_ids), "result_norm")
+        if not masked:                            # every row kept until here: crop for the head
+            cur = self.cb(gg.get_rows(c, cur, inp_out_ids), "result_norm")
         self.res.t_embd = cur
         cur = self.cb(self.build_lora_mm(output, cur), "result_output")
         self.res.t_logits = cur
         self.expand(cur)
         self.build_sampling()
         return self.res
+
+
+class Qwen35MtpGraph(NextNGraph, Qwen35Graph):
+    """The NextN draft graph: one gated full-attention block over the draft's own KV cache,
+    h_nextn at the post-norm point (every row; draft batches that read it are all outputs
+    or a single entry)."""
+    H_NEXTN_POST_NORM = True
+
+    def nextn_inputs(self):
+        pos = self.res.add_input(InpPosMulti(self.ctx0, self.n_tokens)).pos
+        return self.build_attn_inp(), pos
+
+    def nextn_block(self, inputs, x, il):
+        inp_attn, pos = inputs
+        L = self.nextn_weights(il - self.hparams.n_layer)
+        cur = self.cb(self.build_norm(x, L.attn_norm, type=NormType.RMS, il=il), "attn_norm", il)
+        cur = self.build_layer_attn(inp_attn, cur, pos, L, il)
+        return self.build_ffn_block(cur, x, L, il)
+
+
+Qwen35Graph.MtpGraph = Qwen35MtpGraph
