@@ -4,7 +4,8 @@
 // rounding, or q8_0 / q8_1 / q8_K quantization for block weights), products accumulate in f32.
 // Two paths:
 //   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
-//     chunks of weight rows are taken from a shared counter; each row is dotted with up to 4
+//     chunks of weight rows are taken from a shared counter (small b: converted by every
+//     thread, rows split evenly, no barrier); each row is dotted with up to 4
 //     columns at a time (kernels in simd/mul_mat_*.cpp, picked at run time);
 //   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
 #include <algorithm>
@@ -39,6 +40,21 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     return std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
 }
 
+// Few activation values: every thread converts all of b into its own slice of wdata and takes a
+// fixed share of the rows, so the node runs without a barrier (a thread that sleeps in a barrier
+// on a loaded machine can cost more than a whole GEMV).
+constexpr int64_t kPrivateConvertValues = 16 * 4096;
+
+bool private_conversion(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
+}
+
+size_t dot_conv_bytes(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
+}
+
 void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* nvfp4_scale) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -46,26 +62,23 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = dot_needs_conversion(dst);
+    const bool priv = private_conversion(dst);
     const size_t colb = act_col_bytes(w, K);
-    char* conv = (char*)p.wdata + kCounterBytes;
+    char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(dst)) : 0);
 
     if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
         std::vector<float> tmp;
-        int64_t c0, c1;
-        split_range(N * ne12 * ne13, p.ith, p.nth, c0, c1);
+        int64_t c0 = 0, c1 = N * ne12 * ne13;
+        if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
         for (int64_t c = c0; c < c1; ++c) {
             const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
             convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
         }
     }
-    reset_counter(p);
-    p.barrier();
-
     const int64_t rows = rows_per_unit(M, ne12 * ne13, p.nth);
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * ne12 * ne13;
     float out[4];
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
+    auto run_unit = [&](int64_t u) {
         const int64_t bt = u / chunks, i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
@@ -80,7 +93,17 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                 for (int j = 0; j < nc; ++j) *(float*)(dbase + m * sizeof(float) + (n + j) * dst->nb[1]) = out[j];
             }
         }
+    };
+    if (priv || !convert) {  // a fixed contiguous share of the units: no shared state
+        int64_t u0, u1;
+        split_range(units, p.ith, p.nth, u0, u1);
+        for (int64_t u = u0; u < u1; ++u) run_unit(u);
+        return;
     }
+    reset_counter(p);
+    p.barrier();
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
 }
 
 }  // namespace
@@ -96,8 +119,8 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
-    const Tensor* b = dst->src[1];
-    return kCounterBytes + size_t(dst->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
+    const size_t one = align64(dot_conv_bytes(dst));
+    return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);
 }
 
 // MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
