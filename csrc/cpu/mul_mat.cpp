@@ -22,11 +22,23 @@ using namespace mm;
 
 namespace {
 
+// Columns per unit of the dot path (a multiple of the kernels' 4 columns).
+constexpr int64_t kDotColBlock = 64;
+
+// The int8 dot path (activations quantized once, each weight row dotted with 4 columns at a
+// time) beats dequantizing into the f32 GEMM up to a few dozen columns for the 32-value block
+// types and up to about a hundred for the K-quants, whose dots reuse one decoded super-block
+// for every column (bench/compare_ggml.py, measured with one thread).
+int64_t gemm_min_columns(Type w) {
+    if (!is_quantized(w)) return 8;
+    return type_traits(w).blck_size == kQK_K ? 128 : 32;
+}
+
 bool use_gemm(const Tensor* dst) {
     const Tensor* a = dst->src[0];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     if (K == 0 || M < 8) return false;
-    return N >= (is_quantized(a->type) ? 16 : 8);
+    return N >= gemm_min_columns(a->type);
 }
 
 // Activations need converting unless the weights are f32 and b is f32 already.
@@ -75,18 +87,23 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
             convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
         }
     }
-    const int64_t rows = rows_per_unit(M, ne12 * ne13, p.nth);
-    const int64_t chunks = (M + rows - 1) / rows, units = chunks * ne12 * ne13;
+    // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
+    // while the chunk's weight rows stream past them once.
+    const int64_t col_blocks = (N + kDotColBlock - 1) / kDotColBlock;
+    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth);
+    const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
     float out[4];
     auto run_unit = [&](int64_t u) {
-        const int64_t bt = u / chunks, i12 = bt % ne12, i13 = bt / ne12;
+        const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
+        const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         for (int64_t m = m0; m < m1; ++m) {
             const char* arow = abase + m * a->nb[1];
-            for (int64_t n = 0; n < N; n += 4) {
-                const int nc = (int)std::min<int64_t>(4, N - n);
+            for (int64_t n = n0; n < n1; n += 4) {
+                const int nc = (int)std::min<int64_t>(4, n1 - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
                 kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
