@@ -9,6 +9,7 @@
 //     columns at a time (kernels in simd/mul_mat_*.cpp, picked at run time);
 //   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "cpu/kernels.h"
@@ -27,11 +28,11 @@ constexpr int64_t kDotColBlock = 64;
 
 // The int8 dot path (activations quantized once, each weight row dotted with 4 columns at a
 // time) beats dequantizing into the f32 GEMM up to a few dozen columns for the 32-value block
-// types and up to about a hundred for the K-quants, whose dots reuse one decoded super-block
-// for every column (bench/compare_ggml.py, measured with one thread).
+// types, and at every width for the K-quants, whose dots reuse one decoded super-block for
+// every column (bench/compare_ggml.py, measured with one thread).
 int64_t gemm_min_columns(Type w) {
     if (!is_quantized(w)) return 8;
-    return type_traits(w).blck_size == kQK_K ? 128 : 32;
+    return type_traits(w).blck_size == kQK_K ? std::numeric_limits<int64_t>::max() : 32;
 }
 
 bool use_gemm(const Tensor* dst) {
@@ -46,10 +47,13 @@ bool dot_needs_conversion(const Tensor* dst) {
     return !(dst->src[0]->type == Type::F32 && dst->src[1]->type == Type::F32);
 }
 
-// Rows per work unit: enough units for dynamic balance, at most 64 rows.
+// Rows per work unit: enough units for dynamic balance, at most 64 rows. Even, so the two-row
+// kernels always pair rows (2i, 2i+1) and every row gets the same kernel whatever the thread
+// count (results do not depend on it).
 int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     const int64_t want_units = int64_t(nth) * 16;
-    return std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
+    const int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
+    return r + (r & 1);
 }
 
 // Few activation values: every thread converts all of b into its own slice of wdata and takes a
@@ -92,22 +96,34 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t col_blocks = (N + kDotColBlock - 1) / kDotColBlock;
     const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth);
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
-    float out[4];
+    float out[8];
     auto run_unit = [&](int64_t u) {
+        // two-row kernels pay off once columns share the rows; one column streams better alone
+        Dot2Fn dot2 = N >= 2 ? kr.dot2[(int)w] : nullptr;
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
         const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        for (int64_t m = m0; m < m1; ++m) {
+        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
+            if (dot2 && m + 1 == m1) dot2 = nullptr;  // an odd last row: the one-row kernel
             const char* arow = abase + m * a->nb[1];
             for (int64_t n = n0; n < n1; n += 4) {
                 const int nc = (int)std::min<int64_t>(4, n1 - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
-                kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
-                for (int j = 0; j < nc; ++j) *(float*)(dbase + m * sizeof(float) + (n + j) * dst->nb[1]) = out[j];
+                char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+                if (dot2) {
+                    dot2(K, arow, a->nb[1], bp, bs, nc, out, nvfp4_scale);
+                    for (int j = 0; j < nc; ++j) {
+                        ((float*)(d + j * dst->nb[1]))[0] = out[j];
+                        ((float*)(d + j * dst->nb[1]))[1] = out[4 + j];
+                    }
+                } else {
+                    kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
+                    for (int j = 0; j < nc; ++j) *(float*)(d + j * dst->nb[1]) = out[j];
+                }
             }
         }
     };
@@ -190,19 +206,25 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
 
     const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * E;
-    float out[4];
+    float out[8];
     std::atomic<int64_t>* counter = work_counter(p);
     for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
         const int64_t x = u / chunks;
         if (count[x] == 0) continue;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
-        for (int64_t m = m0; m < m1; ++m) {
+        Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
+        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
+            if (dot2 && m + 1 == m1) dot2 = nullptr;
             const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
             for (int64_t s = start[x]; s < start[x + 1]; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, start[x + 1] - s);
-                kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
-                for (int j = 0; j < nc; ++j)
-                    *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]) = out[j];
+                if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
+                else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
+                for (int j = 0; j < nc; ++j) {
+                    float* d = (float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]);
+                    d[0] = out[j];
+                    if (dot2) d[1] = out[4 + j];
+                }
             }
         }
     }
