@@ -158,7 +158,8 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
 
 // MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
 // grouping, converts its share of the b columns straight into expert order (so each expert's
-// columns are contiguous), then chunks of (expert, rows) are taken from a shared counter.
+// columns are contiguous), then (expert, column block, rows) units are taken from a shared
+// counter: an expert's tokens share every weight row load (the dot kernels take 4 columns).
 void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const Tensor* as = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -204,20 +205,25 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     reset_counter(p);
     p.barrier();
 
+    // Units: (expert, 64-slot column block, row chunk); experts without tokens have none.
     const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
-    const int64_t chunks = (M + rows - 1) / rows, units = chunks * E;
+    const int64_t chunks = (M + rows - 1) / rows;
+    std::vector<int64_t> first_unit(E + 1, 0);
+    for (int64_t x = 0; x < E; ++x)
+        first_unit[x + 1] = first_unit[x] + chunks * ((count[x] + kDotColBlock - 1) / kDotColBlock);
     float out[8];
     std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
-        const int64_t x = u / chunks;
-        if (count[x] == 0) continue;
-        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < first_unit[E];) {
+        const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
+        const int64_t local = u - first_unit[x], cb = local / chunks;
+        const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t s0 = start[x] + cb * kDotColBlock, s1 = std::min(start[x + 1], s0 + kDotColBlock);
         Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
         for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
             if (dot2 && m + 1 == m1) dot2 = nullptr;
             const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
-            for (int64_t s = start[x]; s < start[x + 1]; s += 4) {
-                const int nc = (int)std::min<int64_t>(4, start[x + 1] - s);
+            for (int64_t s = s0; s < s1; s += 4) {
+                const int nc = (int)std::min<int64_t>(4, s1 - s);
                 if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
                 else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
                 for (int j = 0; j < nc; ++j) {

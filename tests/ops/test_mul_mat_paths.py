@@ -90,3 +90,24 @@ def test_broadcast_noncontiguous_each_side(name):
         assert_close(values(out), reference(av, as_vec_dot(name, bv)),
                      1e-6 if gg.type_name(TABLE[name]["vec_dot_type"]) in ("q8_1", "bf16") else 1e-9,
                      what=f"{name} N={N} emulation")
+
+
+@pytest.mark.parametrize("simd", ["native", "scalar"], indirect=True)
+@pytest.mark.parametrize("name", WEIGHT_TYPES)
+def test_mul_mat_id_many_tokens_per_expert(simd, name):
+    """MUL_MAT_ID with ~100 tokens per expert (several 64-slot column blocks per expert), one
+    expert unused, an odd row count (two-row pairs plus a single row), 2 threads."""
+    rng = np.random.default_rng(23)
+    K, M, E, U, Tn = 256, 9, 4, 2, 150
+    ctx = gg.Context(mem_size=64 << 20)
+    a, av = new(ctx, TABLE[name]["type"], [K, M, E], rng=rng)
+    b, bv = new(ctx, gg.F32, [K, U, Tn], rng=rng)
+    idx = rng.integers(0, E - 1, size=(Tn, U)).astype(np.int32)  # expert E-1 gets no token
+    ids, _ = new(ctx, gg.I32, [U, Tn], data=idx)
+    out = gg.mul_mat_id(ctx, a, b, ids)
+    compute(ctx, out, n_threads=2)
+    expect = np.einsum("tumk,tuk->tum", av[0][idx].astype(np.float64), bv[0].astype(np.float64))
+    assert_close(values(out)[0], expect, PEER, what=f"{name} {simd}")
+    emul = np.einsum("tumk,tuk->tum", av[0][idx].astype(np.float64), as_vec_dot(name, bv[0]).astype(np.float64))
+    assert_close(values(out)[0], emul, 1e-6 if gg.type_name(TABLE[name]["vec_dot_type"]) in ("q8_1", "bf16") else 1e-9,
+                 what=f"{name} {simd} emulation")
