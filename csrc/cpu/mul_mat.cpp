@@ -5,8 +5,9 @@
 // Two paths:
 //   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
 //     chunks of weight rows are taken from a shared counter (small b: converted by every
-//     thread, rows split evenly, no barrier); each row is dotted with up to 4
-//     columns at a time (kernels in simd/mul_mat_*.cpp, picked at run time);
+//     thread, rows split evenly, no barrier); each row, or pair of rows where the kernel set
+//     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
+//     run time);
 //   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
 #include <algorithm>
 #include <limits>
