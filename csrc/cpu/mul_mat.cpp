@@ -4,10 +4,13 @@
 // rounding, or q8_0 / q8_1 / q8_K quantization for block weights), products accumulate in f32.
 // Two paths:
 //   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
-//     chunks of weight rows are taken from a shared counter; each row is dotted with up to 4
-//     columns at a time (kernels in simd/mul_mat_*.cpp, picked at run time);
+//     chunks of weight rows are taken from a shared counter (small b: converted by every
+//     thread, rows split evenly, no barrier); each row, or pair of rows where the kernel set
+//     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
+//     run time);
 //   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "cpu/kernels.h"
@@ -21,11 +24,23 @@ using namespace mm;
 
 namespace {
 
+// Columns per unit of the dot path (a multiple of the kernels' 4 columns).
+constexpr int64_t kDotColBlock = 64;
+
+// The int8 dot path (activations quantized once, each weight row dotted with 4 columns at a
+// time) beats dequantizing into the f32 GEMM up to a few dozen columns for the 32-value block
+// types, and at every width for the K-quants, whose dots reuse one decoded super-block for
+// every column (bench/compare_ggml.py, measured with one thread).
+int64_t gemm_min_columns(Type w) {
+    if (!is_quantized(w)) return 8;
+    return type_traits(w).blck_size == kQK_K ? std::numeric_limits<int64_t>::max() : 32;
+}
+
 bool use_gemm(const Tensor* dst) {
     const Tensor* a = dst->src[0];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     if (K == 0 || M < 8) return false;
-    return N >= (is_quantized(a->type) ? 16 : 8);
+    return N >= gemm_min_columns(a->type);
 }
 
 // Activations need converting unless the weights are f32 and b is f32 already.
@@ -33,10 +48,28 @@ bool dot_needs_conversion(const Tensor* dst) {
     return !(dst->src[0]->type == Type::F32 && dst->src[1]->type == Type::F32);
 }
 
-// Rows per work unit: enough units for dynamic balance, at most 64 rows.
+// Rows per work unit: enough units for dynamic balance, at most 64 rows. Even, so the two-row
+// kernels always pair rows (2i, 2i+1) and every row gets the same kernel whatever the thread
+// count (results do not depend on it).
 int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     const int64_t want_units = int64_t(nth) * 16;
-    return std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
+    const int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
+    return r + (r & 1);
+}
+
+// Few activation values: every thread converts all of b into its own slice of wdata and takes a
+// fixed share of the rows, so the node runs without a barrier (a thread that sleeps in a barrier
+// on a loaded machine can cost more than a whole GEMV).
+constexpr int64_t kPrivateConvertValues = 16 * 4096;
+
+bool private_conversion(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
+}
+
+size_t dot_conv_bytes(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
 }
 
 void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* nvfp4_scale) {
@@ -46,41 +79,65 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = dot_needs_conversion(dst);
+    const bool priv = private_conversion(dst);
     const size_t colb = act_col_bytes(w, K);
-    char* conv = (char*)p.wdata + kCounterBytes;
+    char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(dst)) : 0);
 
     if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
         std::vector<float> tmp;
-        int64_t c0, c1;
-        split_range(N * ne12 * ne13, p.ith, p.nth, c0, c1);
+        int64_t c0 = 0, c1 = N * ne12 * ne13;
+        if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
         for (int64_t c = c0; c < c1; ++c) {
             const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
             convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
         }
     }
-    reset_counter(p);
-    p.barrier();
-
-    const int64_t rows = rows_per_unit(M, ne12 * ne13, p.nth);
-    const int64_t chunks = (M + rows - 1) / rows, units = chunks * ne12 * ne13;
-    float out[4];
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
-        const int64_t bt = u / chunks, i12 = bt % ne12, i13 = bt / ne12;
+    // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
+    // while the chunk's weight rows stream past them once.
+    const int64_t col_blocks = (N + kDotColBlock - 1) / kDotColBlock;
+    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth);
+    const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
+    float out[8];
+    auto run_unit = [&](int64_t u) {
+        // two-row kernels pay off once columns share the rows; one column streams better alone
+        Dot2Fn dot2 = N >= 2 ? kr.dot2[(int)w] : nullptr;
+        const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
+        const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        for (int64_t m = m0; m < m1; ++m) {
+        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
+            if (dot2 && m + 1 == m1) dot2 = nullptr;  // an odd last row: the one-row kernel
             const char* arow = abase + m * a->nb[1];
-            for (int64_t n = 0; n < N; n += 4) {
-                const int nc = (int)std::min<int64_t>(4, N - n);
+            for (int64_t n = n0; n < n1; n += 4) {
+                const int nc = (int)std::min<int64_t>(4, n1 - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
-                kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
-                for (int j = 0; j < nc; ++j) *(float*)(dbase + m * sizeof(float) + (n + j) * dst->nb[1]) = out[j];
+                char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+                if (dot2) {
+                    dot2(K, arow, a->nb[1], bp, bs, nc, out, nvfp4_scale);
+                    for (int j = 0; j < nc; ++j) {
+                        ((float*)(d + j * dst->nb[1]))[0] = out[j];
+                        ((float*)(d + j * dst->nb[1]))[1] = out[4 + j];
+                    }
+                } else {
+                    kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
+                    for (int j = 0; j < nc; ++j) *(float*)(d + j * dst->nb[1]) = out[j];
+                }
             }
         }
+    };
+    if (priv || !convert) {  // a fixed contiguous share of the units: no shared state
+        int64_t u0, u1;
+        split_range(units, p.ith, p.nth, u0, u1);
+        for (int64_t u = u0; u < u1; ++u) run_unit(u);
+        return;
     }
+    reset_counter(p);
+    p.barrier();
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
 }
 
 }  // namespace
@@ -96,13 +153,14 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
-    const Tensor* b = dst->src[1];
-    return kCounterBytes + size_t(dst->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
+    const size_t one = align64(dot_conv_bytes(dst));
+    return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);
 }
 
 // MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
 // grouping, converts its share of the b columns straight into expert order (so each expert's
-// columns are contiguous), then chunks of (expert, rows) are taken from a shared counter.
+// columns are contiguous), then (expert, column block, rows) units are taken from a shared
+// counter: an expert's tokens share every weight row load (the dot kernels take 4 columns).
 void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const Tensor* as = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -148,21 +206,32 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     reset_counter(p);
     p.barrier();
 
+    // Units: (expert, 64-slot column block, row chunk); experts without tokens have none.
     const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
-    const int64_t chunks = (M + rows - 1) / rows, units = chunks * E;
-    float out[4];
+    const int64_t chunks = (M + rows - 1) / rows;
+    std::vector<int64_t> first_unit(E + 1, 0);
+    for (int64_t x = 0; x < E; ++x)
+        first_unit[x + 1] = first_unit[x] + chunks * ((count[x] + kDotColBlock - 1) / kDotColBlock);
+    float out[8];
     std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) {
-        const int64_t x = u / chunks;
-        if (count[x] == 0) continue;
-        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
-        for (int64_t m = m0; m < m1; ++m) {
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < first_unit[E];) {
+        const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
+        const int64_t local = u - first_unit[x], cb = local / chunks;
+        const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t s0 = start[x] + cb * kDotColBlock, s1 = std::min(start[x + 1], s0 + kDotColBlock);
+        Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
+        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
+            if (dot2 && m + 1 == m1) dot2 = nullptr;
             const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
-            for (int64_t s = start[x]; s < start[x + 1]; s += 4) {
-                const int nc = (int)std::min<int64_t>(4, start[x + 1] - s);
-                kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
-                for (int j = 0; j < nc; ++j)
-                    *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]) = out[j];
+            for (int64_t s = s0; s < s1; s += 4) {
+                const int nc = (int)std::min<int64_t>(4, s1 - s);
+                if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
+                else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
+                for (int j = 0; j < nc; ++j) {
+                    float* d = (float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]);
+                    d[0] = out[j];
+                    if (dot2) d[1] = out[4 + j];
+                }
             }
         }
     }

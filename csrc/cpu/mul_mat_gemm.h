@@ -144,7 +144,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
         }
     };
 
-    auto run_chunk = [&](const std::vector<GemmPiece>& pieces) {
+    auto run_chunk = [&](const std::vector<GemmPiece>& pieces, bool last) {
         reset_counter(p);
         pack_b(pieces);
         p.barrier();
@@ -161,7 +161,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
             const int64_t c0 = pc.n0 + nb * kNC, c1 = std::min(pc.n1, c0 + kNC);
             run_task(pc, mb * kMC, std::min(s.M, (mb + 1) * kMC), c0, c1);
         }
-        p.barrier();
+        if (!last) p.barrier();  // the next chunk reuses the packed b; after the last, the node ends
     };
 
     // Group (batch, column range) pieces into chunks whose packed b fits the budget.
@@ -172,7 +172,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
             GemmPiece pc{bt, n0, std::min(s.N, n0 + piece_cols), 0};
             const size_t need = size_t(panels_of(pc)) * panel_floats;
             if (used + need > budget && !chunk.empty()) {
-                run_chunk(chunk);
+                run_chunk(chunk, false);
                 chunk.clear();
                 used = 0;
             }
@@ -181,7 +181,7 @@ inline void gemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr)
             chunk.push_back(pc);
         }
     }
-    if (!chunk.empty()) run_chunk(chunk);
+    if (!chunk.empty()) run_chunk(chunk, true);
 }
 
 }  // namespace pyggml::cpu::mm

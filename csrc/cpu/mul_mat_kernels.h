@@ -21,12 +21,17 @@ namespace pyggml::cpu::mm {
 // out[j] = dot(a_row, b + j*b_stride) for j < nc; `aux` is the nvfp4 scale table (256 floats).
 using DotFn = void (*)(int64_t k, const void* a_row, const void* b, size_t b_stride, int nc, float* out,
                        const float* aux);
+// Two weight rows (a_row, a_row + a_stride) at once: out[r * 4 + j] = dot(row r, column j).
+// Decoding both rows per block shares each activation block load and scale between them.
+using Dot2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* b, size_t b_stride, int nc,
+                        float* out, const float* aux);
 using MicroFn = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate);
 using CvtFn = void (*)(const void* src, float* dst, int64_t n);
 
 struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
+    Dot2Fn dot2[kTypeIdLimit];            // two-row dots where a set has them; null: dot per row
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     ToFloatFn dequant[kTypeIdLimit];      // weight rows to f32 for the GEMM path (= the table's to_float)
     int mr, nr;        // micro-kernel tile
@@ -53,6 +58,7 @@ inline const Kernels& kernels_for(simd::Isa isa) {
 void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
 void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
+void add_quant_dot2_avx2(Kernels& k);     // simd/quant_dot2_avx2.cpp: k.dot2 rows
 
 // E2M1 codes doubled (bit 3 = sign); the nvfp4 scale table holds halved UE4M3 scales.
 constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;

@@ -210,7 +210,8 @@ def mm_reference(a, b):
 @pytest.mark.parametrize("N", [1, 3, 7, 33])
 @pytest.mark.parametrize("name", WEIGHT_TYPES)
 def test_mul_mat_gemv_gemm(simd, name, N):
-    """Odd row counts, GEMV (N < 16 uses the dot kernels) and GEMM (N >= 16), every kernel set."""
+    """Odd row counts, GEMV and a few columns (dot kernels) and N=33 (GEMM for 32-value blocks),
+    every kernel set."""
     rng = np.random.default_rng(N)
     K = 512 if TABLE[name]["blck_size"] == 256 else 320
     ctx = gg.Context(mem_size=64 << 20)

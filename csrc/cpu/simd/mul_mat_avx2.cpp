@@ -133,6 +133,7 @@ const Kernels& kernels_avx2() {
         s.quantize_q8_0 = mm_quantize_q8_0;
         add_quant_dots_avx2(s);
         add_quant_dequant_avx2(s);
+        add_quant_dot2_avx2(s);
         return s;
     }();
     return k;

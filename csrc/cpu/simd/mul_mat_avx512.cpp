@@ -138,6 +138,7 @@ const Kernels& kernels_avx512() {
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
+        s.dot2[(int)Type::Q8_0] = s.dot2[(int)Type::Q4_0] = nullptr;  // this set's own dots, row by row
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_fn;
         s.mr = MR;
         s.nr = NR;

@@ -1,8 +1,8 @@
 // AVX2 decoders of the newer block types, shared by the dot kernels (quant_dot_avx2.cpp) and
 // the GEMM path's row dequantizers (quant_dequant_avx2.cpp). Include inside a
 // `#pragma GCC target("avx2,fma,f16c")` region, in namespace pyggml::cpu::mm.
-//   - legacy 32-value blocks: Dec*::values gives signed int8 values and d (q5_0, iq4_nl,
-//     mxfp4); Dec*::levels gives unsigned levels (q4_1, q5_1: value = d * l + m);
+//   - legacy 32-value blocks: Dec*::values gives signed int8 values and d (q8_0, q4_0, q5_0,
+//     iq4_nl, mxfp4); Dec*::levels gives unsigned levels (q4_1, q5_1: value = d * l + m);
 //   - K-quants: Unp*::run gives a KBlock of unsigned levels u with value =
 //     d * scale[i/16] * (u - off) - dmin * min[i/16], off = 1 << kOffShift (none when < 0).
 #pragma once
@@ -42,6 +42,20 @@ inline __m256i fifth_bits(const uint8_t* qh4) {
 }
 
 // ---- legacy blocks: signed values ----
+struct DecQ8_0 {
+    using Block = BlockQ8_0;
+    static __m256i values(const Block& b, float& d) {
+        d = f16(b.d);
+        return _mm256_loadu_si256((const __m256i*)b.qs);
+    }
+};
+struct DecQ4_0 {
+    using Block = BlockQ4_0;
+    static __m256i values(const Block& b, float& d) {
+        d = f16(b.d);
+        return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
+    }
+};
 struct DecQ5_0 {
     using Block = BlockQ5_0;
     static __m256i values(const Block& b, float& d) {

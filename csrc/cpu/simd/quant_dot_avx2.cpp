@@ -101,22 +101,31 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
         const __m256i lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
         const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
         const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
+        // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
+        const BlockQ8_K* y[NC];
+        __m256i isum[NC];
+        for (int j = 0; j < NC; ++j) {
+            y[j] = (const BlockQ8_K*)(b + j * bs) + ib;
+            isum[j] = _mm256_setzero_si256();
+        }
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; ++c) {
+            const __m256i sc = _mm256_shuffle_epi8(lanes, pick[c]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) {
+                const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
+            }
+        }
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
-            const BlockQ8_K& y = ((const BlockQ8_K*)(b + j * bs))[ib];
-            __m256i isum = _mm256_setzero_si256();
-#pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
-                const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y.qs + 32 * c)));
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, _mm256_shuffle_epi8(lanes, pick[c])));
-            }
-            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y.bsums);
+            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
             if constexpr (Unp::kOffShift >= 0)
-                isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(w.d * y.d), acc[j]);
+                isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
             if constexpr (Unp::kMins)
                 acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
-                                          _mm256_set1_ps(w.dmin * y.d), acc[j]);
+                                          _mm256_set1_ps(w.dmin * y[j]->d), acc[j]);
         }
     }
     for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
