@@ -22,7 +22,7 @@ import numpy as np
 
 from ..context import Generation
 from ..sampling import Sampler, greedy
-from .drafter import Draft, drafter_factory
+from .drafter import Draft, Drafter, drafter_factory
 from .verify import verify_forced, verify_greedy, verify_rejection
 
 __all__ = ["SpeculativeDecoder", "check_same_vocab"]
@@ -88,7 +88,7 @@ class _SamplerRows:
 
 class SpeculativeDecoder:
     """Generate with drafts of `kind` ("ngram", "synthetic", "mtp", "eagle3", "dflash",
-    "dflash2", "dspark") verified by the target context `ctx`.
+    "dflash2", "dspark", or a Drafter instance) verified by the target context `ctx`.
 
     draft: the draft model (None for kinds that need none). n_max: most tokens proposed per
     step (a drafter or the target's rollback depth may lower it: see `n_max` after init).
@@ -99,7 +99,10 @@ class SpeculativeDecoder:
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
                  sampler=None, seed: int | None = 0, seq_id: int = 0, **options):
-        factory = drafter_factory(kind)  # unknown kind: ValueError before anything else
+        if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
+            factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
+        else:
+            factory = drafter_factory(kind)  # unknown kind: ValueError before anything else
         n_max = _positive_int("n_max", n_max)
         n_min = _positive_int("n_min", n_min, 0)
         if n_min > n_max:
@@ -118,7 +121,13 @@ class SpeculativeDecoder:
                     f"the Context with n_rs_seq={n_max} (the rollback depth) to speculate")
         self.n_max_requested = n_max
         n_max = min(n_max, self.rollback_limit or n_max)
-        self.drafter = factory(ctx, draft, **options)
+        if factory is None:
+            if draft is not None or options:
+                raise ValueError("SpeculativeDecoder: a drafter instance takes no draft model or "
+                                 "options (configure it before passing it)")
+            self.drafter = drafter
+        else:
+            self.drafter = factory(ctx, draft, **options)
         n_eff = int(self.drafter.bind(ctx, n_max))
         if not 0 < n_eff <= n_max:
             raise ValueError(f"SpeculativeDecoder: the {kind!r} drafter made n_max {n_max} -> "

@@ -70,22 +70,23 @@ def verify_rejection(target_probs, draft, draft_probs, rng, is_eog=_never) -> li
     for i in range(n):
         p = np.asarray(target_probs[i], np.float64)
         d = int(draft[i])
-        if draft_probs is None:
-            q = np.zeros_like(p)
-            q[d] = 1.0
-        else:
-            q = np.asarray(draft_probs[i], np.float64)
-        qd = q[d]
+        qd = 1.0 if draft_probs is None else float(draft_probs[i][d])
         if qd <= 0:
             raise ValueError(f"verify_rejection: draft token {d} at position {i} has probability "
                              f"{qd} in its own draft distribution (the draft must be drawn from "
                              f"draft_probs, or leave draft_probs None for a deterministic draft)")
-        if rng.random() < min(1.0, p[d] / qd):
+        if rng.random() < p[d] / qd:
             result.append(d)
             if is_eog(d) and i + 1 < n:
                 return result
             continue
-        result.append(_draw(rng, residual(p, q)))
+        if draft_probs is None:          # point mass: the residual is p without d
+            r = p.copy()
+            r[d] = 0.0
+            r = r / r.sum() if r.sum() > 0 else p
+        else:
+            r = residual(p, draft_probs[i])
+        result.append(_draw(rng, r))
         return result
     result.append(_draw(rng, np.asarray(target_probs[n], np.float64)))
     return result
