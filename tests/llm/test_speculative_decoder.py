@@ -116,9 +116,11 @@ def _check_trimmed(t, dec, out):
 
 @FAST
 @given(n=st.integers(0, N_REF), n_max=st.integers(1, 5),
-       wrong=st.sets(st.integers(len(PROMPT), len(PROMPT) + N_REF), max_size=12))
-def test_oracle_with_mismatches_commits_greedy_stream(llama, n, n_max, wrong):
-    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, wrong), n_max=n_max)
+       wrong=st.sets(st.integers(len(PROMPT), len(PROMPT) + N_REF), max_size=12),
+       adaptive=st.booleans())
+def test_oracle_with_mismatches_commits_greedy_stream(llama, n, n_max, wrong, adaptive):
+    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, wrong), n_max=n_max,
+                             adaptive=adaptive)
     out = dec.generate(PROMPT, n)
     assert list(out) == llama.ref[:n] and out.stop_reason == "n"
     s = dec.stats
@@ -144,6 +146,21 @@ def test_oracle_full_and_zero_acceptance(llama):
     assert list(dec.generate(PROMPT, N_REF)) == llama.ref
     assert dec.stats["n_accepted"] == 0 and dec.stats["mean_acceptance_length"] == 1.0
     _check_trimmed(llama, dec, llama.ref)
+
+
+def test_adaptive_draft_length(llama):
+    """Always-rejected drafts shrink to one token, then drafting backs off; full acceptance
+    keeps drafting n_max."""
+    n_ref = len(llama.full)
+    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, range(n_ref)), n_max=4,
+                             adaptive=True)
+    assert list(dec.generate(PROMPT, N_REF)) == llama.ref
+    s = dec.stats
+    assert s["steps"][0]["draft"].__len__() == 4 and s["steps"][1]["draft"].__len__() == 1
+    assert s["n_plain_steps"] > s["n_verify_steps"] and s["n_drafted"] < 20
+    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full), n_max=4, adaptive=True)
+    assert list(dec.generate(PROMPT, N_REF)) == llama.ref
+    assert all(len(st["draft"]) == 4 for st in dec.stats["steps"][:-1])
 
 
 def test_partial_acceptance_counts(llama):

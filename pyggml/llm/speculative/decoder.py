@@ -95,10 +95,14 @@ class SpeculativeDecoder:
     n_min: shorter drafts are dropped (the step then decodes id_last alone). sampler: None
     or `greedy` for greedy decoding, any deterministic callable logits -> id, or a `Sampler`
     (temperature > 0: rejection sampling). seed: the verifier's random stream (rejection
-    sampling, synthetic acceptance). Other keyword options go to the drafter."""
+    sampling, synthetic acceptance). adaptive: shorten drafts after rejections (to n_accepted
+    + 1, doubling back after a fully accepted one) and, when even one-token drafts fail, skip
+    drafting for 1, 2, 4 .. 16 steps, so a draft that never matches costs little more than
+    plain decoding. Other keyword options go to the drafter."""
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
-                 sampler=None, seed: int | None = 0, seq_id: int = 0, **options):
+                 sampler=None, seed: int | None = 0, seq_id: int = 0, adaptive: bool = False,
+                 **options):
         if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
             factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
         else:
@@ -137,6 +141,7 @@ class SpeculativeDecoder:
         if names:
             ctx.outputs = tuple(dict.fromkeys(tuple(ctx.outputs) + names))
         self.tap_names = names
+        self.adaptive = bool(adaptive)
         self.eog = _eog_ids(ctx.model)
         self.stats: dict = {}
         self._reset_stats()
@@ -189,6 +194,30 @@ class SpeculativeDecoder:
                                         for x in self._acc_per_pos]
         s["tokens_per_s"] = max(s["n_tokens"] - 1, 0) / max(s["gen_s"], 1e-9)
 
+    # ---- adaptive draft length --------------------------------------------------------------
+    def _reset_control(self) -> None:
+        self._n_cur, self._skip, self._backoff = self.n_max, 0, 1
+
+    def _draft_budget(self) -> int:
+        if not self.adaptive:
+            return self.n_max
+        if self._skip > 0:
+            self._skip -= 1
+            return 0
+        return self._n_cur
+
+    def _control(self, n_drafted: int, n_acc: int) -> None:
+        if not self.adaptive or n_drafted == 0:
+            return
+        if n_acc == n_drafted:
+            self._n_cur, self._backoff = min(self.n_max, 2 * self._n_cur), 1
+        elif n_acc == 0 and self._n_cur == 1:
+            self._skip, self._backoff = self._backoff, min(2 * self._backoff, 16)
+        else:
+            self._n_cur = max(1, n_acc + 1)
+            if n_acc:
+                self._backoff = 1
+
     def _take_draft(self, d, k_max: int):
         if d is None:
             return [], None
@@ -226,6 +255,7 @@ class SpeculativeDecoder:
         ctx, seq = self.ctx, self.seq_id
         tokens = ctx._check_tokens(prompt_ids)
         self._reset_stats()
+        self._reset_control()
         st = self.stats
         t0 = time.perf_counter()
         pos_prompt = ctx.n_past(seq)
@@ -244,7 +274,7 @@ class SpeculativeDecoder:
                 out.stop_reason = "n_ctx"
                 break
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
-            k_max = min(self.n_max, n - len(out) - 1, ctx.n_ctx - pos0 - 1)
+            k_max = min(self._draft_budget(), n - len(out) - 1, ctx.n_ctx - pos0 - 1)
             ta = time.perf_counter()
             ids, probs = ([], None)
             if k_max > 0:
@@ -257,6 +287,7 @@ class SpeculativeDecoder:
             td = time.perf_counter()
             result = self._verify(logits, ids, probs)
             n_acc = len(result) - 1
+            self._control(len(ids), n_acc)
             self.drafter.accept(n_acc)
             if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
                 raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove the "
