@@ -362,3 +362,13 @@ def test_bad_input(llama, tmp_path):
     same_size.vocab[40] = "changed"
     with pytest.raises(ValueError, match="token 40"):
         check_same_vocab(llama.model, same_size, "dflash")
+
+
+@pytest.mark.parametrize("i", [0, 5, 13])
+def test_stop_callback_ends_after_the_stop_id(llama, i):
+    tok = llama.ref[i]
+    j = llama.ref.index(tok)                    # its first occurrence
+    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, {len(PROMPT) + 9}), n_max=4)
+    out = dec.generate(PROMPT, N_REF, stop=lambda t: t == tok)
+    assert list(out) == llama.ref[:j + 1] and out.stop_reason == "stop"
+    _check_trimmed(llama, dec, out)

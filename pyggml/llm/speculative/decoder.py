@@ -246,10 +246,11 @@ class SpeculativeDecoder:
         return verify_greedy(logits, ids, self.sampler, self._is_eog)
 
     # ---- generation -----------------------------------------------------------------------
-    def generate(self, prompt_ids, n: int) -> Generation:
+    def generate(self, prompt_ids, n: int, stop=None) -> Generation:
         """Decode prompt_ids, then commit up to n new ids. Like Context.generate: every id but
         the last is decoded, and it stops early (stop_reason "n_ctx") when the sequence
-        reaches n_ctx. Statistics of this call are in `stats`."""
+        reaches n_ctx. `stop(id)` true ends the generation after that id (stop_reason
+        "stop", as TokenStream does). Statistics of this call are in `stats`."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
         ctx, seq = self.ctx, self.seq_id
@@ -268,7 +269,9 @@ class SpeculativeDecoder:
         if n > 0:
             id_last = int(self.sampler(logits[-1]))
             out.append(id_last)
-        while len(out) < n:
+            if stop is not None and stop(id_last):
+                out.stop_reason = "stop"
+        while len(out) < n and out.stop_reason == "n":
             pos0 = ctx.n_past(seq)
             if pos0 >= ctx.n_ctx:
                 out.stop_reason = "n_ctx"
@@ -286,6 +289,11 @@ class SpeculativeDecoder:
             self.drafter.process(np.asarray(batch, np.int32), pos0, taps)
             td = time.perf_counter()
             result = self._verify(logits, ids, probs)
+            if stop is not None:
+                hit = next((j for j, t in enumerate(result) if stop(t)), None)
+                if hit is not None:
+                    result = result[:hit + 1]
+                    out.stop_reason = "stop"
             n_acc = len(result) - 1
             self._control(len(ids), n_acc)
             self.drafter.accept(n_acc)
