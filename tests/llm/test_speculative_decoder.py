@@ -362,6 +362,9 @@ def test_bad_input(llama, tmp_path):
     same_size.vocab[40] = "changed"
     with pytest.raises(ValueError, match="token 40"):
         check_same_vocab(llama.model, same_size, "dflash")
+    # the decoder checks before the drafter is built (even for a kind that takes no model)
+    with pytest.raises(ValueError, match="300 tokens but the target's has 256"):
+        SpeculativeDecoder(ctx, "ngram", draft=other)
 
 
 @pytest.mark.parametrize("i", [0, 5, 13])

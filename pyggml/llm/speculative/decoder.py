@@ -39,11 +39,13 @@ def check_same_vocab(target_model, draft_model, kind: str) -> None:
     """Refuse a draft model whose vocabulary differs from the target's (size, then token
     texts where both files carry them): draft ids would mean different tokens."""
     nt, nd = _n_vocab(target_model), _n_vocab(draft_model)
+    vt, vd = getattr(target_model, "vocab", None), getattr(draft_model, "vocab", None)
+    if nd == 0 and not vd:
+        return   # the draft file declares no vocabulary: it uses the target's
     if nt != nd:
         raise ValueError(f"SpeculativeDecoder({kind!r}): the draft model's vocabulary has {nd} "
                          f"tokens but the target's has {nt}; a draft must share the target's "
                          f"vocabulary")
-    vt, vd = getattr(target_model, "vocab", None), getattr(draft_model, "vocab", None)
     if vt is not None and vd is not None and list(vt) != list(vd):
         i = next(i for i, (a, b) in enumerate(zip(vt, vd)) if a != b)
         raise ValueError(f"SpeculativeDecoder({kind!r}): the draft model's token {i} is "
@@ -131,6 +133,8 @@ class SpeculativeDecoder:
                                  "options (configure it before passing it)")
             self.drafter = drafter
         else:
+            if draft is not None and getattr(factory, "check_vocab", True):
+                check_same_vocab(ctx.model, draft, kind)
             self.drafter = factory(ctx, draft, **options)
         n_eff = int(self.drafter.bind(ctx, n_max))
         if not 0 < n_eff <= n_max:

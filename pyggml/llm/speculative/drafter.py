@@ -39,6 +39,10 @@ class Drafter:
     # synthetic acceptance: per-position conditional acceptance probabilities that replace
     # the comparison with the target (None: verify for real)
     acceptance_probs = None
+    # the decoder refuses a draft model whose vocabulary differs from the target's before
+    # the drafter is built; a drafter that maps its own vocabulary (EAGLE3's d2t) sets False
+    # and checks what it needs itself
+    check_vocab: bool = True
 
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max
