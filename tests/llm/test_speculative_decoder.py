@@ -12,7 +12,7 @@ from pyggml.llm.tiny import write_tiny_mamba2, write_tiny_qwen35
 
 PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 N_REF = 36
-FAST = settings(max_examples=8, deadline=None, database=None,
+FAST = settings(max_examples=6, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 
@@ -239,7 +239,7 @@ def test_recurrent_rollback(request, fixture):
     t = request.getfixturevalue(fixture)
     n_rs = t.ctx_kw["n_rs_seq"]
     rng = np.random.default_rng(1)
-    for trial in range(3):
+    for trial in range(2):
         wrong = set(rng.choice(np.arange(len(PROMPT), len(t.full)), 8, replace=False).tolist())
         dec = SpeculativeDecoder(t.fresh(), OracleDrafter(t.full, wrong), n_max=6)
         assert dec.n_max == n_rs and dec.n_max_requested == 6     # clamped to the rollback depth

@@ -9,9 +9,12 @@ Each step (the order llama.cpp's server uses):
 5. the drafter's `accept(n_accepted)`;
 6. the target forgets the rejected positions: `seq_rm(seq, pos0 + n_accepted + 1, -1)`.
 
-With a deterministic sampler (greedy by default) the committed stream is exactly
-`ctx.generate(prompt, n)`; with a `Sampler` at temperature > 0 rejection sampling keeps the
-target's distribution. A recurrent target can undo only its `n_rs_seq` trailing positions,
+With a deterministic sampler (greedy by default) every committed token is the target's own
+choice, so the stream is `ctx.generate(prompt, n)` exactly as long as the target computes a
+row the same way in a batch of k + 1 tokens as alone (kernels that switch paths with the
+batch width break ties differently: on quantized models a late token can then differ, as
+with llama.cpp). With a `Sampler` at temperature > 0 rejection sampling keeps the target's
+distribution. A recurrent target can undo only its `n_rs_seq` trailing positions,
 so n_max is clamped to n_rs_seq (a recurrent target with n_rs_seq = 0 is refused).
 """
 from __future__ import annotations
