@@ -149,6 +149,9 @@ class SpeculativeDecoder:
             ctx.outputs = tuple(dict.fromkeys(tuple(ctx.outputs) + names))
         self.tap_names = names
         self.adaptive = bool(adaptive)
+        # verify batches take every width 1..n_max+1: keep one graph per width (and the
+        # prompt's) instead of rebuilding graphs as the draft length changes
+        ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, self.n_max + 3)
         self.eog = _eog_ids(ctx.model)
         self.stats: dict = {}
         self._reset_stats()
