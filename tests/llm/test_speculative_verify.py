@@ -180,3 +180,14 @@ def test_synthetic_rates_validation():
     with pytest.raises(ValueError, match="exactly one"):
         synthetic_rates(2)
     np.testing.assert_allclose(conditional_rates([0.8, 0.4, 0.0, 0.0]), [0.8, 0.5, 0.0, 0.0])
+
+
+def test_ngram_lookup_most_recent_longest_key():
+    from pyggml.llm.speculative.ngram import find_continuation
+    seq = np.array([1, 2, 5, 1, 2, 6, 7, 1, 2])
+    assert find_continuation(seq, 3, 3, 1) == [6, 7, 1]           # most recent [1, 2]
+    seq = np.array([4, 1, 2, 8, 9, 3, 1, 2, 5, 4, 1, 2])
+    assert find_continuation(seq, 2, 3, 1) == [8, 9]              # [4, 1, 2] beats [1, 2]
+    assert find_continuation(np.array([7, 1, 9, 1]), 3, 3, 2) == []   # only a 1-token key
+    assert find_continuation(np.array([7, 1, 9, 1]), 3, 3, 1) == [9, 1]
+    assert find_continuation(np.array([3]), 4, 3, 1) == []
