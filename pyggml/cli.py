@@ -94,6 +94,19 @@ def _context(a, model, n_tokens: int):
         raise SystemExit(f"pyggml {a.cmd}: {e}")
 
 
+def _speculate(a, ctx, prompt, sampler, stop=None):
+    """--draft: generate with speculative decoding; (ids, stats without the per-step list)."""
+    from .llm.speculative import SpeculativeDecoder
+    try:
+        dec = SpeculativeDecoder(ctx, a.draft, n_max=a.draft_max, n_min=a.draft_min,
+                                 sampler=sampler, seed=a.seed if a.seed is not None else 0)
+        out = dec.generate(prompt, a.n, stop=stop)
+    except (ValueError, NotImplementedError) as e:
+        raise SystemExit(f"pyggml run: {e}")
+    stats = {k: v for k, v in dec.stats.items() if k != "steps"}
+    return out, stats
+
+
 def _run_text(a) -> int:
     """`run -p TEXT`: stream the continuation of the prompt as it is generated."""
     from .llm.generate import TextStream, TokenStream
@@ -102,6 +115,8 @@ def _run_text(a) -> int:
     if not prompt:
         raise SystemExit("pyggml run: the prompt is empty (and the model adds no BOS token)")
     ctx = _context(a, model, len(prompt) + a.n)
+    if a.draft:
+        return _run_text_speculative(a, model, ctx, prompt)
     stream = TokenStream(ctx, prompt, a.n, sampler=_sampler(a),
                          stop=None if a.ignore_eos else model.is_eog)
     text = TextStream(model)
@@ -131,6 +146,29 @@ def _run_text(a) -> int:
     return 0
 
 
+def _run_text_speculative(a, model, ctx, prompt) -> int:
+    t0 = time.perf_counter()
+    out, stats = _speculate(a, ctx, prompt, _sampler(a), None if a.ignore_eos else model.is_eog)
+    text = model.detokenize(out)
+    timings = {"prompt_tokens": len(prompt), "prompt_s": stats["prompt_s"],
+               "prompt_tokens_per_s": len(prompt) / max(stats["prompt_s"], 1e-9),
+               "gen_tokens": len(out), "gen_s": stats["gen_s"],
+               "gen_tokens_per_s": stats["tokens_per_s"], "stop_reason": out.stop_reason,
+               "total_s": time.perf_counter() - t0, "n_threads": a.threads,
+               "flash_attn": not a.no_flash_attn}
+    if a.json:
+        print(json.dumps({"text": text, "tokens": list(out), "prompt_tokens": prompt,
+                          "timings": timings, "speculative": stats}))
+        return 0
+    print(a.prompt + text)
+    print(f"prompt {len(prompt)} tokens; generated {len(out)} tokens, "
+          f"{stats['tokens_per_s']:.1f} t/s (stop: {out.stop_reason}); draft {a.draft}: "
+          f"acceptance length {stats['mean_acceptance_length']:.2f}, rate "
+          f"{stats['acceptance_rate']:.2f} over {stats['n_verify_steps']} verify steps",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_run(a) -> int:
     from .demo import piece
     if a.prompt is not None:
@@ -143,14 +181,26 @@ def cmd_run(a) -> int:
     ctx = _context(a, model, len(a.tokens) + a.n)
     sampler = _sampler(a)
     t0 = time.perf_counter()
-    try:
-        out = ctx.generate(a.tokens, a.n, sampler=sampler)
-    except ValueError as e:
-        raise SystemExit(f"pyggml run: {e}")
-    timings = dict(ctx.last_timings, total_s=time.perf_counter() - t0, n_threads=a.threads,
+    spec = None
+    if a.draft:
+        out, spec = _speculate(a, ctx, a.tokens, sampler)
+        timings = {"prompt_tokens": len(a.tokens), "prompt_s": spec["prompt_s"],
+                   "prompt_tokens_per_s": len(a.tokens) / max(spec["prompt_s"], 1e-9),
+                   "gen_tokens": len(out), "gen_s": spec["gen_s"],
+                   "gen_tokens_per_s": spec["tokens_per_s"], "stop_reason": out.stop_reason}
+    else:
+        try:
+            out = ctx.generate(a.tokens, a.n, sampler=sampler)
+        except ValueError as e:
+            raise SystemExit(f"pyggml run: {e}")
+        timings = dict(ctx.last_timings)
+    timings.update(total_s=time.perf_counter() - t0, n_threads=a.threads,
                    flash_attn=not a.no_flash_attn)
     if a.json:
-        print(json.dumps({"tokens": out, "timings": timings}))
+        d = {"tokens": list(out), "timings": timings}
+        if spec is not None:
+            d["speculative"] = spec
+        print(json.dumps(d))
         return 0
     print(" ".join(str(t) for t in out))
     if model.vocab:
@@ -346,6 +396,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true",
                    help='print {"text", "tokens", "timings"} (-p) or {"tokens", "timings"} (--tokens)')
     r.add_argument("--ignore-eos", action="store_true", help="do not stop at end-of-generation tokens")
+    r.add_argument("--draft", choices=["ngram"], default=None,
+                   help="speculative decoding with this draft (ngram: prompt lookup, no draft "
+                        "model); --json adds the acceptance statistics")
+    r.add_argument("--draft-max", type=_int_at_least(1), default=8, help="most drafted tokens per step")
+    r.add_argument("--draft-min", type=_int_at_least(0), default=0,
+                   help="shorter drafts are not verified")
     sampling(r)
     common(r)
 

@@ -123,6 +123,9 @@ class Context:
                                           hybrid=cls.HYBRID_NODE_BUDGET)
         self._last: GraphResult | None = None
         self.logits: np.ndarray | None = None
+        # when a dict, every ubatch appends its `outputs` rows here (name -> list of arrays):
+        # speculative decoding reads them for every token of a decode split over ubatches
+        self.collected: dict | None = None
         self.reset_timings()
 
     @property
@@ -326,6 +329,9 @@ class Context:
                 self.memory.seq_rm(seq, -1, -1)
             raise
         self._last = res
+        if self.collected is not None:
+            for name in self.outputs:
+                self.collected.setdefault(name, []).append(np.array(res.get(name).to_f32()))
         logits = None
         if ub.n_outputs:
             logits = np.array(res.t_logits.numpy(), np.float32).reshape(ub.n_outputs, -1)

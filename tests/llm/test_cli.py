@@ -163,3 +163,20 @@ def test_graph_json(tiny, capsys):
     assert d["n_nodes"] == len(d["nodes"]) > 10 and d["n_leafs"] == len(d["leafs"])
     assert d["nodes"][-1]["name"] == "result_output" and d["nodes"][-1]["ne"][:2] == [64, 1]
     assert {"name", "op", "type", "ne"} <= set(d["nodes"][0])
+
+
+def test_run_draft_ngram_same_ids_and_acceptance_in_json(tiny, capsys):
+    args = ["run", tiny, "--tokens", "1,5,7,9,5,7,9,5,7", "-n", "12", "--json", "-t", "1"]
+    assert main(args) == 0
+    plain = json.loads(capsys.readouterr().out.strip())
+    assert main(args + ["--draft", "ngram", "--draft-max", "3"]) == 0
+    spec = json.loads(capsys.readouterr().out.strip())
+    assert spec["tokens"] == plain["tokens"]                  # greedy speculation is lossless
+    s = spec["speculative"]
+    assert s["kind"] == "ngram" and s["n_max"] == 3 and s["valid"] is True
+    assert s["n_verify_steps"] > 0 and 1.0 <= s["mean_acceptance_length"] <= 4.0
+    assert len(s["acceptance_rate_per_pos"]) == 3 and "steps" not in s
+    assert main(["run", tiny, "-p", "abcabcabc", "-n", "6", "--json", "-t", "1",
+                 "--draft", "ngram"]) == 0
+    d = json.loads(capsys.readouterr().out.strip())
+    assert "speculative" in d and len(d["tokens"]) <= 6

@@ -1,4 +1,5 @@
 """Speculative decoding: draft sources proposing tokens that the target verifies losslessly."""
+from .decoder import SpeculativeDecoder, check_same_vocab
 from .drafter import KINDS, Draft, Drafter, drafter_factory
 
-__all__ = ["KINDS", "Draft", "Drafter", "drafter_factory"]
+__all__ = ["KINDS", "Draft", "Drafter", "drafter_factory", "SpeculativeDecoder", "check_same_vocab"]

@@ -34,6 +34,15 @@ class Drafter:
     # cb names of target tensors to keep for every decoded token, e.g. ("l_inp-2",);
     # process() receives them as {name: float32 [n_tokens, width]}
     target_outputs: tuple = ()
+    # False when the committed stream is not the target's (synthetic acceptance)
+    valid: bool = True
+    # synthetic acceptance: per-position conditional acceptance probabilities that replace
+    # the comparison with the target (None: verify for real)
+    acceptance_probs = None
+    # the decoder refuses a draft model whose vocabulary differs from the target's before
+    # the drafter is built; a drafter that maps its own vocabulary (EAGLE3's d2t) sets False
+    # and checks what it needs itself
+    check_vocab: bool = True
 
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max

@@ -1,0 +1,226 @@
+"""Speculative decoding against plain decoding, same process, sides alternated.
+
+    python bench/compare_speculative.py [--part a,b,c] [--repeats 3] [-t 2]
+
+(a) SmolLM2-135M-Instruct Q4_1 (fetched once into the cache folder like the demo) with the
+    n-gram (prompt lookup) draft on copy-heavy prompts: acceptance, decode tokens/s with and
+    without speculation, and whether the streams are identical.
+(b) synthetic acceptance (r_i = 0.8^i) on a tiny random model: measured speedup against the
+    model speedup tau * T_ar / (T_draft + T_verify), tau the mean acceptance length.
+(c) nothing accepted: drafts that are always rejected (n_max 1 and 4) and the n-gram draft on
+    a prompt it cannot copy from; slowdown per generated token against no speculation.
+
+Figures are medians over the repeats; the machine's load (os.getloadavg) is printed with them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+CODE = '''def merge_sorted(a, b):
+    """Merge two sorted lists into one sorted list."""
+    i, j = 0, 0
+    out = []
+    while i < len(a) and j < len(b):
+        if a[i] <= b[j]:
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    out.extend(a[i:])
+    out.extend(b[j:])
+    return out
+'''
+
+CLASS = '''class Stack:
+    """A last-in first-out stack."""
+
+    def __init__(self):
+        self.items = []
+
+    def push(self, item):
+        self.items.append(item)
+
+    def pop(self):
+        if not self.items:
+            raise IndexError("pop from an empty stack")
+        return self.items.pop()
+
+    def peek(self):
+        if not self.items:
+            raise IndexError("peek at an empty stack")
+        return self.items[-1]
+'''
+
+COPY_PROMPTS = {
+    "copy-function": "# merge.py, version 1\n" + CODE + "\n\n# merge.py, version 2: identical to version 1\n",
+    "continue-class": "# stack.py\n" + CLASS + "\n\n# queue.py: the same structure as stack.py\n"
+                      "class Queue:\n    \"\"\"A first-in first-out queue.\"\"\"\n\n    def __init__(self):\n",
+}
+FRESH_PROMPT = "Write a short paragraph about the history of the printing press."
+
+
+def load():
+    return os.getloadavg()[0]
+
+
+def timed_generate(ctx, prompt, n):
+    ctx.reset()
+    out = ctx.generate(prompt, n)
+    t = ctx.last_timings
+    return out, t["gen_s"] / max(len(out) - 1, 1)
+
+
+def timed_spec(dec, prompt, n):
+    dec.reset()
+    out = dec.generate(prompt, n)
+    s = dec.stats
+    return out, s["gen_s"] / max(len(out) - 1, 1), s
+
+
+def alternate(ctx, dec, prompt, n, repeats):
+    """(base s/token, spec s/token, last stats, identical streams) with sides alternated."""
+    base, spec, same, stats = [], [], True, None
+    for _ in range(repeats):
+        ref, tb = timed_generate(ctx, prompt, n)
+        out, ts, stats = timed_spec(dec, prompt, n)
+        base.append(tb)
+        spec.append(ts)
+        same &= list(out) == list(ref)
+    return statistics.median(base), statistics.median(spec), stats, same
+
+
+def part_a(args):
+    from pyggml import demo
+    from pyggml.llm import Context, Model
+    from pyggml.llm.speculative import SpeculativeDecoder
+    path, why = demo.fetch_smollm2()
+    if path is None:
+        print(f"(a) skipped: {why}")
+        return
+    model = Model.load(path, progress=False)
+    print(f"(a) SmolLM2-135M-Instruct Q4_1, n-gram draft, {args.gen} tokens, {args.threads} threads, "
+          f"flash_attn={args.flash_attn}")
+    for name, text in COPY_PROMPTS.items():
+        prompt = model.tokenize(text)
+        ctx = Context(model, n_ctx=len(prompt) + args.gen + 16, n_threads=args.threads,
+                      flash_attn=args.flash_attn)
+        ctx.generate(prompt[:8], 4)                   # warm-up: one-token graphs
+        for n_max, adaptive in ((4, False), (8, False), (8, True)):
+            dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, adaptive=adaptive)
+            dec.generate(prompt[:8], 8)               # warm-up: verify graphs
+            tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
+            print(f"  {name:15s} n_max {n_max}{' adaptive' if adaptive else ''}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
+                  f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
+                  f"rate {s['acceptance_rate']:.2f}  verify steps {s['n_verify_steps']}  "
+                  f"plain steps {s['n_plain_steps']}  identical {same}  load {load():.1f}")
+
+
+def tiny_target(folder):
+    from pyggml.llm import Model, write_tiny_llama
+    path = write_tiny_llama(os.path.join(folder, "bench-tiny.gguf"), n_vocab=4096, n_embd=256,
+                            n_layer=4, n_head=8, n_head_kv=4, n_ff=768, seed=1)
+    return Model.load(path, progress=False)
+
+
+def part_b(args, model):
+    from pyggml.llm import Context
+    from pyggml.llm.speculative import SpeculativeDecoder
+    n_max, n = 4, args.gen * 4
+    rates = [0.8 ** i for i in range(1, n_max + 1)]
+    prompt = list(range(10, 42))
+    ctx = Context(model, n_ctx=len(prompt) + n + 16, n_threads=args.threads)
+    ctx.generate(prompt[:4], 4)
+    dec = SpeculativeDecoder(ctx, "synthetic", n_max=n_max, synth_rates=rates, seed=0)
+    dec.generate(prompt[:4], 8)
+    tb, ts, s, _ = alternate(ctx, dec, prompt, n, args.repeats)
+    steps = s["n_verify_steps"]
+    t_draft, t_verify = s["draft_s"] / steps, s["verify_s"] / steps
+    tau = s["mean_acceptance_length"]
+    model_speedup = tau * tb / (t_draft + t_verify)
+    print(f"(b) tiny llama (D=256, 4 layers, V=4096), synthetic r_i=0.8^i, n_max {n_max}, "
+          f"{n} tokens")
+    print(f"  T_ar {tb * 1e3:.2f} ms  T_draft {t_draft * 1e3:.3f} ms  T_verify {t_verify * 1e3:.2f} ms"
+          f"  tau {tau:.2f} (expected {1 + sum(rates):.2f})")
+    print(f"  measured speedup {tb / ts:.2f}x  model speedup {model_speedup:.2f}x  "
+          f"gap {(model_speedup - tb / ts) / model_speedup * 100:+.1f}%  valid {s['valid']}  "
+          f"load {load():.1f}")
+
+
+def rejected_drafter(n_vocab):
+    """Drafts that (almost surely) are never the target's tokens."""
+    from pyggml.llm.speculative import Draft, Drafter
+
+    class Rejected(Drafter):
+        kind = "rejected"
+
+        def draft(self, id_last, pos0, n_max):
+            return Draft(ids=[(int(id_last) * 7 + 3 + i) % n_vocab for i in range(n_max)])
+    return Rejected()
+
+
+def part_c(args, tiny):
+    from pyggml import demo
+    from pyggml.llm import Context, Model
+    from pyggml.llm.speculative import SpeculativeDecoder
+    targets = [("tiny llama", tiny, list(range(10, 42)))]
+    path, _ = demo.fetch_smollm2()
+    if path is not None:
+        m = Model.load(path, progress=False)
+        targets.append(("SmolLM2 Q4_1", m, m.tokenize(FRESH_PROMPT)))
+    print("(c) nothing accepted: slowdown per generated token against no speculation")
+    for name, model, prompt in targets:
+        n = args.gen
+        ctx = Context(model, n_ctx=len(prompt) + n + 16, n_threads=args.threads,
+                      flash_attn=args.flash_attn)
+        ctx.generate(prompt[:4], 4)
+        cases = [("rejected n_max 1", dict(kind=rejected_drafter(model.hparams.n_vocab), n_max=1)),
+                 ("rejected n_max 4", dict(kind=rejected_drafter(model.hparams.n_vocab), n_max=4)),
+                 ("rejected 4 adaptive", dict(kind=rejected_drafter(model.hparams.n_vocab), n_max=4,
+                                              adaptive=True)),
+                 ("n-gram, fresh text", dict(kind="ngram", n_max=4)),
+                 ("n-gram fresh adapt.", dict(kind="ngram", n_max=4, adaptive=True))]
+        for label, kw in cases:
+            dec = SpeculativeDecoder(ctx, **kw)
+            dec.generate(prompt[:4], 6)
+            tb, ts, s, same = alternate(ctx, dec, prompt, n, args.repeats)
+            print(f"  {name:13s} {label:19s}: {(ts / tb - 1) * 100:+6.1f}% per token  "
+                  f"(accepted {s['n_accepted']}/{s['n_drafted']}, verify steps "
+                  f"{s['n_verify_steps']}, plain {s['n_plain_steps']}, identical {same})  "
+                  f"load {load():.1f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", default="a,b,c")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--gen", type=int, default=96)
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--flash-attn", action="store_true",
+                    help="flash attention for the SmolLM2 runs (its CPU kernel splits long KV "
+                         "ranges by query count, so streams can differ in late tokens)")
+    args = ap.parse_args()
+    parts = set(args.part.split(","))
+    print(f"load average {os.getloadavg()}")
+    with tempfile.TemporaryDirectory() as folder:
+        tiny = tiny_target(folder) if parts & {"b", "c"} else None
+        if "a" in parts:
+            part_a(args)
+        if "b" in parts:
+            part_b(args, tiny)
+        if "c" in parts:
+            part_c(args, tiny)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

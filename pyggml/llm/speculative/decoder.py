@@ -1,0 +1,334 @@
+"""SpeculativeDecoder: a drafter proposes tokens, one target decode verifies them.
+
+Each step (the order llama.cpp's server uses):
+
+1. the drafter proposes d_1..d_k after the last committed id `id_last` (at position pos0);
+2. the target decodes [id_last, d_1..d_k] with every row an output;
+3. the drafter's `process` sees that batch and the target rows it asked for (`target_outputs`);
+4. verification commits the accepted drafts plus one token of the target's own;
+5. the drafter's `accept(n_accepted)`;
+6. the target forgets the rejected positions: `seq_rm(seq, pos0 + n_accepted + 1, -1)`.
+
+With a deterministic sampler (greedy by default) every committed token is the target's own
+choice, so the stream is `ctx.generate(prompt, n)` exactly as long as the target computes a
+row the same way in a batch of k + 1 tokens as alone (kernels that switch paths with the
+batch width break ties differently: on quantized models a late token can then differ, as
+with llama.cpp). With a `Sampler` at temperature > 0 rejection sampling keeps the target's
+distribution. A recurrent target can undo only its `n_rs_seq` trailing positions,
+so n_max is clamped to n_rs_seq (a recurrent target with n_rs_seq = 0 is refused).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..context import Generation
+from ..sampling import Sampler, greedy
+from .drafter import Draft, Drafter, drafter_factory
+from .verify import verify_forced, verify_greedy, verify_rejection
+
+__all__ = ["SpeculativeDecoder", "check_same_vocab"]
+
+
+def _n_vocab(model) -> int:
+    from ..models import load_hparams
+    hp = getattr(model, "hparams", None)
+    n = getattr(hp, "n_vocab", None)
+    return int(n) if n is not None else int(load_hparams(model).n_vocab)
+
+
+def check_same_vocab(target_model, draft_model, kind: str) -> None:
+    """Refuse a draft model whose vocabulary differs from the target's (size, then token
+    texts where both files carry them): draft ids would mean different tokens."""
+    nt, nd = _n_vocab(target_model), _n_vocab(draft_model)
+    vt, vd = getattr(target_model, "vocab", None), getattr(draft_model, "vocab", None)
+    if nd == 0 and not vd:
+        return   # the draft file declares no vocabulary: it uses the target's
+    if nt != nd:
+        raise ValueError(f"SpeculativeDecoder({kind!r}): the draft model's vocabulary has {nd} "
+                         f"tokens but the target's has {nt}; a draft must share the target's "
+                         f"vocabulary")
+    if vt is not None and vd is not None and list(vt) != list(vd):
+        i = next(i for i, (a, b) in enumerate(zip(vt, vd)) if a != b)
+        raise ValueError(f"SpeculativeDecoder({kind!r}): the draft model's token {i} is "
+                         f"{vd[i]!r} but the target's is {vt[i]!r}; a draft must share the "
+                         f"target's vocabulary")
+
+
+def _eog_ids(model) -> frozenset:
+    try:
+        return frozenset(int(i) for i in model.tokenizer.eog_ids)
+    except (ValueError, AttributeError, KeyError):
+        return frozenset()
+
+
+def _positive_int(name, v, minimum=1):
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < minimum:
+        raise ValueError(f"SpeculativeDecoder: {name}={v!r} must be an integer >= {minimum}")
+    return int(v)
+
+
+class _SamplerRows:
+    """Target distributions of a stochastic Sampler, computed row by row: before row i the
+    sampler records the tokens committed ahead of it (its penalties see the stream)."""
+
+    def __init__(self, sampler: Sampler, logits: np.ndarray, draft):
+        self.sampler, self.logits, self.draft = sampler, logits, draft
+        self.n_seen = 0
+
+    def __getitem__(self, i):
+        while self.n_seen < i:
+            self.sampler.accept(int(self.draft[self.n_seen]))
+            self.n_seen += 1
+        ids, probs = self.sampler.candidates(self.logits[i])
+        p = np.zeros(self.logits.shape[1], np.float64)
+        p[ids] = probs
+        return p
+
+    def finish(self, result) -> None:
+        for tok in result[self.n_seen:]:
+            self.sampler.accept(int(tok))
+
+
+class SpeculativeDecoder:
+    """Generate with drafts of `kind` ("ngram", "synthetic", "mtp", "eagle3", "dflash",
+    "dflash2", "dspark", or a Drafter instance) verified by the target context `ctx`.
+
+    draft: the draft model (None for kinds that need none). n_max: most tokens proposed per
+    step (a drafter or the target's rollback depth may lower it: see `n_max` after init).
+    n_min: shorter drafts are dropped (the step then decodes id_last alone). sampler: None
+    or `greedy` for greedy decoding, any deterministic callable logits -> id, or a `Sampler`
+    (temperature > 0: rejection sampling). seed: the verifier's random stream (rejection
+    sampling, synthetic acceptance). adaptive: shorten drafts after rejections (to n_accepted
+    + 1, doubling back after a fully accepted one) and, when even one-token drafts fail, skip
+    drafting for 1, 2, 4 .. 16 steps, so a draft that never matches costs little more than
+    plain decoding. Other keyword options go to the drafter."""
+
+    def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
+                 sampler=None, seed: int | None = 0, seq_id: int = 0, adaptive: bool = False,
+                 **options):
+        if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
+            factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
+        else:
+            factory = drafter_factory(kind)  # unknown kind: ValueError before anything else
+        n_max = _positive_int("n_max", n_max)
+        n_min = _positive_int("n_min", n_min, 0)
+        if n_min > n_max:
+            raise ValueError(f"SpeculativeDecoder: n_min={n_min} is larger than n_max={n_max}")
+        self.ctx, self.kind, self.seq_id = ctx, kind, ctx._check_seq(seq_id, "SpeculativeDecoder")
+        self.sampler = sampler or greedy
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        # a recurrent target undoes at most n_rs_seq trailing positions: draft no more
+        self.rollback_limit = getattr(ctx.memory, "n_rs_seq", None)
+        if self.rollback_limit is not None:
+            if self.rollback_limit == 0:
+                raise ValueError(
+                    f"SpeculativeDecoder: the target's memory ({type(ctx.memory).__name__}) keeps "
+                    f"recurrent state that cannot roll back rejected drafts with n_rs_seq=0; create "
+                    f"the Context with n_rs_seq={n_max} (the rollback depth) to speculate")
+        self.n_max_requested = n_max
+        n_max = min(n_max, self.rollback_limit or n_max)
+        if factory is None:
+            if draft is not None or options:
+                raise ValueError("SpeculativeDecoder: a drafter instance takes no draft model or "
+                                 "options (configure it before passing it)")
+            self.drafter = drafter
+        else:
+            if draft is not None and getattr(factory, "check_vocab", True):
+                check_same_vocab(ctx.model, draft, kind)
+            self.drafter = factory(ctx, draft, **options)
+        n_eff = int(self.drafter.bind(ctx, n_max))
+        if not 0 < n_eff <= n_max:
+            raise ValueError(f"SpeculativeDecoder: the {kind!r} drafter made n_max {n_max} -> "
+                             f"{n_eff}; expected 1..{n_max}")
+        self.n_max, self.n_min = n_eff, min(n_min, n_eff)
+        names = tuple(getattr(self.drafter, "target_outputs", ()) or ())
+        if names:
+            ctx.outputs = tuple(dict.fromkeys(tuple(ctx.outputs) + names))
+        self.tap_names = names
+        self.adaptive = bool(adaptive)
+        # verify batches take every width 1..n_max+1: keep one graph per width (and the
+        # prompt's) instead of rebuilding graphs as the draft length changes
+        ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, self.n_max + 3)
+        self.eog = _eog_ids(ctx.model)
+        self.stats: dict = {}
+        self._reset_stats()
+
+    # ---- helpers --------------------------------------------------------------------------
+    def _is_eog(self, tok) -> bool:
+        return int(tok) in self.eog
+
+    @property
+    def stochastic(self) -> bool:
+        return isinstance(self.sampler, Sampler) and self.sampler.temperature > 0
+
+    def _decode(self, tokens, logits_all: bool):
+        """Target decode that also returns the drafter's taps for every token decoded."""
+        ctx = self.ctx
+        if not self.tap_names:
+            return ctx.decode(tokens, logits_all=logits_all, seq_id=self.seq_id), {}
+        ctx.collected = {}
+        try:
+            logits = ctx.decode(tokens, logits_all=logits_all, seq_id=self.seq_id)
+            parts = ctx.collected
+        finally:
+            ctx.collected = None
+        taps = {}
+        for name in self.tap_names:
+            rows = np.concatenate([p.reshape(p.shape[0], -1) if p.ndim > 1 else p[None]
+                                   for p in parts[name]])
+            if rows.shape[0] != len(tokens):
+                raise RuntimeError(f"SpeculativeDecoder: target tensor {name!r} has {rows.shape[0]} "
+                                   f"rows for {len(tokens)} decoded tokens; a drafter tap must be "
+                                   f"computed for every token (not only for output rows)")
+            taps[name] = rows
+        return logits, taps
+
+    def _reset_stats(self) -> None:
+        self.stats = {"kind": self.kind, "n_max": self.n_max, "n_drafted": 0, "n_accepted": 0,
+                      "n_verify_steps": 0, "n_plain_steps": 0, "mean_acceptance_length": 0.0,
+                      "acceptance_rate": 0.0, "acceptance_rate_per_pos": [0.0] * self.n_max,
+                      "steps": [], "draft_s": 0.0, "verify_s": 0.0, "prompt_s": 0.0,
+                      "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0,
+                      "valid": bool(getattr(self.drafter, "valid", True))}
+        self._acc_per_pos = np.zeros(self.n_max, np.int64)
+
+    def _finish_stats(self) -> None:
+        s = self.stats
+        steps = s["n_verify_steps"]
+        s["mean_acceptance_length"] = 1.0 + s["n_accepted"] / steps if steps else 0.0
+        s["acceptance_rate"] = s["n_accepted"] / s["n_drafted"] if s["n_drafted"] else 0.0
+        s["acceptance_rate_per_pos"] = [float(x) / steps if steps else 0.0
+                                        for x in self._acc_per_pos]
+        s["tokens_per_s"] = max(s["n_tokens"] - 1, 0) / max(s["gen_s"], 1e-9)
+
+    # ---- adaptive draft length --------------------------------------------------------------
+    def _reset_control(self) -> None:
+        self._n_cur, self._skip, self._backoff = self.n_max, 0, 1
+
+    def _draft_budget(self) -> int:
+        if not self.adaptive:
+            return self.n_max
+        if self._skip > 0:
+            self._skip -= 1
+            return 0
+        return self._n_cur
+
+    def _control(self, n_drafted: int, n_acc: int) -> None:
+        if not self.adaptive or n_drafted == 0:
+            return
+        if n_acc == n_drafted:
+            self._n_cur, self._backoff = min(self.n_max, 2 * self._n_cur), 1
+        elif n_acc == 0 and self._n_cur == 1:
+            self._skip, self._backoff = self._backoff, min(2 * self._backoff, 16)
+        else:
+            self._n_cur = max(1, n_acc + 1)
+            if n_acc:
+                self._backoff = 1
+
+    def _take_draft(self, d, k_max: int):
+        if d is None:
+            return [], None
+        if not isinstance(d, Draft):
+            d = Draft(ids=list(d))
+        ids = [int(t) for t in list(d.ids)[:k_max]]
+        if len(ids) < self.n_min:
+            return [], None
+        n_vocab = self.ctx.hparams.n_vocab
+        for i, t in enumerate(ids):
+            if not 0 <= t < n_vocab:
+                raise ValueError(f"SpeculativeDecoder: the {self.kind!r} drafter proposed token id "
+                                 f"{t} at position {i}, outside the vocabulary [0, {n_vocab})")
+        probs = None if d.probs is None else np.asarray(d.probs)[:len(ids)]
+        return ids, probs
+
+    def _verify(self, logits, ids, probs):
+        forced = getattr(self.drafter, "acceptance_probs", None)
+        if forced is not None:
+            return verify_forced(logits, ids, forced, self.sampler, self.rng, self._is_eog)
+        if self.stochastic:
+            rows = _SamplerRows(self.sampler, logits, ids)
+            result = verify_rejection(rows, ids, probs, self.rng, self._is_eog)
+            rows.finish(result)
+            return result
+        return verify_greedy(logits, ids, self.sampler, self._is_eog)
+
+    # ---- generation -----------------------------------------------------------------------
+    def generate(self, prompt_ids, n: int, stop=None) -> Generation:
+        """Decode prompt_ids, then commit up to n new ids. Like Context.generate: every id but
+        the last is decoded, and it stops early (stop_reason "n_ctx") when the sequence
+        reaches n_ctx. `stop(id)` true ends the generation after that id (stop_reason
+        "stop", as TokenStream does). Statistics of this call are in `stats`."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
+        ctx, seq = self.ctx, self.seq_id
+        tokens = ctx._check_tokens(prompt_ids)
+        self._reset_stats()
+        self._reset_control()
+        st = self.stats
+        t0 = time.perf_counter()
+        pos_prompt = ctx.n_past(seq)
+        logits, taps = self._decode(tokens, logits_all=False)
+        t1 = time.perf_counter()
+        self.drafter.process(tokens, pos_prompt, taps)
+        t2 = time.perf_counter()
+        st["prompt_s"], st["draft_s"] = t1 - t0, t2 - t1
+        out = Generation()
+        if n > 0:
+            id_last = int(self.sampler(logits[-1]))
+            out.append(id_last)
+            if stop is not None and stop(id_last):
+                out.stop_reason = "stop"
+        while len(out) < n and out.stop_reason == "n":
+            pos0 = ctx.n_past(seq)
+            if pos0 >= ctx.n_ctx:
+                out.stop_reason = "n_ctx"
+                break
+            # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
+            k_max = min(self._draft_budget(), n - len(out) - 1, ctx.n_ctx - pos0 - 1)
+            ta = time.perf_counter()
+            ids, probs = ([], None)
+            if k_max > 0:
+                ids, probs = self._take_draft(self.drafter.draft(id_last, pos0, k_max), k_max)
+            tb = time.perf_counter()
+            batch = [id_last] + ids
+            logits, taps = self._decode(batch, logits_all=True)
+            tc = time.perf_counter()
+            self.drafter.process(np.asarray(batch, np.int32), pos0, taps)
+            td = time.perf_counter()
+            result = self._verify(logits, ids, probs)
+            if stop is not None:
+                hit = next((j for j, t in enumerate(result) if stop(t)), None)
+                if hit is not None:
+                    result = result[:hit + 1]
+                    out.stop_reason = "stop"
+            n_acc = len(result) - 1
+            self._control(len(ids), n_acc)
+            self.drafter.accept(n_acc)
+            if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
+                raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove the "
+                                   f"{len(ids) - n_acc} rejected positions after {pos0 + n_acc}")
+            te = time.perf_counter()
+            st["draft_s"] += (tb - ta) + (td - tc)
+            st["verify_s"] += (tc - tb) + (te - td)
+            if ids:
+                st["n_verify_steps"] += 1
+                st["n_drafted"] += len(ids)
+                st["n_accepted"] += n_acc
+                self._acc_per_pos[:n_acc] += 1
+                st["steps"].append({"draft": ids, "n_accepted": n_acc})
+            else:
+                st["n_plain_steps"] += 1
+            out.extend(result)
+            id_last = result[-1]
+        st["gen_s"] = time.perf_counter() - t1
+        st["n_tokens"] = len(out)
+        self._finish_stats()
+        return out
+
+    def reset(self) -> None:
+        """Forget the target's sequences and the drafter's state."""
+        self.ctx.reset()
+        self.drafter.reset()
