@@ -160,7 +160,7 @@ void layout_scratch(Bump& b, const Plan& plan, Scratch& sc) {
     sc.gkp = sc.gvp = sc.skp = sc.svp = nullptr;
     if (plan.sparse) {
         sc.urows = b.take<const uint16_t*>(nq);
-        sc.ucols = b.take<int32_t>(plan.ucap);
+        sc.ucols = b.take<int32_t>(2 * plan.ucap);
         sc.slot = b.take<int32_t>(kWindowCols);
         sc.gk = b.take<float>(plan.ucap * plan.ldk);
         sc.gv = plan.kv_shared ? nullptr : b.take<float>(plan.ucap * plan.ldv);
@@ -352,31 +352,46 @@ private:
         const int nh = (int)x.nh, nq = (int)x.nq;
         const int64_t wmax = plan_.ucap - kTile;
         const int nd_all = distinct_rows(0, nq, sc_.urows);
+        int32_t* cols[2] = {sc_.ucols, sc_.ucols + plan_.ucap};
         int64_t j = x.c0;
-        while (j < x.c1) {
+        // Union columns of the window starting at j (j moves to its end).
+        auto scan_window = [&](int32_t* out) {
             const int64_t wa = j;
-            int64_t nU = 0;
-            while (j < x.c1 && nU < wmax && j - wa < kWindowCols) {
+            int64_t n = 0;
+            while (j < x.c1 && n < wmax && j - wa < kWindowCols) {
                 const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
-                nU += kern_.scan(sc_.urows, nd_all, j, j1, sc_.ucols + nU);
+                n += kern_.scan(sc_.urows, nd_all, j, j1, out + n);
                 j = j1;
             }
-            if (nU == 0) continue;
-            gather(sc_.ucols, nU, hk, hv, x.s);
-            sparse_window(x, hk, hv, wa, j, nU, nh);
+            return n;
+        };
+        int64_t wa = j, nU = scan_window(cols[0]);
+        for (int cur = 0;; cur ^= 1) {
+            const int64_t wb = j;
+            if (nU) gather(cols[cur], nU, hk, hv, x.s);
+            if (j >= x.c1 && nU == 0) break;
+            // The next window is known before this one is computed: its rows are prefetched
+            // while the tokens run their tiles, so memory works during the arithmetic.
+            const int64_t wa_next = j, nU_next = j < x.c1 ? scan_window(cols[cur ^ 1]) : 0;
+            if (nU) sparse_window(x, wa, wb, nU, nh, cols[cur], cols[cur ^ 1], nU_next, hk, hv);
+            if (wb >= x.c1) break;
+            wa = wa_next;
+            nU = nU_next;
         }
+    }
+
+    void prefetch_row(const Tensor* t, int64_t j, int64_t h, int64_t s) const {
+        const char* r = t->row(j, h, s);
+        const size_t bytes = t->row_bytes();
+        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
     }
 
     // Reads (widens) the K/V rows of the union columns once; prefetches a few rows ahead.
     void gather(const int32_t* cols, int64_t n, int64_t hk, int64_t hv, int64_t s) {
         const bool shared = plan_.kv_shared;
-        const size_t kb = k_->row_bytes(), vb = v_->row_bytes();
         auto fetch = [&](int64_t u) {
-            const char* kr = k_->row(cols[u], hk, s);
-            for (size_t off = 0; off < kb; off += 64) __builtin_prefetch(kr + off, 0, 3);
-            if (shared) return;
-            const char* vr = v_->row(cols[u], hv, s);
-            for (size_t off = 0; off < vb; off += 64) __builtin_prefetch(vr + off, 0, 3);
+            prefetch_row(k_, cols[u], hk, s);
+            if (!shared) prefetch_row(v_, cols[u], hv, s);
         };
         for (int64_t u = 0; u < std::min<int64_t>(n, kGatherAhead); ++u) fetch(u);
         for (int64_t u = 0; u < n; ++u) {
@@ -386,9 +401,17 @@ private:
         }
     }
 
-    void sparse_window(const Unit& x, int64_t hk, int64_t hv, int64_t wa, int64_t wb, int64_t nU, int nh) {
+    void sparse_window(const Unit& x, int64_t wa, int64_t wb, int64_t nU, int nh, const int32_t* ucols,
+                       const int32_t* next, int64_t n_next, int64_t hk, int64_t hv) {
         int32_t *U = sc_.list[0], *L = sc_.list[1], *Mg = sc_.list[2];
-        int64_t ta = x.t0;
+        int64_t ta = x.t0, pf = 0;
+        auto prefetch_next = [&](int64_t tb) {  // in step with the tokens done
+            const int64_t want = n_next * (tb - x.t0) / std::max<int64_t>(1, x.t1 - x.t0);
+            for (; pf < want; ++pf) {
+                prefetch_row(k_, next[pf], hk, x.s);
+                if (!plan_.kv_shared) prefetch_row(v_, next[pf], hv, x.s);
+            }
+        };
         auto scan_token = [&](int64_t t, int32_t* out) {
             const int va = (int)(t - x.t0) * nh;
             const int nd = distinct_rows(va, va + nh);
@@ -402,11 +425,12 @@ private:
                 sc_.svp[i] = sc_.gvp[u];
             }
             const int va = (int)(ta - x.t0) * nh, vb = (int)(tb - x.t0) * nh;
-            for (int64_t off = 0; off < n; off += kTile)
+            for (int64_t off = 0; off < n; off += kTile) {
                 tile_rows(va, vb, list + off, (int)std::min<int64_t>(kTile, n - off), sc_.skp + off, sc_.svp + off);
+                prefetch_next(ta + (tb - ta) * std::min<int64_t>(n, off + kTile) / n);
+            }
         };
-        (void)hk; (void)hv;
-        for (int64_t u = 0; u < nU; ++u) sc_.slot[sc_.ucols[u] - wa] = (int32_t)u;
+        for (int64_t u = 0; u < nU; ++u) sc_.slot[ucols[u] - wa] = (int32_t)u;
         int64_t nG = scan_token(x.t0, U), sumc = nG;
         for (int64_t t = x.t0 + 1; t < x.t1; ++t) {
             const int64_t nL = scan_token(t, L);

@@ -380,13 +380,13 @@ def test_sparse_decode_long_kv_and_union_groups():
 @pytest.mark.parametrize("kt,layout,D,Dv", [(gg.F16, "plain", 256, 256), (gg.F32, "plain", 65, 67),
                                           (gg.Q8_0, "plain", 128, 128),
                                           (gg.F16, "v_view_of_k", 256, 256),  # V the same rows as K
-                                          (gg.F16, "v_view_of_k", 192, 128), (gg.F32, "v_view_of_k", 96, 96)])
+                                          (gg.F16, "v_view_of_k", 192, 128)])
 def test_sparse_windows_gather_union_rows(kt, layout, D, Dv):
     # KV wider than one window and unions larger than one window's gather buffer, so every
     # query tile spans several windows; rows of one tile pick mostly disjoint random columns,
     # some tokens share a sliding window, one token sees nothing, heads see different columns.
     rng = np.random.default_rng(21)
-    KV, N, n = 5000, 21, 300
+    KV, N, n = 2600, 21, 300
     m = np.concatenate([_sparse_mask(rng, KV, 14, n, Hm=2),
                         _sparse_mask(rng, KV, 7, n, Hm=2, window=True)], axis=2)
     m[0, :, 3, :] = NEG_INF
