@@ -350,6 +350,7 @@ private:
     // own counts; a group runs full tiles over its union.
     void sparse_unit(const Unit& x, int64_t hk, int64_t hv) {
         const int nh = (int)x.nh, nq = (int)x.nq;
+        if (x.t1 - x.t0 == 1) return sparse_single(x, hk, hv);
         const int64_t wmax = plan_.ucap - kTile;
         const int nd_all = distinct_rows(0, nq, sc_.urows);
         int32_t* cols[2] = {sc_.ucols, sc_.ucols + plan_.ucap};
@@ -377,6 +378,37 @@ private:
             if (wb >= x.c1) break;
             wa = wa_next;
             nU = nU_next;
+        }
+    }
+
+    // One token: no row is shared, so tiles of its finite columns read K/V in place, the
+    // next tile's K rows prefetched while this one computes.
+    void sparse_single(const Unit& x, int64_t hk, int64_t hv) {
+        const int nq = (int)x.nq;
+        const int nd = distinct_rows(0, nq);
+        int32_t *cur = sc_.list[0], *nxt = sc_.list[1];  // up to 2*kTile - 1 columns each
+        int64_t j = x.c0;
+        auto fill = [&](int32_t* out) {
+            int64_t n = 0;
+            while (j < x.c1 && n < kTile) {
+                const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
+                n += kern_.scan(sc_.drows, nd, j, j1, out + n);
+                j = j1;
+            }
+            return n;
+        };
+        int64_t ncur = fill(cur);
+        while (ncur) {
+            const int64_t nnxt = fill(nxt);
+            for (int64_t off = 0; off < ncur; off += kTile) {
+                const int m = (int)std::min<int64_t>(kTile, ncur - off);
+                const bool last = off + kTile >= ncur;
+                const int32_t* next = last ? nxt : cur + off + kTile;
+                const int nn = (int)std::min<int64_t>(kTile, last ? nnxt : ncur - off - kTile);
+                tile(0, nq, cur + off, m, hk, hv, x.s, next, nn);
+            }
+            std::swap(cur, nxt);
+            ncur = nnxt;
         }
     }
 

@@ -414,6 +414,9 @@ def test_sparse_thread_counts_and_kv_split(threads):
     _dense_vs_sparse(200, m, N=1, KV=3000, H=4, Hkv=1, D=64, threads=threads)
     m = _sparse_mask(rng, 1100, 37, 90)
     _dense_vs_sparse(90, m, N=37, KV=1100, H=8, Hkv=2, D=64, threads=threads)
+    # decode with a dense window: tiles of a single token hold up to 127 columns
+    m = _sparse_mask(rng, 2000, 1, 700, Hm=2, window=True)
+    _dense_vs_sparse(700, m, N=1, KV=2000, H=4, Hkv=2, Hm=2, D=64, threads=threads)
 
 
 def test_sparse_with_fully_masked_rows():
