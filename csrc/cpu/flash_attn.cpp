@@ -14,7 +14,8 @@
 // unit (the union); those K/V rows are read from memory and widened to F32 once per window
 // into a buffer that stays in L2, then every token runs full tiles over its own finite
 // columns taken from that buffer (consecutive tokens are grouped while their union stays
-// small), so DRAM traffic follows the union and work follows n_kv_max rather than KV. The
+// small), so DRAM traffic follows the union and work follows n_kv_max rather than KV (a
+// single-token tile has nothing to share and reads its rows in place, tile by tile). The
 // result is the dense result (the same entries, the same mask values); a row breaking the
 // promise is still computed exactly, or raises ValueError in debug mode.
 // Few units (decode): the KV range is split into chunks computed independently and merged
