@@ -9,11 +9,15 @@
 // Column lists: each tile only holds the columns that are finite for at least one query
 // vector of the unit (the mask is scanned with SIMD compares against f16 -inf); tiles
 // without any are skipped, so K/V rows excluded by the mask are never read.
-// Sparse hint (op_params slot 4, n_kv_max > 0, with a mask): the finite columns of a whole
-// KV range are gathered first and processed in full tiles, grouping consecutive tokens only
-// while their union stays small, so work follows n_kv_max rather than KV. The result is the
-// dense result (the same entries, the same mask values); a row breaking the promise is still
-// computed exactly, or raises ValueError in debug mode.
+// Sparse hint (op_params slot 4, n_kv_max > 0, with a mask): the KV range is walked in
+// windows holding at most a few hundred columns that are finite for some query vector of the
+// unit (the union); those K/V rows are read from memory and widened to F32 once per window
+// into a buffer that stays in L2, then every token runs full tiles over its own finite
+// columns taken from that buffer (consecutive tokens are grouped while their union stays
+// small), so DRAM traffic follows the union and work follows n_kv_max rather than KV (a
+// single-token tile has nothing to share and reads its rows in place, tile by tile). The
+// result is the dense result (the same entries, the same mask values); a row breaking the
+// promise is still computed exactly, or raises ValueError in debug mode.
 // Few units (decode): the KV range is split into chunks computed independently and merged
 // with the log-sum-exp rule after a barrier.
 #include <atomic>
@@ -34,7 +38,10 @@ namespace {
 
 constexpr int kTile = 64;   // K/V rows per tile
 constexpr int kMaxQ = 64;   // query vectors per unit
-constexpr int kSparseTokens = 8;  // tokens per unit with the sparse hint
+constexpr int kSparseTokens = 16;  // tokens per unit with the sparse hint
+constexpr int64_t kGatherBytes = 256 << 10;  // widened union rows of one sparse window
+constexpr int kGatherAhead = 8;              // rows prefetched ahead while gathering
+constexpr int64_t kWindowCols = 4096;        // KV columns per sparse window at most
 constexpr int kDirectMaxQ = 8;    // up to this many query vectors read F16 K/V rows in place
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -61,6 +68,13 @@ struct Scratch {
     const uint16_t** kh;     // K/V rows read in place as F16
     const uint16_t** vh;
     int32_t* list[3];
+    // sparse windows: union columns, their widened rows and row pointers, per-column pointers
+    const uint16_t** urows;  // distinct mask rows of the whole unit
+    int32_t* ucols;
+    int32_t* slot;           // window column - window start -> union slot
+    float *gk, *gv;
+    const float **gkp, **gvp;  // union slot -> K/V row (in place for F32, else in gk/gv)
+    const float **skp, **svp;  // per-group column -> K/V row
 };
 
 struct Plan;
@@ -76,7 +90,8 @@ struct Plan {
     int64_t n_units0;     // units without the KV split
     int64_t nsplit, chunk;
     int64_t ldk, ldv;
-    bool sparse;
+    int64_t ucap;         // union columns per sparse window (+ one scan step of slack)
+    bool sparse, kv_shared;
     size_t per_thread, shared, partials;
 
     explicit Plan(const Tensor* dst, int nth) {
@@ -103,6 +118,12 @@ struct Plan {
         nsplit = std::max<int64_t>(1, (KV + chunk - 1) / chunk);
         ldk = round_up(D, 16);
         ldv = round_up(Dv, 16);
+        // V the same rows as K (DeepSeek V4's shared K=V head, or V a view of K's first dims):
+        // one gathered row serves both.
+        kv_shared = v->data == k->data && v->type == k->type && v->nb[1] == k->nb[1] &&
+                    v->nb[2] == k->nb[2] && v->nb[3] == k->nb[3] && rk == rv && Dv <= D;
+        const int64_t row_bytes = 4 * (ldk + (kv_shared ? 0 : ldv));
+        ucap = std::clamp<int64_t>(kGatherBytes / row_bytes / kTile * kTile, kTile, 8 * kTile) + kTile;
         const int64_t nq = hpu * tpu;
         Bump b{0};
         Scratch sc;
@@ -134,8 +155,21 @@ void layout_scratch(Bump& b, const Plan& plan, Scratch& sc) {
     sc.vp = b.take<const float*>(kTile);
     sc.kh = b.take<const uint16_t*>(kTile);
     sc.vh = b.take<const uint16_t*>(kTile);
-    const int64_t nlist = plan.sparse ? plan.chunk + kTile : kTile;
+    const int64_t nlist = plan.sparse ? plan.ucap : kTile;
     for (int i = 0; i < 3; ++i) sc.list[i] = i < (plan.sparse ? 3 : 2) ? b.take<int32_t>(nlist) : nullptr;
+    sc.urows = nullptr; sc.ucols = sc.slot = nullptr; sc.gk = sc.gv = nullptr;
+    sc.gkp = sc.gvp = sc.skp = sc.svp = nullptr;
+    if (plan.sparse) {
+        sc.urows = b.take<const uint16_t*>(nq);
+        sc.ucols = b.take<int32_t>(2 * plan.ucap);
+        sc.slot = b.take<int32_t>(kWindowCols);
+        sc.gk = b.take<float>(plan.ucap * plan.ldk);
+        sc.gv = plan.kv_shared ? nullptr : b.take<float>(plan.ucap * plan.ldv);
+        sc.gkp = b.take<const float*>(plan.ucap);
+        sc.gvp = b.take<const float*>(plan.ucap);
+        sc.skp = b.take<const float*>(plan.ucap);
+        sc.svp = b.take<const float*>(plan.ucap);
+    }
 }
 
 // Shared header: slot 0 the unit counter, slots 1..nth one debug report per thread.
@@ -259,14 +293,15 @@ private:
         }
     }
 
-    // Distinct mask rows of the query vectors [va, vb).
-    int distinct_rows(int va, int vb) const {
+    // Distinct mask rows of the query vectors [va, vb), into out (default: sc_.drows).
+    int distinct_rows(int va, int vb, const uint16_t** out = nullptr) const {
+        if (!out) out = sc_.drows;
         int nd = 0;
         for (int i = va; i < vb; ++i) {
             const uint16_t* m = sc_.mrow[i];
             bool seen = false;
-            for (int d = nd - 1; d >= 0 && !seen; --d) seen = sc_.drows[d] == m;
-            if (!seen) sc_.drows[nd++] = m;
+            for (int d = nd - 1; d >= 0 && !seen; --d) seen = out[d] == m;
+            if (!seen) out[nd++] = m;
         }
         return nd;
     }
@@ -310,52 +345,150 @@ private:
         finish(x);
     }
 
-    // Tokens are grouped greedily: the next token joins the current group while the group's
-    // column union times its token count stays within 1.25x of the tokens' own counts.
+    // Windows of the unit's KV range, each holding at most ucap - kTile union columns.
+    // Within a window tokens are grouped greedily: the next token joins the current group
+    // while the group's column union times its token count stays within 1.25x of the tokens'
+    // own counts; a group runs full tiles over its union.
     void sparse_unit(const Unit& x, int64_t hk, int64_t hv) {
+        const int nh = (int)x.nh, nq = (int)x.nq;
+        if (x.t1 - x.t0 == 1) return sparse_single(x, hk, hv);
+        const int64_t wmax = plan_.ucap - kTile;
+        const int nd_all = distinct_rows(0, nq, sc_.urows);
+        int32_t* cols[2] = {sc_.ucols, sc_.ucols + plan_.ucap};
+        int64_t j = x.c0;
+        // Union columns of the window starting at j (j moves to its end).
+        auto scan_window = [&](int32_t* out) {
+            const int64_t wa = j;
+            int64_t n = 0;
+            while (j < x.c1 && n < wmax && j - wa < kWindowCols) {
+                const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
+                n += kern_.scan(sc_.urows, nd_all, j, j1, out + n);
+                j = j1;
+            }
+            return n;
+        };
+        int64_t wa = j, nU = scan_window(cols[0]);
+        for (int cur = 0;; cur ^= 1) {
+            const int64_t wb = j;
+            if (nU) gather(cols[cur], nU, hk, hv, x.s);
+            if (j >= x.c1 && nU == 0) break;
+            // The next window is known before this one is computed: its rows are prefetched
+            // while the tokens run their tiles, so memory works during the arithmetic.
+            const int64_t wa_next = j, nU_next = j < x.c1 ? scan_window(cols[cur ^ 1]) : 0;
+            if (nU) sparse_window(x, wa, wb, nU, nh, cols[cur], cols[cur ^ 1], nU_next, hk, hv);
+            if (wb >= x.c1) break;
+            wa = wa_next;
+            nU = nU_next;
+        }
+    }
+
+    // One token: no row is shared, so tiles of its finite columns read K/V in place, the
+    // next tile's K rows prefetched while this one computes.
+    void sparse_single(const Unit& x, int64_t hk, int64_t hv) {
+        const int nq = (int)x.nq;
+        const int nd = distinct_rows(0, nq);
+        int32_t *cur = sc_.list[0], *nxt = sc_.list[1];  // up to 2*kTile - 1 columns each
+        int64_t j = x.c0;
+        auto fill = [&](int32_t* out) {
+            int64_t n = 0;
+            while (j < x.c1 && n < kTile) {
+                const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
+                n += kern_.scan(sc_.drows, nd, j, j1, out + n);
+                j = j1;
+            }
+            return n;
+        };
+        int64_t ncur = fill(cur);
+        while (ncur) {
+            const int64_t nnxt = fill(nxt);
+            for (int64_t off = 0; off < ncur; off += kTile) {
+                const int m = (int)std::min<int64_t>(kTile, ncur - off);
+                const bool last = off + kTile >= ncur;
+                const int32_t* next = last ? nxt : cur + off + kTile;
+                const int nn = (int)std::min<int64_t>(kTile, last ? nnxt : ncur - off - kTile);
+                tile(0, nq, cur + off, m, hk, hv, x.s, next, nn);
+            }
+            std::swap(cur, nxt);
+            ncur = nnxt;
+        }
+    }
+
+    void prefetch_row(const Tensor* t, int64_t j, int64_t h, int64_t s) const {
+        const char* r = t->row(j, h, s);
+        const size_t bytes = t->row_bytes();
+        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+    }
+
+    // Reads (widens) the K/V rows of the union columns once; prefetches a few rows ahead.
+    void gather(const int32_t* cols, int64_t n, int64_t hk, int64_t hv, int64_t s) {
+        const bool shared = plan_.kv_shared;
+        auto fetch = [&](int64_t u) {
+            prefetch_row(k_, cols[u], hk, s);
+            if (!shared) prefetch_row(v_, cols[u], hv, s);
+        };
+        for (int64_t u = 0; u < std::min<int64_t>(n, kGatherAhead); ++u) fetch(u);
+        for (int64_t u = 0; u < n; ++u) {
+            if (u + kGatherAhead < n) fetch(u + kGatherAhead);
+            sc_.gkp[u] = row_f32(k_, cols[u], hk, s, sc_.gk + u * plan_.ldk, plan_.D);
+            sc_.gvp[u] = shared ? sc_.gkp[u] : row_f32(v_, cols[u], hv, s, sc_.gv + u * plan_.ldv, plan_.Dv);
+        }
+    }
+
+    void sparse_window(const Unit& x, int64_t wa, int64_t wb, int64_t nU, int nh, const int32_t* ucols,
+                       const int32_t* next, int64_t n_next, int64_t hk, int64_t hv) {
         int32_t *U = sc_.list[0], *L = sc_.list[1], *Mg = sc_.list[2];
-        const int nh = (int)x.nh;
-        int64_t nU = 0, sumc = 0, ta = x.t0;
+        int64_t ta = x.t0, pf = 0;
+        auto prefetch_next = [&](int64_t tb) {  // in step with the tokens done
+            const int64_t want = n_next * (tb - x.t0) / std::max<int64_t>(1, x.t1 - x.t0);
+            for (; pf < want; ++pf) {
+                prefetch_row(k_, next[pf], hk, x.s);
+                if (!plan_.kv_shared) prefetch_row(v_, next[pf], hv, x.s);
+            }
+        };
         auto scan_token = [&](int64_t t, int32_t* out) {
             const int va = (int)(t - x.t0) * nh;
             const int nd = distinct_rows(va, va + nh);
-            return (int64_t)kern_.scan(sc_.drows, nd, x.c0, x.c1, out);
+            return (int64_t)kern_.scan(sc_.drows, nd, wa, wb, out);
         };
         auto run_group = [&](int64_t tb, const int32_t* list, int64_t n) {
+            if (n == 0) return;
+            for (int64_t i = 0; i < n; ++i) {  // columns -> gathered rows
+                const int32_t u = sc_.slot[list[i] - wa];
+                sc_.skp[i] = sc_.gkp[u];
+                sc_.svp[i] = sc_.gvp[u];
+            }
             const int va = (int)(ta - x.t0) * nh, vb = (int)(tb - x.t0) * nh;
             for (int64_t off = 0; off < n; off += kTile) {
-                const int64_t nn = std::max<int64_t>(0, std::min<int64_t>(kTile, n - off - kTile));
-                tile(va, vb, list + off, (int)std::min<int64_t>(kTile, n - off), hk, hv, x.s,
-                     list + off + kTile, (int)nn);
+                tile_rows(va, vb, list + off, (int)std::min<int64_t>(kTile, n - off), sc_.skp + off, sc_.svp + off);
+                prefetch_next(ta + (tb - ta) * std::min<int64_t>(n, off + kTile) / n);
             }
         };
-        nU = scan_token(x.t0, U);
-        sumc = nU;
+        for (int64_t u = 0; u < nU; ++u) sc_.slot[ucols[u] - wa] = (int32_t)u;
+        int64_t nG = scan_token(x.t0, U), sumc = nG;
         for (int64_t t = x.t0 + 1; t < x.t1; ++t) {
             const int64_t nL = scan_token(t, L);
-            // merge U and L into Mg
             int64_t a = 0, b = 0, m = 0;
-            while (a < nU && b < nL) {
-                const int32_t va = U[a], vb = L[b];
-                Mg[m++] = va < vb ? va : vb;
-                a += va <= vb;
-                b += vb <= va;
+            while (a < nG && b < nL) {
+                const int32_t ca = U[a], cb = L[b];
+                Mg[m++] = ca < cb ? ca : cb;
+                a += ca <= cb;
+                b += cb <= ca;
             }
-            while (a < nU) Mg[m++] = U[a++];
+            while (a < nG) Mg[m++] = U[a++];
             while (b < nL) Mg[m++] = L[b++];
             if ((double)m * (double)(t - ta + 1) <= 1.25 * (double)(sumc + nL)) {
                 std::swap(U, Mg);
-                nU = m;
+                nG = m;
                 sumc += nL;
                 continue;
             }
-            run_group(t, U, nU);
+            run_group(t, U, nG);
             ta = t;
             std::swap(U, L);
-            nU = nL;
+            nG = nL;
             sumc = nL;
         }
-        run_group(x.t1, U, nU);
+        run_group(x.t1, U, nG);
     }
 
     // Brings K/V rows towards the cache ahead of use (DRAM works while we compute).
@@ -367,26 +500,10 @@ private:
         }
     }
 
-    // One tile of n columns idx[0..n) for the query vectors [va, vb); next[0..nnext) are the
-    // columns of the tile that follows (prefetched).
-    void tile(int va, int vb, const int32_t* idx, int n, int64_t hk, int64_t hv, int64_t s,
-              const int32_t* next, int nnext) {
-        const int64_t D = plan_.D, Dv = plan_.Dv;
-        const int nq = vb - va;
-        // Few query vectors: read F16 rows in place; otherwise widen the tile once.
-        const bool k_direct = k_->type == Type::F16 && kern_.qk_f16 && nq <= kDirectMaxQ;
-        const bool v_direct = v_->type == Type::F16 && kern_.pv_f16 && nq <= kDirectMaxQ;
-        prefetch_rows(v_, idx, n, hv, s);
-        float* P = sc_.P + (int64_t)va * kTile;
-        if (k_direct) {
-            for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
-            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
-            kern_.qk_f16(sc_.qp + va, nq, sc_.kh, n, D, P, kTile);
-        } else {
-            for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
-            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
-            kern_.qk(sc_.qp + va, nq, sc_.kp, n, D, P, kTile);
-        }
+    // Logits (scale, softcap, mask) of the tile's scores P[va..vb) and the online-softmax
+    // update: P becomes exp(logit - M), O is rescaled where M grew, Z accumulates.
+    void softmax_step(int va, int vb, const int32_t* idx, int n) {
+        const int64_t Dv = plan_.Dv;
         const bool contiguous = idx[n - 1] - idx[0] == n - 1;
         const uint16_t* last_mrow = nullptr;
         for (int i = va; i < vb; ++i) {
@@ -420,6 +537,38 @@ private:
             }
             sc_.Z[i] += kern_.exp_sum(srow, n, Mnew);
         }
+    }
+
+    // One tile whose K/V rows are already F32 (the sparse windows' gathered rows).
+    void tile_rows(int va, int vb, const int32_t* idx, int n, const float* const* kp, const float* const* vp) {
+        const int nq = vb - va;
+        float* P = sc_.P + (int64_t)va * kTile;
+        kern_.qk(sc_.qp + va, nq, kp, n, plan_.D, P, kTile);
+        softmax_step(va, vb, idx, n);
+        kern_.pv(P, kTile, nq, vp, n, plan_.Dv, sc_.O + (int64_t)va * plan_.ldv, (int)plan_.ldv);
+    }
+
+    // One tile of n columns idx[0..n) for the query vectors [va, vb); next[0..nnext) are the
+    // columns of the tile that follows (prefetched).
+    void tile(int va, int vb, const int32_t* idx, int n, int64_t hk, int64_t hv, int64_t s,
+              const int32_t* next, int nnext) {
+        const int64_t D = plan_.D, Dv = plan_.Dv;
+        const int nq = vb - va;
+        // Few query vectors: read F16 rows in place; otherwise widen the tile once.
+        const bool k_direct = k_->type == Type::F16 && kern_.qk_f16 && nq <= kDirectMaxQ;
+        const bool v_direct = v_->type == Type::F16 && kern_.pv_f16 && nq <= kDirectMaxQ;
+        prefetch_rows(v_, idx, n, hv, s);
+        float* P = sc_.P + (int64_t)va * kTile;
+        if (k_direct) {
+            for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
+            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            kern_.qk_f16(sc_.qp + va, nq, sc_.kh, n, D, P, kTile);
+        } else {
+            for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
+            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            kern_.qk(sc_.qp + va, nq, sc_.kp, n, D, P, kTile);
+        }
+        softmax_step(va, vb, idx, n);
         float* O = sc_.O + (int64_t)va * plan_.ldv;
         if (v_direct) {
             for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);

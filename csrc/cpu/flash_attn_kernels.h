@@ -443,44 +443,52 @@ PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int
     }
 }
 
+// NQ rows of O, NZ full vectors of 8 columns starting at d (plain loads and stores: masked
+// moves are slow on some cores and their mask registers made GCC spill the accumulators).
 template <int NQ, int NZ>
 PG_AVX2 static inline void pv_block(const float* P, int ldp, const float* const* v, int nk, int64_t d,
-                                    __m256i last, float* O, int ldo) {
-    const __m256i all = _mm256_set1_epi32(-1);
+                                    float* O, int ldo) {
     __m256 acc[NQ][NZ];
     for (int i = 0; i < NQ; ++i)
-        for (int z = 0; z < NZ; ++z)
-            acc[i][z] = _mm256_maskload_ps(O + (int64_t)i * ldo + d + 8 * z, z == NZ - 1 ? last : all);
+        for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_loadu_ps(O + (int64_t)i * ldo + d + 8 * z);
     for (int j = 0; j < nk; ++j) {
+        const float* vj = v[j] + d;
         __m256 b[NZ];
-        for (int z = 0; z < NZ; ++z) b[z] = _mm256_maskload_ps(v[j] + d + 8 * z, z == NZ - 1 ? last : all);
+        for (int z = 0; z < NZ; ++z) b[z] = _mm256_loadu_ps(vj + 8 * z);
         for (int i = 0; i < NQ; ++i) {
             const __m256 p = _mm256_broadcast_ss(P + (int64_t)i * ldp + j);
             for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_fmadd_ps(p, b[z], acc[i][z]);
         }
     }
     for (int i = 0; i < NQ; ++i)
-        for (int z = 0; z < NZ; ++z)
-            _mm256_maskstore_ps(O + (int64_t)i * ldo + d + 8 * z, z == NZ - 1 ? last : all, acc[i][z]);
+        for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(O + (int64_t)i * ldo + d + 8 * z, acc[i][z]);
+}
+
+// The last r < 8 columns.
+template <int NQ>
+PG_AVX2 static inline void pv_tail(const float* P, int ldp, const float* const* v, int nk, int64_t d,
+                                   __m256i last, float* O, int ldo) {
+    __m256 acc[NQ];
+    for (int i = 0; i < NQ; ++i) acc[i] = _mm256_maskload_ps(O + (int64_t)i * ldo + d, last);
+    for (int j = 0; j < nk; ++j) {
+        const __m256 b = _mm256_maskload_ps(v[j] + d, last);
+        for (int i = 0; i < NQ; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(P + (int64_t)i * ldp + j), b, acc[i]);
+    }
+    for (int i = 0; i < NQ; ++i) _mm256_maskstore_ps(O + (int64_t)i * ldo + d, last, acc[i]);
 }
 
 template <int NQ>
 PG_AVX2 static inline void pv_rows(const float* P, int ldp, const float* const* v, int nk, int64_t Dv,
                                    float* O, int ldo) {
-    const __m256i all = _mm256_set1_epi32(-1);
     int64_t d = 0;
-    for (; d + 32 <= Dv; d += 32) pv_block<NQ, 4>(P, ldp, v, nk, d, all, O, ldo);
-    const int64_t rem = Dv - d;
-    if (rem <= 0) return;
-    const int nz = (int)((rem + 7) / 8);
-    const int64_t lr = rem - 8 * (nz - 1);
-    const __m256i last = lr == 8 ? all : tail_mask(lr);
-    switch (nz) {
-        case 1: pv_block<NQ, 1>(P, ldp, v, nk, d, last, O, ldo); break;
-        case 2: pv_block<NQ, 2>(P, ldp, v, nk, d, last, O, ldo); break;
-        case 3: pv_block<NQ, 3>(P, ldp, v, nk, d, last, O, ldo); break;
-        default: pv_block<NQ, 4>(P, ldp, v, nk, d, last, O, ldo); break;
+    for (; d + 32 <= Dv; d += 32) pv_block<NQ, 4>(P, ldp, v, nk, d, O, ldo);
+    switch ((Dv - d) / 8) {
+        case 3: pv_block<NQ, 3>(P, ldp, v, nk, d, O, ldo); d += 24; break;
+        case 2: pv_block<NQ, 2>(P, ldp, v, nk, d, O, ldo); d += 16; break;
+        case 1: pv_block<NQ, 1>(P, ldp, v, nk, d, O, ldo); d += 8; break;
+        default: break;
     }
+    if (d < Dv) pv_tail<NQ>(P, ldp, v, nk, d, tail_mask(Dv - d), O, ldo);
 }
 
 PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {

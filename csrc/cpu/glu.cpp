@@ -1,8 +1,11 @@
 // CPU kernel of GLU: rows split across threads, computed in f32 and rounded to
-// the storage type. Activations come from unary_math.h (shared with UNARY).
+// the storage type. REGLU, SWIGLU, GEGLU_QUICK, SWIGLU_OAI and SWIGLU_CLAMP rows go through
+// the SIMD table of cpu/glu_simd.h; GEGLU and GEGLU_ERF use the scalar activations of
+// unary_math.h (shared with UNARY).
 #include <cmath>
 #include <vector>
 
+#include "cpu/glu_simd.h"
 #include "cpu/kernels.h"
 #include "cpu/unary_math.h"
 #include "pyggml/error.h"
@@ -16,6 +19,20 @@ template <class F>
 void glu_loop(const float* g, const float* u, float* o, int64_t n, F f) {
     for (int64_t i = 0; i < n; ++i) o[i] = f(g[i], u[i]);
 }
+
+// A whole-row function of the SIMD table as the row functor of glu_rows.
+template <class R>
+struct RowFn {
+    R row;
+    void operator()(const float* g, const float* u, float* o, int64_t n) const { row(g, u, o, n); }
+};
+template <class F>
+struct ElemFn {
+    F f;
+    void operator()(const float* g, const float* u, float* o, int64_t n) const { glu_loop(g, u, o, n, f); }
+};
+template <class F>
+ElemFn<F> elementwise(F f) { return ElemFn<F>{f}; }
 
 template <class F>
 void glu_rows(const ComputeParams& p, Tensor* dst, F f) {
@@ -37,11 +54,11 @@ void glu_rows(const ComputeParams& p, Tensor* dst, F f) {
         const char* urow = (b ? b->row(i1, i2, i3) : a->row(i1, i2, i3)) + up_offs;
         char* orow = dst->row(i1, i2, i3);
         if (f32) {
-            glu_loop((const float*)grow, (const float*)urow, (float*)orow, nc, f);
+            f((const float*)grow, (const float*)urow, (float*)orow, nc);
         } else {
             to_float_row(a->type, grow, gb.data(), nc);
             to_float_row(a->type, urow, ub.data(), nc);
-            glu_loop(gb.data(), ub.data(), ob.data(), nc, f);
+            f(gb.data(), ub.data(), ob.data(), nc);
             from_float_row(dst->type, ob.data(), orow, nc);
         }
     }
@@ -52,29 +69,27 @@ void glu_rows(const ComputeParams& p, Tensor* dst, F f) {
 void cpu_forward_GLU(const ComputeParams& p, Tensor* dst) {
     const float alpha = dst->param_f32(2);
     const float limit = dst->param_f32(3);
+    const glu::GluOps& ops = glu::kernels();
+    auto row = [](auto fn) { return RowFn<decltype(fn)>{fn}; };
     switch ((GluOp)dst->param_i32(0)) {
         case GluOp::REGLU:
-            return glu_rows(p, dst, [](float g, float u) { return g > 0.0f ? g * u : 0.0f; });
+            return glu_rows(p, dst, row(ops.reglu));
         case GluOp::GEGLU:
-            return glu_rows(p, dst, [](float g, float u) { return gelu_f32(g) * u; });
+            return glu_rows(p, dst, elementwise([](float g, float u) { return gelu_f32(g) * u; }));
         case GluOp::SWIGLU:
-            return glu_rows(p, dst, [](float g, float u) { return silu_f32(g) * u; });
+            return glu_rows(p, dst, row(ops.swiglu));
         case GluOp::GEGLU_ERF:
-            return glu_rows(p, dst, [](float g, float u) { return gelu_erf_f32(g) * u; });
+            return glu_rows(p, dst, elementwise([](float g, float u) { return gelu_erf_f32(g) * u; }));
         case GluOp::GEGLU_QUICK:
-            return glu_rows(p, dst, [](float g, float u) { return gelu_quick_f32(g) * u; });
+            return glu_rows(p, dst, row(ops.geglu_quick));
         case GluOp::SWIGLU_OAI:
-            return glu_rows(p, dst, [alpha, limit](float g, float u) {
-                const float x = std::fmin(g, limit);
-                const float y = std::fmax(std::fmin(u, limit), -limit);
-                return x / (1.0f + std::exp(-alpha * x)) * (y + 1.0f);
-            });
+            return glu_rows(p, dst, row([&ops, alpha, limit](const float* g, const float* u, float* o, int64_t n) {
+                ops.swiglu_oai(g, u, o, n, alpha, limit);
+            }));
         case GluOp::SWIGLU_CLAMP:
-            return glu_rows(p, dst, [limit](float g, float u) {
-                const float x = std::fmin(g, limit);  // the gate is clamped before SiLU
-                const float y = std::fmax(std::fmin(u, limit), -limit);
-                return silu_f32(x) * y;
-            });
+            return glu_rows(p, dst, row([&ops, limit](const float* g, const float* u, float* o, int64_t n) {
+                ops.swiglu_clamp(g, u, o, n, limit);
+            }));
         default:
             throw UnsupportedError("[glu] unsupported glu op id " + std::to_string(dst->param_i32(0)));
     }

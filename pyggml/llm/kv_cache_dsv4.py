@@ -257,15 +257,39 @@ class DSV4Memory(Memory):
         return True
 
     def seq_cp(self, src, dst, p0=-1, p1=-1):
+        """Whole-sequence copy only, under llama.cpp's condition (p0 <= 0 and p1 < 0): the
+        compressed rows and the compressor rings of a prefix cannot be cut out of the state.
+        dst is replaced by src, snapshot planes and a pending rollback included (llama.cpp
+        copies the live ring only and clears dst's rollback; copying both keeps a copy made
+        right after a seq_rm equal to src)."""
+        p0 = -1 if p0 is None else int(p0)
+        p1 = -1 if p1 is None else int(p1)
+        if p0 > 0 or p1 >= 0:
+            raise ValueError(f"dsv4 memory: seq_cp copies whole sequences only (p0 <= 0 and p1 < 0), "
+                             f"got p0={p0}, p1={p1}: compressed rows and compressor rings cannot be "
+                             f"split at a position")
         if src == dst:
             return
-        if (p0 is not None and p0 > 0) or (p1 is not None and 0 <= p1 <= self.raw.seq_pos_max(src)):
-            raise ValueError("dsv4 memory: seq_cp copies whole sequences only (p0 = p1 = -1)")
         self.raw.seq_rm(dst, -1, -1)
         self.raw.seq_cp(src, dst, -1, -1)
         for c in self.comp_caches():
             c.copy_seq(src, dst)
         self.rs_idx[dst], self.valid[dst] = self.rs_idx[src], self.valid[src]
+
+    def seq_add(self, seq, p0, p1, delta):
+        """Shifting positions is refused (llama.cpp's dsv4 memory reports can_shift = false):
+        compressed rows hold blocks of fixed positions and the raw keys carry a tail RoPE. A
+        zero shift or an empty range changes nothing and is accepted."""
+        p0 = 0 if p0 is None or p0 < 0 else int(p0)
+        p1 = np.iinfo(np.int64).max if p1 is None or p1 < 0 else int(p1)
+        if delta == 0 or p0 >= p1:
+            return
+        seqs = range(self.n_seq_max) if seq is None or seq < 0 else [seq]
+        if all(self.raw.seq_pos_max(s) < p0 or self.raw.seq_pos_min(s) >= p1 for s in seqs):
+            return
+        raise ValueError(f"dsv4 memory: seq_add cannot shift positions [{p0}, {p1}) of sequence {seq} "
+                         f"by {delta}: the compressed rows and rings are tied to block positions "
+                         f"(K-shift is not supported for deepseek4)")
 
     def seq_keep(self, seq):
         self.raw.seq_keep(seq)

@@ -377,6 +377,48 @@ def test_sparse_decode_long_kv_and_union_groups():
     _dense_vs_sparse(30, m, N=24, KV=900, H=4, Hkv=4, D=32)
 
 
+@pytest.mark.parametrize("kt,layout,D,Dv", [(gg.F16, "plain", 256, 256), (gg.F32, "plain", 65, 67),
+                                          (gg.Q8_0, "plain", 128, 128),
+                                          (gg.F16, "v_view_of_k", 256, 256),  # V the same rows as K
+                                          (gg.F16, "v_view_of_k", 192, 128)])
+def test_sparse_windows_gather_union_rows(kt, layout, D, Dv):
+    # KV wider than one window and unions larger than one window's gather buffer, so every
+    # query tile spans several windows; rows of one tile pick mostly disjoint random columns,
+    # some tokens share a sliding window, one token sees nothing, heads see different columns.
+    rng = np.random.default_rng(21)
+    KV, N, n = 2600, 21, 300
+    m = np.concatenate([_sparse_mask(rng, KV, 14, n, Hm=2),
+                        _sparse_mask(rng, KV, 7, n, Hm=2, window=True)], axis=2)
+    m[0, :, 3, :] = NEG_INF
+    m[0, 1, 9, :] = NEG_INF
+    got, _ = _dense_vs_sparse(n, m, N=N, KV=KV, H=4, Hkv=2, Hm=2, D=D, Dv=Dv, kt=kt, kv_layout=layout, seed=22)
+    assert np.all(got[0, 3] == 0.0)
+    # very sparse rows over a long cache: windows end at their column limit, not their union
+    # (enough query tiles that the KV range is not split among threads)
+    m = _sparse_mask(rng, 9000, 16, 8)
+    _dense_vs_sparse(8, m, N=16, KV=9000, H=8, Hkv=8, D=D, Dv=Dv, kt=kt, kv_layout=layout, seed=26)
+
+
+@pytest.mark.parametrize("n_kv_max", [1, 2, 63, 64, 65, 299, 300, 301, 10 ** 6])
+def test_sparse_n_kv_max_edges(n_kv_max):
+    rng = np.random.default_rng(23)
+    KV, N = 300, 13
+    m = _sparse_mask(rng, KV, N, min(n_kv_max, KV))
+    _dense_vs_sparse(n_kv_max, m, N=N, KV=KV, H=6, Hkv=3, D=40, seed=24)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_sparse_thread_counts_and_kv_split(threads):
+    rng = np.random.default_rng(25)
+    m = _sparse_mask(rng, 3000, 1, 200)   # decode: the KV range is split among threads
+    _dense_vs_sparse(200, m, N=1, KV=3000, H=4, Hkv=1, D=64, threads=threads)
+    m = _sparse_mask(rng, 1100, 37, 90)
+    _dense_vs_sparse(90, m, N=37, KV=1100, H=8, Hkv=2, D=64, threads=threads)
+    # decode with a dense window: tiles of a single token hold up to 127 columns
+    m = _sparse_mask(rng, 2000, 1, 700, Hm=2, window=True)
+    _dense_vs_sparse(700, m, N=1, KV=2000, H=4, Hkv=2, Hm=2, D=64, threads=threads)
+
+
 def test_sparse_with_fully_masked_rows():
     rng = np.random.default_rng(16)
     m = _sparse_mask(rng, 300, 10, 12)
