@@ -6,13 +6,6 @@ from pyggml.llm import Model, write_tiny_llama
 from pyggml.llm.context import Context
 from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3
 
-try:
-    from pyggml.llm.speculative import decoder as _decoder
-except ImportError:
-    _decoder = None
-
-pytestmark = pytest.mark.skipif(_decoder is None, reason="SpeculativeDecoder not merged yet")
-
 DRAFTS = {
     "eagle3": lambda p: write_tiny_eagle3(p, target_layers=(0, 1, 3)),
     "dflash": lambda p: write_tiny_dflash(p, kind="dflash", target_layers=(1, 3)),
@@ -49,3 +42,14 @@ def test_speculative_on_a_recurrent_target_equals_greedy(tmp_path, kind):
     dec = SpeculativeDecoder(Context(target, n_ctx=256, n_rs_seq=4), kind=kind,
                              draft=Model.load(draft), n_max=4)
     assert list(dec.generate(prompt, 24)) == want
+
+
+def test_kind_must_match_the_draft_file(tmp_path):
+    """One drafter class serves dflash/dflash2/dspark: the decoder passes the asked kind on,
+    so a plain DFlash file is refused as a DSpark draft instead of running as DFlash."""
+    from pyggml.llm.speculative import SpeculativeDecoder
+    target = Model.load(write_tiny_llama(tmp_path / "t.gguf", arch="qwen3", qk_norm=True,
+                                         n_layer=4, n_embd=64, head_dim=16))
+    draft = Model.load(DRAFTS["dflash"](tmp_path / "dflash.gguf"))
+    with pytest.raises(ValueError, match="dspark"):
+        SpeculativeDecoder(Context(target, n_ctx=256), kind="dspark", draft=draft, n_max=4)

@@ -239,10 +239,6 @@ def test_drafts_and_draft_logits_match_llama_cpp(model, path, bigram_path, polic
 
 
 def test_speculative_decoder_mtp_equals_plain_greedy(model):
-    try:
-        import pyggml.llm.speculative.decoder  # noqa: F401
-    except ImportError:
-        pytest.skip("SpeculativeDecoder not merged yet")
     from pyggml.llm.speculative import SpeculativeDecoder
     prompt = tokens(9, seed=8)
     want = list(Context(model, n_ctx=256, n_rs_seq=N_RS).generate(prompt, 32))

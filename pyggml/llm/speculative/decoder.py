@@ -19,6 +19,7 @@ so n_max is clamped to n_rs_seq (a recurrent target with n_rs_seq = 0 is refused
 """
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -138,6 +139,9 @@ class SpeculativeDecoder:
         else:
             if draft is not None and getattr(factory, "check_vocab", True):
                 check_same_vocab(ctx.model, draft, kind)
+            if "kind" in inspect.signature(factory).parameters:
+                # one class serves several kinds (dflash/dflash2/dspark): it checks the file
+                options.setdefault("kind", kind)
             self.drafter = factory(ctx, draft, **options)
         n_eff = int(self.drafter.bind(ctx, n_max))
         if not 0 < n_eff <= n_max:
