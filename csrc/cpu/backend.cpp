@@ -42,7 +42,7 @@ int64_t min_work_per_thread() {
         const long long x = std::strtoll(e, &end, 10);
         if (end && *end == 0 && x >= 0) return (int64_t)x;
     }
-    return (int64_t)32 * 1024;
+    return (int64_t)128 * 1024;
 }
 
 double node_work(const Tensor* n) {

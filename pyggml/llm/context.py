@@ -233,7 +233,11 @@ class Context:
         samplers = tuple(samplers) or self.samplers
         sizes = split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
         ubs, wanted = [], []
-        if len(sizes) == 1:
+        if n == 1:    # a decoded token (small arrays from lists: cheaper than arange/full)
+            ubs.append(UBatch(pos=np.array([pos0], np.int32), seq_id=np.array([seq_id], np.int32),
+                              output=np.ones(1, bool), token=tok))
+            wanted.append(True)
+        elif len(sizes) == 1:
             out = np.ones(n, bool) if logits_all else np.zeros(n, bool)
             out[-1] = True
             ubs.append(UBatch(pos=np.arange(pos0, pos0 + n, dtype=np.int32),

@@ -82,17 +82,22 @@ class KVCells:
 
     def add(self, cells: np.ndarray, pos: np.ndarray, seq: np.ndarray) -> None:
         """Fill empty `cells` with positions `pos` of sequences `seq` (one per cell)."""
+        if len(cells) == 1:     # a decoded token: plain scalars, no fancy indexing
+            cell, s, p = int(cells[0]), int(seq[0]), int(pos[0])
+            self.pos[cell] = p
+            self.seq[cell, s] = True
+            if self._counted:
+                self._n_used += 1
+                if cell >= self._max_p1:
+                    self._max_p1 = cell + 1
+                if p > self._seq_max[s]:
+                    self._seq_max[s] = p
+            return
         self.pos[cells] = pos
         self.seq[cells, seq] = True
-        if not self._counted:
-            return
-        self._n_used += len(cells)
-        self._max_p1 = max(self._max_p1, int(cells.max()) + 1)
-        if len(cells) == 1:
-            s, p = int(seq[0]), int(pos[0])
-            if p > self._seq_max[s]:
-                self._seq_max[s] = p
-        else:
+        if self._counted:
+            self._n_used += len(cells)
+            self._max_p1 = max(self._max_p1, int(cells.max()) + 1)
             np.maximum.at(self._seq_max, seq, pos)
 
     def is_empty(self) -> np.ndarray:
@@ -251,7 +256,8 @@ class KVCache(Memory):
         """Write positions and sequence ids of the ubatch into the cells of its slot."""
         c = self.cells
         cells = slot.idxs
-        if not (c.pos[cells] >= 0).any():        # the common case: only empty cells
+        if (c.pos[int(cells[0])] < 0 if len(cells) == 1 else not (c.pos[cells] >= 0).any()):
+            # the common case: only empty cells
             c.add(cells, ub.pos, ub.seq_id)
         else:
             rm_upto = {}  # seq -> highest position an SWA overwrite evicted
