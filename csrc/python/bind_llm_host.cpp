@@ -7,6 +7,7 @@
 // seq bool [n_cells, n_seq] (C order), so every other cache operation keeps working on it.
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -138,12 +139,12 @@ void fill_kq_mask(TensorArg dst_arg, const PosArray& cell_pos, const SeqArray& c
 // exist. Usable: empty, or (SWA) holding exactly one sequence whose entry has slid out of the
 // window of that sequence's next position seq_next_pos[s].
 py::object find_slot(const PosArray& cell_pos, const SeqArray& cell_seq, int64_t head, int64_t n_tokens,
-                     int swa_type, int64_t n_swa, const PosArray& seq_next_pos) {
+                     int swa_type, int64_t n_swa, const std::optional<PosArray>& seq_next_pos) {
     const char* op = "llm_kv_find_slot";
     check_swa_type(swa_type, op);
     const CellTable c = cell_table(cell_pos, cell_seq, op);
     const bool swa = swa_type != kSwaNone && n_swa > 0;
-    if (swa && (seq_next_pos.ndim() != 1 || seq_next_pos.shape(0) != c.n_seq))
+    if (swa && (!seq_next_pos || seq_next_pos->ndim() != 1 || seq_next_pos->shape(0) != c.n_seq))
         throw py::value_error(std::string("[") + op + "] seq_next_pos must have one entry per sequence (" +
                               std::to_string(c.n_seq) + ")");
     if (n_tokens < 0) throw py::value_error(std::string("[") + op + "] n_tokens must be >= 0");
@@ -151,7 +152,7 @@ py::object find_slot(const PosArray& cell_pos, const SeqArray& cell_seq, int64_t
     if (head < 0 || head >= c.n_cells) head = 0;
     py::array_t<int64_t> out((py::ssize_t)n_tokens);
     int64_t* o = out.mutable_data();
-    const int64_t* next = swa ? seq_next_pos.data() : nullptr;
+    const int64_t* next = swa ? seq_next_pos->data() : nullptr;
     int64_t found = 0;
     for (int64_t k = 0; k < c.n_cells && found < n_tokens; ++k) {
         int64_t j = head + k;
@@ -182,7 +183,7 @@ void bind_llm_host(py::module_& m) {
           "inside its window), -inf elsewhere.");
     m.def("llm_kv_find_slot", &find_slot, py::arg("cell_pos"), py::arg("cell_seq"), py::arg("head"),
           py::arg("n_tokens"), py::arg("swa_type") = 0, py::arg("n_swa") = 0,
-          py::arg("seq_next_pos") = PosArray(0),
+          py::arg("seq_next_pos") = py::none(),
           "The first n_tokens usable cells (int64) scanning from head with wrap-around, or None. "
           "Usable: empty, or (SWA) owned by one sequence s and outside the window of position "
           "seq_next_pos[s].");

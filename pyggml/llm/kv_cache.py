@@ -23,7 +23,6 @@ from .memory import AttnPart, Memory, MemoryContext
 N_PAD = 256  # n_kv is padded to a multiple of this (topology stays fixed across steps)
 
 SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = 0, 1, 2, 3
-_NO_SEQS = np.zeros(0, np.int64)
 
 
 def pad_to(n: int, p: int) -> int:
@@ -249,7 +248,7 @@ class KVCache(Memory):
         c = self.cells
         swa = self.swa_type != SWA_NONE and self.n_swa > 0
         idxs = _core.llm_kv_find_slot(c.pos, c.seq, head, n, self.swa_type if swa else SWA_NONE,
-                                      self.n_swa, c.seq_next_pos() if swa else _NO_SEQS)
+                                      self.n_swa, c.seq_next_pos() if swa else None)
         return None if idxs is None else SlotInfo(idxs=idxs)
 
     def apply_ubatch(self, slot: SlotInfo, ub) -> None:
