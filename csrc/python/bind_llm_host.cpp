@@ -5,6 +5,7 @@
 //
 // The cell table stays owned by Python (numpy arrays): pos int64 [n_cells] (-1 = empty) and
 // seq bool [n_cells, n_seq] (C order), so every other cache operation keeps working on it.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -171,9 +172,31 @@ py::object find_slot(const PosArray& cell_pos, const SeqArray& cell_seq, int64_t
     return std::move(out);
 }
 
+// (cells used, highest used cell + 1, each sequence's last position or -1) in one pass.
+py::tuple count_cells(const PosArray& cell_pos, const SeqArray& cell_seq) {
+    const CellTable c = cell_table(cell_pos, cell_seq, "llm_kv_count");
+    py::array_t<int64_t> seq_max((py::ssize_t)c.n_seq);
+    int64_t* sm = seq_max.mutable_data();
+    std::fill(sm, sm + c.n_seq, (int64_t)-1);
+    int64_t used = 0, max_p1 = 0;
+    for (int64_t j = 0; j < c.n_cells; ++j) {
+        const int64_t p = c.pos[j];
+        if (p < 0) continue;
+        ++used;
+        max_p1 = j + 1;
+        const bool* s = c.seq + j * c.n_seq;
+        for (int64_t q = 0; q < c.n_seq; ++q)
+            if (s[q] && p > sm[q]) sm[q] = p;
+    }
+    return py::make_tuple(used, max_p1, seq_max);
+}
+
 }  // namespace
 
 void bind_llm_host(py::module_& m) {
+    m.def("llm_kv_count", &count_cells, py::arg("cell_pos"), py::arg("cell_seq"),
+          "(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) "
+          "of a KV cell table, in one pass.");
     m.def("llm_fill_kq_mask", &fill_kq_mask, py::arg("dst"), py::arg("cell_pos"), py::arg("cell_seq"),
           py::arg("q_pos"), py::arg("q_seq"), py::arg("causal") = true, py::arg("swa_type") = 0,
           py::arg("n_swa") = 0,

@@ -71,12 +71,7 @@ class KVCells:
         self._counted = False
 
     def _count(self) -> None:
-        used = self.pos >= 0
-        nz = np.flatnonzero(used)
-        self._n_used = len(nz)
-        self._max_p1 = int(nz[-1]) + 1 if len(nz) else 0
-        pos = np.where(self.seq, self.pos[:, None], -1)
-        self._seq_max = pos.max(axis=0) if self.size else np.full(self.seq.shape[1], -1, np.int64)
+        self._n_used, self._max_p1, self._seq_max = _core.llm_kv_count(self.pos, self.seq)
         self._counted = True
 
     def add(self, cells: np.ndarray, pos: np.ndarray, seq: np.ndarray) -> None:
