@@ -123,19 +123,16 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         solo[k] = n_threads == 1 || node_work(nodes[order[k]]) < solo_below;
     for (size_t k = 0; k < order.size(); ++k)
         sync_after[k] = n_threads > 1 && k + 1 < order.size() && !(solo[k] && solo[k + 1]);
-    // (all solo: no barrier at all, since no pair of neighbours has a parallel node)
-
-
     // Nothing to split: the workers are not woken at all (and no node waits at a barrier).
     const bool all_solo = std::all_of(solo.begin(), solo.end(), [](uint8_t x) { return x != 0; });
     const int n_run = all_solo ? 1 : n_threads;
 
     ThreadPool& pool = ThreadPool::instance();
     const simd::Isa isa = simd::cpu_isa();  // one level for every thread of this compute
-    // Thread 0 polls the abort callback after its share of a node that ends in a barrier (or
-    // the last node); after that barrier every thread sees the flag and stops. Nodes are never
-    // cut in half (kernels may have barriers of their own), and all threads pass the same
-    // barriers, because the schedule is the same for all.
+    // Thread 0 polls the abort callback after its share of every node; the others see the flag
+    // after the next barrier and stop there, thread 0 with them (skipping the kernels of the
+    // solo nodes before it). Nodes are never cut in half (kernels may have barriers of their
+    // own), and all threads pass the same barriers, because the schedule is the same for all.
     std::atomic<bool> aborted{false};
     size_t done = 0;
     auto job = [&](int ith) {
@@ -152,22 +149,24 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
             const size_t i = (size_t)order[k];
             Tensor* n = nodes[i];
             auto t0 = std::chrono::steady_clock::now();
-            if (!pool.has_error() && (!solo[k] || ith == 0)) {
+            // after thread 0 aborted in a stretch of solo nodes it skips their kernels until the
+            // next barrier, where the others learn of it (they wait there meanwhile)
+            const bool skip = pool.has_error() || aborted.load(std::memory_order_relaxed);
+            if (!skip && (!solo[k] || ith == 0)) {
                 try {
                     kDispatch[(int)n->op].forward(solo[k] ? p_solo : p, n);
                 } catch (...) {
                     pool.set_error(std::current_exception());
                 }
             }
-            const bool last = k + 1 == order.size();
-            if (ith == 0 && (sync_after[k] || last) && opts.abort && opts.abort()) {
+            if (ith == 0 && !aborted.load(std::memory_order_relaxed) && opts.abort && opts.abort()) {
                 aborted.store(true, std::memory_order_relaxed);
                 done = i + 1;
             }
             if (sync_after[k]) pool.barrier();
             if (times && ith == 0)
                 (*times)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if ((sync_after[k] || (last && ith == 0)) && aborted.load(std::memory_order_relaxed)) break;
+            if (sync_after[k] && aborted.load(std::memory_order_relaxed)) break;
         }
     };
     pool.run(n_run, job);
