@@ -1,95 +1,221 @@
-"""pyggml.llm vs llama.cpp (llama-cpp-python): prompt processing and decode tokens/s on a tiny
-and a small (~100M parameters, F16 and Q8_0) random LLaMA, same threads, one run each.
+"""pyggml.llm vs llama.cpp (through llama-cpp-python's C API): prompt processing and greedy
+decode tokens/s, same threads, in one run, the two engines alternating.
 
-    python bench/compare_llama_cpp.py [-t THREADS] [--prompt 128] [--gen 32] [--only tiny]
+    python bench/compare_llama_cpp.py [-t THREADS] [--rounds 3] [--only tiny-f16 ...]
+                                      [--long 4096] [--no-long]
 
-Prints one table: case, pyggml, llama.cpp, ratio (pyggml / llama.cpp; > 1 means faster).
+Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
+SmolLM2-135M Q4_1 when the demo has fetched it, and the tiny recurrent models (mamba2,
+qwen35). Columns: pp128, pp512 (one prompt of that length), tg32 (32 greedy tokens after 16),
+tg@LONG (16 greedy tokens after a LONG-token context). Each engine decodes with its own
+per-token path: pyggml's decode_greedy (argmax in the graph) and llama.cpp's llama_decode
+with a reused batch plus an argmax of its logits row. Each figure is the median over
+`rounds` alternating runs; the ratio is pyggml / llama.cpp (> 1: pyggml is faster).
+The machine's load (uptime) is printed before and after: on a shared machine read ratios
+only, never the absolute figures.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
 # numpy's OpenBLAS keeps its worker threads spinning after any BLAS call; on a 2-core machine
-# they steal the cores both engines' thread pools need (measured: pyggml tiny decode at 2
-# threads fell from ~5000 to ~200 tokens/s). Neither engine uses BLAS, so pin it to one thread.
+# they steal the cores both engines' thread pools need. Neither engine uses BLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+TINY = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384, n_ctx_train=8192)
 CASES = {
-    "tiny-f32": dict(small=False, dtype="f32"),
-    "small-f16": dict(small=True, dtype="f16"),
-    "small-q8_0": dict(small=True, dtype="q8_0"),
+    "tiny-f32": ("llama", dict(TINY, dtype="f32")),
+    "tiny-f16": ("llama", dict(TINY, dtype="f16")),
+    "tiny-q8_0": ("llama", dict(TINY, dtype="q8_0")),
+    "tiny-q4_0": ("llama", dict(TINY, dtype="q4_0")),
+    "small-f16": ("small", dict(dtype="f16")),
+    "small-q8_0": ("small", dict(dtype="q8_0")),
+    "smollm2-q4_1": ("smollm2", {}),
+    "mamba2": ("mamba2", {}),
+    "qwen35": ("qwen35", {}),
 }
+DEFAULT = ["tiny-f32", "tiny-f16", "tiny-q8_0", "tiny-q4_0", "smollm2-q4_1", "mamba2", "qwen35"]
+RECURRENT = {"mamba2", "qwen35"}
 
 
-def write_model(folder, name, small, dtype):
-    from pyggml.llm import write_small_llama, write_tiny_llama
+def model_path(folder, name):
+    from pyggml.llm import tiny
+    kind, kw = CASES[name]
+    if kind == "smollm2":
+        from pyggml.demo import SMOLLM2, cache_dir
+        p = os.path.join(cache_dir(), SMOLLM2.file)
+        return p if os.path.exists(p) else None
     path = os.path.join(folder, f"{name}.gguf")
     if not os.path.exists(path):
-        if small:
-            write_small_llama(path, dtype=dtype, seed=0)
+        if kind == "llama":
+            tiny.write_tiny_llama(path, seed=0, **kw)
+        elif kind == "small":
+            tiny.write_small_llama(path, seed=0, **kw)
+        elif kind == "mamba2":
+            tiny.write_tiny_mamba2(path)
         else:
-            write_tiny_llama(path, n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2,
-                             n_ff=384, dtype=dtype, seed=0)
+            tiny.write_tiny_qwen35(path)
     return path
 
 
-def bench_pyggml(path, prompt, n_gen, threads, flash_attn=True):
-    from pyggml.llm import Context, Model
-    ctx = Context(Model.load(path, progress=False), n_ctx=len(prompt) + n_gen + 8, n_threads=threads,
-                  flash_attn=flash_attn, n_batch=512, n_ubatch=512)
-    ctx.decode(prompt[:8])                 # warm-up: build both graph shapes once
-    ctx.decode(prompt[8:9])
-    ctx.reset()
-    t0 = time.perf_counter()
-    logits = ctx.decode(prompt)
-    t1 = time.perf_counter()
-    for _ in range(n_gen):
-        logits = ctx.decode([int(np.argmax(logits[-1]))])
-    t2 = time.perf_counter()
-    return len(prompt) / (t1 - t0), n_gen / (t2 - t1)
+class Ours:
+    def __init__(self, path, n_ctx, threads):
+        from pyggml.llm import Context, Model
+        self.model = Model.load(path, progress=False)
+        self.ctx = Context(self.model, n_ctx=n_ctx, n_threads=threads, n_batch=512, n_ubatch=512)
+        self.n_vocab = self.ctx.hparams.n_vocab
+
+    def reset(self):
+        self.ctx.reset()
+
+    def prompt(self, toks):
+        return self.ctx.decode_greedy(toks)
+
+    def step(self, tok):
+        return self.ctx.decode_greedy([tok])
 
 
-def bench_llama_cpp(path, prompt, n_gen, threads, flash_attn=True):
-    import llama_cpp
-    llm = llama_cpp.Llama(model_path=path, n_ctx=len(prompt) + n_gen + 8, n_batch=512, n_ubatch=512,
-                          n_threads=threads, n_threads_batch=threads, flash_attn=flash_attn,
-                          verbose=False)
-    llm.eval(prompt[:8])
-    llm.reset()
+class Theirs:
+    def __init__(self, path, n_ctx, threads):
+        import llama_cpp as lc
+        self.lc = lc
+        self._quiet = lc.llama_log_callback(lambda level, text, user: None)  # kept alive here
+        lc.llama_log_set(self._quiet, ctypes.c_void_p())
+        lc.llama_backend_init()
+        mp = lc.llama_model_default_params()
+        self.model = lc.llama_model_load_from_file(path.encode(), mp)
+        cp = lc.llama_context_default_params()
+        cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = n_ctx, 512, 512, 1
+        cp.n_threads = cp.n_threads_batch = threads
+        self.ctx = lc.llama_init_from_model(self.model, cp)
+        self.n_vocab = lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(self.model))
+        self.batch = lc.llama_batch_init(512, 0, 1)
+        self.n_past = 0
+
+    def reset(self):
+        self.lc.llama_memory_clear(self.lc.llama_get_memory(self.ctx), True)
+        self.n_past = 0
+
+    def _decode(self, toks):
+        b, n = self.batch, len(toks)
+        for k in range(0, n, 512):
+            part = toks[k:k + 512]
+            b.n_tokens = len(part)
+            for i, t in enumerate(part):
+                b.token[i], b.pos[i], b.n_seq_id[i] = t, self.n_past + i, 1
+                b.seq_id[i][0] = 0
+                b.logits[i] = 1 if k + i == n - 1 else 0
+            if self.lc.llama_decode(self.ctx, b) != 0:
+                raise RuntimeError("llama_decode failed")
+            self.n_past += len(part)
+        ptr = self.lc.llama_get_logits_ith(self.ctx, -1)
+        row = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,))
+        return int(np.argmax(row))
+
+    def prompt(self, toks):
+        return self._decode(toks)
+
+    def step(self, tok):
+        return self._decode([tok])
+
+    def close(self):
+        self.lc.llama_batch_free(self.batch)
+        self.lc.llama_free(self.ctx)
+        self.lc.llama_model_free(self.model)
+
+
+def run_case(engine, prompts, n_gen):
+    """tokens/s of one engine: each prompt from an empty context, then n_gen greedy tokens
+    after a 16-token prompt."""
+    out = {}
+    for name, toks in prompts.items():
+        engine.reset()
+        t0 = time.perf_counter()
+        engine.prompt(toks)
+        out[name] = len(toks) / (time.perf_counter() - t0)
+    engine.reset()
+    tok = engine.prompt(prompts["pp128"][:16])
     t0 = time.perf_counter()
-    llm.eval(prompt)
-    t1 = time.perf_counter()
     for _ in range(n_gen):
-        llm.eval([int(np.argmax(llm.scores[llm.n_tokens - 1]))])
-    t2 = time.perf_counter()
-    return len(prompt) / (t1 - t0), n_gen / (t2 - t1)
+        tok = engine.step(tok)
+    out[f"tg{n_gen}"] = n_gen / (time.perf_counter() - t0)
+    return out
+
+
+def run_case_long(engine, prompts, long_ctx):
+    """tokens/s of 16 greedy tokens after a long_ctx-token context."""
+    if not long_ctx:
+        return {}
+    engine.reset()
+    tok = engine.prompt(prompts["long"])
+    t0 = time.perf_counter()
+    for _ in range(16):
+        tok = engine.step(tok)
+    return {f"tg@{long_ctx}": 16 / (time.perf_counter() - t0)}
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "uptime n/a"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--long", type=int, default=4096)
+    ap.add_argument("--no-long", action="store_true")
     ap.add_argument("--only", choices=list(CASES), action="append")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "pyggml-bench"))
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
+    print(f"# {uptime()}")
+    print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s")
+    print(f"{'case':<26s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
     rng = np.random.default_rng(0)
-    print(f"{'case':<28s} {'pyggml':>12s} {'llama.cpp':>12s} {'ratio':>7s}   ({a.threads} threads, tokens/s)")
-    for name in a.only or CASES:
-        c = CASES[name]
-        path = write_model(a.dir, name, c["small"], c["dtype"])
-        n_vocab = 256 if not c["small"] else 32000
-        prompt = [int(x) for x in rng.integers(3, n_vocab, size=a.prompt)]
-        ours = bench_pyggml(path, prompt, a.gen, a.threads)
-        theirs = bench_llama_cpp(path, prompt, a.gen, a.threads)
-        for i, what in enumerate((f"pp{a.prompt}", f"tg{a.gen}")):
-            print(f"{name + ' ' + what:<28s} {ours[i]:12.1f} {theirs[i]:12.1f} {ours[i] / theirs[i]:7.2f}")
+    for name in a.only or DEFAULT:
+        path = model_path(a.dir, name)
+        if path is None:
+            print(f"{name:<26s} (model not in the cache: run `python -m pyggml demo` once)")
+            continue
+        long_ctx = 0 if a.no_long else a.long
+        n_ctx = max(640, long_ctx + 32) if long_ctx else 640
+        ours, theirs = Ours(path, n_ctx, a.threads), Theirs(path, n_ctx, a.threads)
+        n_vocab = min(ours.n_vocab, theirs.n_vocab)
+        prompts = {f"pp{n}": [int(x) for x in rng.integers(3, n_vocab, size=n)] for n in (128, 512)}
+        if long_ctx:
+            prompts["long"] = [int(x) for x in rng.integers(3, n_vocab, size=long_ctx)]
+        res = {"ours": [], "theirs": []}
+        run_case(ours, {"pp128": prompts["pp128"]}, 4)      # warm-up: graphs, pages
+        run_case(theirs, {"pp128": prompts["pp128"]}, 4)
+        short = {k: v for k, v in prompts.items() if k != "long"}
+        for _ in range(a.rounds):
+            for side, engine in (("ours", ours), ("theirs", theirs)):
+                r = run_case(engine, short, a.gen)
+                r.update(run_case_long(engine, prompts, long_ctx))
+                res[side].append(r)
+        theirs.close()
+        for col in res["ours"][0]:
+            o = statistics.median(r[col] for r in res["ours"])
+            t = statistics.median(r[col] for r in res["theirs"])
+            print(f"{name + ' ' + col:<26s} {o:10.1f} {t:10.1f} {o / t:7.2f}", flush=True)
+    print(f"# {uptime()}")
 
 
 if __name__ == "__main__":

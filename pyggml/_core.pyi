@@ -430,6 +430,12 @@ def leaky_relu(ctx: Context, a: Tensor, negative_slope: typing.SupportsFloat | t
     """x > 0 ? x : negative_slope*x; inplace=True returns a view of a."""
 def lightning_indexer(ctx: Context, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
     """Indexer scores f32 [n_kv, n_batch, 1, S]: sum_h relu(q[:,h,t,s].k[:,0,j,s]) * weights[h,t,0,s] + mask[j,t,0,s % S_m]. q f32 [D, n_head, n_batch, S], k [D, 1, n_kv, S] (f32/f16/bf16 or a block type, dequantized to f32), weights f32 [n_head, n_batch, 1, S], mask f16 [n_kv, >= n_batch, 1, S_m] (mandatory)."""
+def llm_fill_kq_mask(dst: Tensor, cell_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cell_seq: typing.Annotated[numpy.typing.ArrayLike, numpy.bool], q_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], q_seq: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], causal: bool = True, swa_type: typing.SupportsInt | typing.SupportsIndex = 0, n_swa: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    """Fill the KQ mask dst [n_kv, T, 1, 1] (f16 or f32, host memory) from a KV cell table: cell_pos int64 [n_cells] (-1 empty), cell_seq bool [n_cells, n_seq]; q_pos, q_seq int32 [T]. 0 where token i may attend cell j (cell holds its sequence; causal: not after it; SWA: inside its window), -inf elsewhere."""
+def llm_kv_count(cell_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cell_seq: typing.Annotated[numpy.typing.ArrayLike, numpy.bool]) -> tuple:
+    """(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) of a KV cell table, in one pass."""
+def llm_kv_find_slot(cell_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cell_seq: typing.Annotated[numpy.typing.ArrayLike, numpy.bool], head: typing.SupportsInt | typing.SupportsIndex, n_tokens: typing.SupportsInt | typing.SupportsIndex, swa_type: typing.SupportsInt | typing.SupportsIndex = 0, n_swa: typing.SupportsInt | typing.SupportsIndex = 0, seq_next_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None) -> object:
+    """The first n_tokens usable cells (int64) scanning from head with wrap-around, or None. Usable: empty, or (SWA) owned by one sequence s and outside the window of position seq_next_pos[s]."""
 def log(ctx: Context, a: Tensor) -> Tensor:
     """Natural log (f32 math; log(0) = -inf, log(x<0) = NaN)."""
 def log_inplace(ctx: Context, a: Tensor) -> Tensor:

@@ -3,6 +3,11 @@ import sys
 
 import pytest
 
+# The CPU backend runs nodes with little work on one thread; the op tests use small shapes, so
+# they set the threshold to 0 to keep exercising every kernel's multi-thread split (the
+# threshold itself is tested in tests/test_threads.py).
+os.environ.setdefault("PYGGML_CPU_MIN_WORK", "0")
+
 # tests/ holds shared helpers (reference.py, util.py) imported by tests in subfolders.
 sys.path.insert(0, os.path.dirname(__file__))
 

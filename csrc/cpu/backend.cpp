@@ -2,11 +2,13 @@
 // abort check before each node.
 #include "cpu/backend.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/simd/isa.h"
@@ -27,15 +29,56 @@ const Entry kDispatch[] = {
 bool runs(const Tensor* n) { return !op_is_layout_only(n->op) && !n->is_empty() && (n->flags & kFlagCompute); }
 }  // namespace
 
-int max_threads() {
-    static const int cap = std::max(16, 2 * (int)std::thread::hardware_concurrency());
-    return cap;
+// Below this many bytes of work per thread a node runs on thread 0 alone: splitting it costs
+// more in barriers and wake-ups than the split saves (on a busy machine, far more). "Work" is
+// the bytes a node reads and writes, plus its multiply-adds for the arithmetic-bound ops.
+// PYGGML_CPU_MIN_WORK (bytes) overrides it, for benchmarks.
+namespace {
+int64_t min_work_per_thread() {
+    // read at every compute (a short environ scan) so that a test can change it
+    const char* e = std::getenv("PYGGML_CPU_MIN_WORK");
+    if (e && *e) {
+        char* end = nullptr;
+        const long long x = std::strtoll(e, &end, 10);
+        if (end && *end == 0 && x >= 0) return (int64_t)x;
+    }
+    return (int64_t)128 * 1024;
 }
+
+double node_work(const Tensor* n) {
+    double w = (double)n->nbytes();
+    for (const Tensor* s : n->src)
+        if (s) w += (double)s->nbytes();
+    const Tensor* a = n->src[0];
+    const Tensor* b = n->src[1];
+    switch (n->op) {
+        case Op::MUL_MAT:
+        case Op::OUT_PROD:
+            // multiply-adds: every output element is a dot product of length a->ne[0]
+            if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
+            break;
+        case Op::MUL_MAT_ID:
+            if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
+            break;
+        case Op::FLASH_ATTN_EXT:
+            // q [D, T, H, S] against n_kv keys and values
+            if (a && b) w += 0.5 * (double)a->ne[0] * (double)b->ne[1] * (double)a->ne[1] * a->ne[2] * a->ne[3];
+            break;
+        case Op::IM2COL: case Op::IM2COL_3D: case Op::CONV_2D: case Op::CONV_3D: case Op::CONV_2D_DW:
+        case Op::CONV_TRANSPOSE_1D: case Op::CONV_TRANSPOSE_2D: case Op::COL2IM_1D: case Op::SOLVE_TRI:
+        case Op::ARGSORT:
+            return 1e30;  // arithmetic-bound in ways bytes do not show: always split
+        default:
+            break;
+    }
+    return w;
+}
+}  // namespace
 
 DeviceInfo CpuBackend::info() const {
     DeviceInfo i;
     i.name = "cpu (" + std::string(simd::isa_name(simd::cpu_isa())) + ")";
-    i.sm_count = (int)std::thread::hardware_concurrency();
+    i.sm_count = hardware_threads();
     return i;
 }
 
@@ -65,11 +108,31 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
 
     std::vector<double>* times = opts.node_times;
     if (times) times->assign(nodes.size(), 0.0);
+    // The schedule: which nodes run on thread 0 alone (too little work to split), and after
+    // which nodes the threads meet. Two solo nodes in a row need no barrier between them
+    // (thread 0 runs both, in order), so a stretch of small ops costs no synchronization.
+    const double solo_below = (double)min_work_per_thread() * n_threads;
+    std::vector<int32_t> order;
+    std::vector<uint8_t> solo, sync_after;
+    order.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i)
+        if (runs(nodes[i])) order.push_back((int32_t)i);
+    solo.resize(order.size());
+    sync_after.resize(order.size());
+    for (size_t k = 0; k < order.size(); ++k)
+        solo[k] = n_threads == 1 || node_work(nodes[order[k]]) < solo_below;
+    for (size_t k = 0; k < order.size(); ++k)
+        sync_after[k] = n_threads > 1 && k + 1 < order.size() && !(solo[k] && solo[k + 1]);
+    // Nothing to split: the workers are not woken at all (and no node waits at a barrier).
+    const bool all_solo = std::all_of(solo.begin(), solo.end(), [](uint8_t x) { return x != 0; });
+    const int n_run = all_solo ? 1 : n_threads;
+
     ThreadPool& pool = ThreadPool::instance();
     const simd::Isa isa = simd::cpu_isa();  // one level for every thread of this compute
-    // Thread 0 polls the abort callback after its share of a node, before the barrier; after
-    // the barrier every thread sees the flag and stops. Nodes are never cut in half (kernels
-    // may have barriers of their own), and all threads pass the same number of barriers.
+    // Thread 0 polls the abort callback after its share of every node; the others see the flag
+    // after the next barrier and stop there, thread 0 with them (skipping the kernels of the
+    // solo nodes before it). Nodes are never cut in half (kernels may have barriers of their
+    // own), and all threads pass the same barriers, because the schedule is the same for all.
     std::atomic<bool> aborted{false};
     size_t done = 0;
     auto job = [&](int ith) {
@@ -80,28 +143,33 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         p.wdata = wdata;
         p.wsize = wsize;
         p.pool = &pool;
-        for (size_t i = 0; i < nodes.size(); ++i) {
+        ComputeParams p_solo = p;
+        p_solo.nth = 1;
+        for (size_t k = 0; k < order.size(); ++k) {
+            const size_t i = (size_t)order[k];
             Tensor* n = nodes[i];
-            if (!runs(n)) continue;
             auto t0 = std::chrono::steady_clock::now();
-            if (!pool.has_error()) {
+            // after thread 0 aborted in a stretch of solo nodes it skips their kernels until the
+            // next barrier, where the others learn of it (they wait there meanwhile)
+            const bool skip = pool.has_error() || aborted.load(std::memory_order_relaxed);
+            if (!skip && (!solo[k] || ith == 0)) {
                 try {
-                    kDispatch[(int)n->op].forward(p, n);
+                    kDispatch[(int)n->op].forward(solo[k] ? p_solo : p, n);
                 } catch (...) {
                     pool.set_error(std::current_exception());
                 }
             }
-            if (ith == 0 && opts.abort && opts.abort()) {
+            if (ith == 0 && !aborted.load(std::memory_order_relaxed) && opts.abort && opts.abort()) {
                 aborted.store(true, std::memory_order_relaxed);
                 done = i + 1;
             }
-            pool.barrier();
+            if (sync_after[k]) pool.barrier();
             if (times && ith == 0)
                 (*times)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (aborted.load(std::memory_order_relaxed)) break;
+            if (sync_after[k] && aborted.load(std::memory_order_relaxed)) break;
         }
     };
-    pool.run(n_threads, job);
+    pool.run(n_run, job);
     if (aborted.load()) {
         std::ostringstream os;
         os << "Graph.compute: aborted after " << done << " of " << nodes.size() << " nodes";

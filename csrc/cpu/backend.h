@@ -1,14 +1,12 @@
 // The CPU backend: host buffers, every op of the op table, nodes run on the persistent thread
 // pool (every thread calls each node's kernel, then all meet at a barrier).
 #pragma once
+#include "cpu/threadpool.h"
 #include "pyggml/backend.h"
 
 namespace pyggml::cpu {
 
-// Worker threads beyond this add no speed (each node is split by rows; oversubscribed threads
-// only wait at barriers) and each costs a stack, so a larger n_threads is lowered to it:
-// twice the CPU count, at least 16.
-int max_threads();
+// max_threads() (the one thread cap) and hardware_threads() live with the pool.
 
 class CpuBackend final : public Backend {
 public:

@@ -66,9 +66,24 @@ void cpu_forward_TOP_K(const ComputeParams& p, Tensor* dst) {
     const Tensor* a = dst->src[0];
     const int64_t n = a->ne[0], k = dst->ne[0];
     if (k == 0) return;
-    std::vector<int32_t> idx(n);
     int64_t r0, r1;
     split_range(a->nrows(), p.ith, p.nth, r0, r1);
+    if (k == 1) {  // greedy sampling: one pass; the first in Descending order, as below
+        for (int64_t r = r0; r < r1; ++r) {
+            int64_t i1, i2, i3;
+            row_index(a, r, i1, i2, i3);
+            const float* x = (const float*)a->row(i1, i2, i3);
+            int32_t best = 0;
+            for (int64_t i = 1; i < n; ++i) {
+                const float v = x[i], b = x[best];
+                if (std::isnan(b)) break;  // the first NaN ranks above everything after it
+                if (std::isnan(v) || v > b) best = (int32_t)i;
+            }
+            *(int32_t*)dst->row(i1, i2, i3) = best;
+        }
+        return;
+    }
+    std::vector<int32_t> idx(n);
     for (int64_t r = r0; r < r1; ++r) {
         int64_t i1, i2, i3;
         row_index(a, r, i1, i2, i3);

@@ -1,6 +1,13 @@
 #include "cpu/threadpool.h"
 
+#include <algorithm>
 #include <chrono>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -11,47 +18,99 @@
 
 namespace pyggml::cpu {
 
+namespace {
+// How long a waiting thread spins before it sleeps. Long enough to cover the gap between two
+// nodes or two back-to-back graphs on an idle machine, short enough that a descheduled peer
+// gets the core back soon on a busy one.
+constexpr int64_t kBarrierSpinNs = 20000;
+constexpr int64_t kIdleSpinNs = 50000;
+constexpr int64_t kDoneSpinNs = 20000;
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+int hardware_threads() {
+    static const int n = (int)std::max(1u, std::thread::hardware_concurrency());
+    return n;
+}
+
+int max_threads() {
+    static const int cap = std::max(16, 4 * hardware_threads());
+    return cap;
+}
+
+void WaitWord::wait_while(uint32_t seen, int64_t spin_ns) {
+    if (value.load(std::memory_order_acquire) != seen) return;
+    const int64_t until = now_ns() + spin_ns;
+    for (int i = 1;; ++i) {
+        PG_PAUSE();
+        if (value.load(std::memory_order_acquire) != seen) return;
+        if ((i & 63) == 0 && now_ns() > until) break;
+    }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+#if defined(__linux__)
+    while (value.load(std::memory_order_seq_cst) == seen)
+        syscall(SYS_futex, (uint32_t*)&value, FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+#else
+    {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return value.load(std::memory_order_seq_cst) != seen; });
+    }
+#endif
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void WaitWord::wake_all() {
+    // The seq_cst pair (value store before this load; sleepers increment before the value
+    // re-check) means a thread about to sleep either sees the new value or is counted here.
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+#if defined(__linux__)
+    syscall(SYS_futex, (uint32_t*)&value, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+#else
+    { std::lock_guard<std::mutex> lk(mu_); }
+    cv_.notify_all();
+#endif
+}
+
 ThreadPool& ThreadPool::instance() {
     static ThreadPool* pool = new ThreadPool();  // never destroyed: workers may outlive main
     return *pool;
 }
 
 ThreadPool::~ThreadPool() {
-    {
-        std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
-        generation_++;
-    }
-    cv_.notify_all();
+    stop_ = true;
+    generation_.value.fetch_add(1, std::memory_order_seq_cst);
+    generation_.wake_all();
     for (auto& t : workers_) t.join();
 }
 
 void ThreadPool::ensure_workers(int n) {
     while ((int)workers_.size() < n - 1) {
         int ith = (int)workers_.size() + 1;
-        uint64_t gen = generation_.load();  // read before the run bumps it
+        uint32_t gen = generation_.value.load();  // read before the run bumps it
         workers_.emplace_back([this, ith, gen] { worker_loop(ith, gen); });
     }
 }
 
-void ThreadPool::worker_loop(int ith, uint64_t seen) {
+void ThreadPool::worker_loop(int ith, uint32_t seen) {
     for (;;) {
-        // Spin briefly for back-to-back graphs, then sleep.
-        int spins = 0;
-        while (generation_.load(std::memory_order_acquire) == seen && spins < 20000) { PG_PAUSE(); ++spins; }
-        if (generation_.load(std::memory_order_acquire) == seen) {
-            std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return generation_.load() != seen; });
-        }
-        seen = generation_.load();
-        if (stop_) return;
+        generation_.wait_while(seen, kIdleSpinNs);
+        seen = generation_.value.load(std::memory_order_acquire);
+        if (stop_.load()) return;
         if (ith < n_active_ && job_) {
             try {
                 (*job_)(ith);
             } catch (...) {
                 set_error(std::current_exception());
             }
-            pending_.fetch_sub(1, std::memory_order_acq_rel);
+            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+                done_.value.fetch_add(1, std::memory_order_seq_cst);
+                done_.wake_all();
+            }
         }
     }
 }
@@ -65,54 +124,41 @@ void ThreadPool::set_error(std::exception_ptr e) {
 void ThreadPool::barrier() {
     const int n = n_active_;
     if (n == 1) return;
-    const int phase = barrier_phase_.load(std::memory_order_acquire);
+    const uint32_t phase = barrier_phase_.value.load(std::memory_order_acquire);
     if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n - 1) {
         barrier_count_.store(0, std::memory_order_relaxed);
-        {
-            std::lock_guard<std::mutex> lk(barrier_mu_);
-            barrier_phase_.fetch_add(1, std::memory_order_acq_rel);
-        }
-        if (barrier_sleepers_.load(std::memory_order_acquire) > 0) barrier_cv_.notify_all();
+        barrier_phase_.value.fetch_add(1, std::memory_order_seq_cst);
+        barrier_phase_.wake_all();
         return;
     }
-    // Spin briefly (the common case on an idle machine), then sleep so that an
-    // oversubscribed machine does not burn the time slice the late thread needs.
-    for (int spins = 0; spins < 2000; ++spins) {
-        if (barrier_phase_.load(std::memory_order_acquire) != phase) return;
-        PG_PAUSE();
-    }
-    std::unique_lock<std::mutex> lk(barrier_mu_);
-    barrier_sleepers_.fetch_add(1, std::memory_order_acq_rel);
-    barrier_cv_.wait(lk, [&] { return barrier_phase_.load(std::memory_order_acquire) != phase; });
-    barrier_sleepers_.fetch_sub(1, std::memory_order_acq_rel);
+    barrier_phase_.wait_while(phase, kBarrierSpinNs);
 }
 
 void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
     std::lock_guard<std::mutex> run_lock(run_mu_);
-    if (n_threads < 1) n_threads = 1;
+    n_threads = std::max(1, std::min(n_threads, max_threads()));
     ensure_workers(n_threads);
     error_ = nullptr;
     has_error_ = false;
     n_active_ = n_threads;
     barrier_count_ = 0;
+    uint32_t done_seen = done_.value.load(std::memory_order_acquire);
     if (n_threads > 1) {
         job_ = &fn;
         pending_ = n_threads - 1;
-        {
-            std::lock_guard<std::mutex> lk(mu_);
-            generation_++;
-        }
-        cv_.notify_all();
+        generation_.value.fetch_add(1, std::memory_order_seq_cst);
+        generation_.wake_all();
     }
     try {
         fn(0);
     } catch (...) {
         set_error(std::current_exception());
     }
-    int spins = 0;
-    while (pending_.load(std::memory_order_acquire) > 0) {
-        if (++spins < 2000) PG_PAUSE();
-        else std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (n_threads > 1) {
+        while (pending_.load(std::memory_order_acquire) > 0) {
+            done_.wait_while(done_seen, kDoneSpinNs);
+            done_seen = done_.value.load(std::memory_order_acquire);
+        }
     }
     job_ = nullptr;
     n_active_ = 1;

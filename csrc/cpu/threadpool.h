@@ -1,7 +1,11 @@
-// A persistent pool of worker threads with a spin-then-yield barrier.
+// A persistent pool of worker threads. Waiting threads (for the next run, at a barrier, for
+// the run's end) spin for a short, time-bounded while and then sleep on a futex (a condition
+// variable off Linux), so that an oversubscribed machine gives the time slice to the thread
+// that is late instead of burning it.
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -9,6 +13,32 @@
 #include <vector>
 
 namespace pyggml::cpu {
+
+// Hardware threads of this machine, read once (glibc reads /sys on every
+// std::thread::hardware_concurrency() call, tens of microseconds each).
+int hardware_threads();
+
+// The most threads a compute may use: 4x the hardware threads, at least 16. More only wait on
+// each other (nodes are split by rows) and each costs a stack. The bindings refuse more; the
+// backend lowers anything above it.
+int max_threads();
+
+// A 32-bit word threads can sleep on until it changes (futex on Linux).
+class WaitWord {
+public:
+    std::atomic<uint32_t> value{0};
+    // Returns once value != seen: spins for about spin_ns first, then sleeps.
+    void wait_while(uint32_t seen, int64_t spin_ns);
+    // After changing value: wakes every sleeper (a no-op when nobody sleeps).
+    void wake_all();
+
+private:
+    std::atomic<int> sleepers_{0};
+#if !defined(__linux__)
+    std::mutex mu_;
+    std::condition_variable cv_;
+#endif
+};
 
 class ThreadPool {
 public:
@@ -29,23 +59,18 @@ public:
 private:
     ThreadPool() = default;
     void ensure_workers(int n);
-    void worker_loop(int ith, uint64_t seen);
+    void worker_loop(int ith, uint32_t seen);
 
     std::vector<std::thread> workers_;
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::atomic<uint64_t> generation_{0};
+    WaitWord generation_;            // bumped to start a run (or to stop)
+    WaitWord done_;                  // bumped by the last worker to finish a run
     std::atomic<int> pending_{0};
-    bool stop_ = false;
+    std::atomic<bool> stop_{false};
     const std::function<void(int)>* job_ = nullptr;
     int n_active_ = 1;
 
     alignas(64) std::atomic<int> barrier_count_{0};
-    alignas(64) std::atomic<int> barrier_phase_{0};
-    // Threads that stopped spinning sleep here (oversubscribed machines).
-    std::mutex barrier_mu_;
-    std::condition_variable barrier_cv_;
-    std::atomic<int> barrier_sleepers_{0};
+    alignas(64) WaitWord barrier_phase_;
 
     std::mutex err_mu_;
     std::exception_ptr error_;

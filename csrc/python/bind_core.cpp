@@ -6,6 +6,7 @@
 
 #include "bind_common.h"
 #include "cpu/simd/isa.h"
+#include "cpu/threadpool.h"
 #include "dlpack_export.h"
 #include "pyggml/backend.h"
 #include "pyggml/error.h"
@@ -41,8 +42,10 @@ int array_ndim(const Tensor* t) {
     return 1;
 }
 
-// More threads than this only wait on each other (and thousands exhaust the process).
-int max_threads() { return (int)std::max(16u, 4 * std::max(1u, std::thread::hardware_concurrency())); }
+// More threads than this only wait on each other (and thousands exhaust the process): the
+// pool's one cap, 4x the hardware threads, at least 16.
+int max_threads() { return cpu::max_threads(); }
+int hardware_threads() { return cpu::hardware_threads(); }
 
 // Zero-copy numpy view: shape reversed from ne, strides from nb; block types expose bytes.
 // For a tensor in device memory the result is a read-only host copy.
@@ -173,7 +176,7 @@ py::capsule tensor_dlpack(py::object self, py::object /*stream*/) {
 // KeyboardInterrupt) the compute stops and that exception propagates; the graph and its
 // context stay usable.
 void graph_compute(Graph& g, int n_threads) {
-    if (n_threads <= 0) n_threads = (int)std::max(1u, std::thread::hardware_concurrency());
+    if (n_threads <= 0) n_threads = hardware_threads();
     bool interrupted = false;
     auto last = std::chrono::steady_clock::now();
     auto abort = [&]() -> bool {
@@ -397,7 +400,7 @@ void bind_core(py::module_& m) {
              "Add the tensor and everything it depends on (post-order, deduplicated).")
         .def("alloc", &Graph::alloc, "Assign storage to tensors that have none (memory planner).")
         .def("compute", [](Graph& g, std::optional<int> threads) {
-            const int hw = (int)std::max(1u, std::thread::hardware_concurrency());
+            const int hw = hardware_threads();
             const int n_threads = threads.value_or(hw);
             if (n_threads < 1)
                 throw py::value_error("[compute] n_threads=" + std::to_string(n_threads) +

@@ -1,6 +1,10 @@
 // The pyggml._core extension module.
 #include "bind_common.h"
 
+namespace pyggml::python {
+void bind_llm_host(py::module_& m);  // the llm layer's per-token host helpers
+}
+
 PYBIND11_MODULE(_core, m) {
     m.doc() = "pyggml core: ggml's tensor model, ops and CPU backend in C++";
     pyggml::python::bind_core(m);
@@ -13,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
     bind_lightning_indexer(m);
     bind_conv(m); bind_pool(m); bind_upscale(m); bind_window(m);
     bind_linear_attn(m); bind_delta_net(m);
+    bind_llm_host(m);
 }

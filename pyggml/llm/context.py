@@ -122,11 +122,26 @@ class Context:
         self._max_nodes = graph_max_nodes(len(model.tensors), self.n_ubatch,
                                           hybrid=cls.HYBRID_NODE_BUDGET)
         self._last: GraphResult | None = None
-        self.logits: np.ndarray | None = None
+        self._logits: np.ndarray | None = None
+        self._logits_src = None      # (graph, n_outputs) whose logits rows are not copied yet
         # when a dict, every ubatch appends its `outputs` rows here (name -> list of arrays):
         # speculative decoding reads them for every token of a decode split over ubatches
         self.collected: dict | None = None
         self.reset_timings()
+
+    @property
+    def logits(self) -> np.ndarray | None:
+        """The last decode's logits float32 [n_outputs, n_vocab] (copied out of the graph on
+        first access: a greedy loop that samples in the graph never copies them)."""
+        if self._logits is None and self._logits_src is not None:
+            res, n_out = self._logits_src
+            self._logits = np.array(res.t_logits.numpy(), np.float32).reshape(n_out, -1)
+            self._logits_src = None
+        return self._logits
+
+    @logits.setter
+    def logits(self, value) -> None:
+        self._logits, self._logits_src = value, None
 
     @property
     def kv(self):
@@ -154,9 +169,13 @@ class Context:
 
     # ---- bookkeeping ----------------------------------------------------------------------
     def reset_timings(self) -> None:
+        """timings: t_decode_s is the wall time inside decode/decode_greedy; of it
+        t_compute_s ran the graphs, t_build_s built new ones, t_set_input_s filled inputs and
+        t_host_s is the rest of _process_ubatch (memory plan commit, graph lookup). Host
+        overhead per token = (t_decode_s - t_compute_s - t_build_s) / n_tokens."""
         self.timings = {"n_graph_build": 0, "n_graph_reuse": 0, "t_build_s": 0.0,
                         "t_set_input_s": 0.0, "t_compute_s": 0.0, "t_host_s": 0.0,
-                        "n_ubatch": 0, "n_tokens": 0}
+                        "t_decode_s": 0.0, "n_ubatch": 0, "n_tokens": 0}
 
     def clear_graphs(self) -> None:
         self._graphs.clear()
@@ -199,6 +218,13 @@ class Context:
 
     # ---- decode ---------------------------------------------------------------------------
     def _check_tokens(self, tokens) -> np.ndarray:
+        if type(tokens) is list and 0 < len(tokens) <= 16:   # the decode loop's [id]
+            n_vocab = self.hparams.n_vocab
+            for t in tokens:
+                if type(t) is not int or not 0 <= t < n_vocab:
+                    break
+            else:
+                return np.array(tokens, np.int32)
         if isinstance(tokens, (str, bytes)):
             raise TypeError(f"decode: expected token ids (a sequence of ints), got "
                             f"{type(tokens).__name__} {tokens[:20]!r}; tokenize the text first")
@@ -247,47 +273,95 @@ class Context:
         """Append ids to sequence seq_id. Returns logits float32 [n_outputs, n_vocab]: every
         token's row when logits_all, else only the last token's. An MTP context takes the
         hidden row of every entry in embd float32 [len(ids), n_embd_nextn]."""
+        t0 = time.perf_counter()
+        self._decode(ids, logits_all, seq_id, (), embd)
+        logits = self.logits
+        self.timings["t_decode_s"] += time.perf_counter() - t0
+        return logits
+
+    def decode_greedy(self, ids, seq_id: int = 0, embd=None) -> int:
+        """Append ids to sequence seq_id and return the argmax id of the last token's logits
+        (the lowest id on ties, as np.argmax), taken in the graph: only that id leaves it.
+        `logits` still gives the row, copied on first access."""
+        t0 = time.perf_counter()
+        res = self._decode(ids, False, seq_id, ("greedy",), embd)
+        tok = int(res.sampled_view()[-1])
+        self.timings["t_decode_s"] += time.perf_counter() - t0
+        return tok
+
+    def _decode(self, ids, logits_all: bool, seq_id: int, samplers: tuple,
+                embd=None) -> GraphResult:
+        """decode's work; returns the last ubatch's graph. The logits stay in the graph until
+        `logits` is read (one ubatch) or are gathered at once (several)."""
         tok = self._check_tokens(ids)
         seq_id = self._check_seq(seq_id, "decode")
         rows_h = self._check_embd(embd, len(tok))
         self.memory.update(self.n_threads)
         pos0 = self.n_past(seq_id)
-        if pos0 + len(tok) > self.n_ctx:
-            raise ValueError(f"decode: sequence {seq_id} would reach {pos0 + len(tok)} tokens "
-                             f"({pos0} cached + {len(tok)} new) but n_ctx is {self.n_ctx}")
-        out = np.zeros(len(tok), bool)
-        out[:] = logits_all
-        out[-1] = True
+        n = len(tok)
+        if pos0 + n > self.n_ctx:
+            raise ValueError(f"decode: sequence {seq_id} would reach {pos0 + n} tokens "
+                             f"({pos0} cached + {n} new) but n_ctx is {self.n_ctx}")
+        samplers = tuple(samplers) or self.samplers
+        sizes = split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
         ubs, wanted = [], []
-        b1 = 0
-        for size in split_sizes(len(tok), self.n_ubatch, getattr(self.memory, "keep_tail", 0)):
-            b0, b1 = b1, b1 + size
-            flags = out[b0:b1].copy()
-            wanted.append(flags.any())
-            flags[-1] = True  # a ubatch always has an output row: its shape then matches the
-            #                   final ubatch's (graph reuse) and no graph has 0-row tensors
-            if flags.sum() > self.cparams.n_outputs_max:
-                raise ValueError(f"decode: a ubatch would have {int(flags.sum())} output rows but "
-                                 f"n_outputs_max is {self.cparams.n_outputs_max}")
-            ubs.append(UBatch(pos=np.arange(pos0 + b0, pos0 + b1, dtype=np.int32),
-                              seq_id=np.full(b1 - b0, seq_id, np.int32), output=flags,
-                              token=tok[b0:b1],
-                              embd=None if rows_h is None else rows_h[b0:b1]))
+        n_out_max = self.cparams.n_outputs_max
+        if n == 1:    # a decoded token (small arrays from lists: cheaper than arange/full)
+            ubs.append(UBatch(pos=np.array([pos0], np.int32), seq_id=np.array([seq_id], np.int32),
+                              output=np.ones(1, bool), token=tok, embd=rows_h))
+            wanted.append(True)
+        elif len(sizes) == 1:
+            out = np.ones(n, bool) if logits_all else np.zeros(n, bool)
+            out[-1] = True
+            if logits_all and n > n_out_max:
+                raise ValueError(f"decode: a ubatch would have {n} output rows but "
+                                 f"n_outputs_max is {n_out_max}")
+            ubs.append(UBatch(pos=np.arange(pos0, pos0 + n, dtype=np.int32),
+                              seq_id=np.full(n, seq_id, np.int32), output=out, token=tok,
+                              embd=rows_h))
+            wanted.append(True)
+        else:
+            out = np.zeros(n, bool)
+            out[:] = logits_all
+            out[-1] = True
+            b1 = 0
+            for size in sizes:
+                b0, b1 = b1, b1 + size
+                flags = out[b0:b1].copy()
+                wanted.append(flags.any())
+                flags[-1] = True  # a ubatch always has an output row: its shape then matches
+                #                   the final ubatch's (graph reuse) and no graph has 0-row tensors
+                if flags.sum() > n_out_max:
+                    raise ValueError(f"decode: a ubatch would have {int(flags.sum())} output "
+                                     f"rows but n_outputs_max is {n_out_max}")
+                ubs.append(UBatch(pos=np.arange(pos0 + b0, pos0 + b1, dtype=np.int32),
+                                  seq_id=np.full(b1 - b0, seq_id, np.int32), output=flags,
+                                  token=tok[b0:b1],
+                                  embd=None if rows_h is None else rows_h[b0:b1]))
         plans = self.memory.init_batch(ubs)
         if plans is None:
-            raise ValueError(f"decode: the memory has no room for {len(tok)} more tokens of "
+            raise ValueError(f"decode: the memory has no room for {n} more tokens of "
                              f"sequence {seq_id}")
         rows, nextn = [], []
-        for ub, mctx, want in zip(ubs, plans, wanted):
-            r = self._process_ubatch(ub, mctx)
-            if want:
-                rows.append(r)
+        res = None
+        for k, (ub, mctx, want) in enumerate(zip(ubs, plans, wanted)):
+            res = self._process_ubatch(ub, mctx, samplers)
+            if want and k + 1 < len(ubs):
+                rows.append(self._copy_logits(res, ub.n_outputs))
             if self.embeddings_nextn:
                 nextn.append(self._nextn_rows(ub, want))
-        self.logits = np.concatenate(rows) if len(rows) > 1 else rows[0]
+        if rows:
+            rows.append(self._copy_logits(res, ubs[-1].n_outputs))
+            self.logits = np.concatenate(rows)
+        else:
+            self._logits, self._logits_src = None, (res, ubs[-1].n_outputs)
         if self.embeddings_nextn:       # None when the architecture exports no h_nextn
             self.embd_nextn = None if any(h is None for h in nextn) else np.concatenate(nextn)
-        return self.logits
+        return res
+
+    @staticmethod
+    def _copy_logits(res: GraphResult, n_outputs: int) -> np.ndarray:
+        return np.array(res.t_logits.numpy(), np.float32).reshape(n_outputs, -1)
 
     def _nextn_rows(self, ub: UBatch, want: bool) -> np.ndarray:
         """The h_nextn rows of the last ubatch: every token's (unmasked) or the output rows
@@ -304,15 +378,15 @@ class Context:
             h = h[ub.out_ids]
         return h if want else h[:0]
 
-    def _process_ubatch(self, ub: UBatch, mctx):
+    def _process_ubatch(self, ub: UBatch, mctx, samplers: tuple = ()):
         t0 = time.perf_counter()
         t_build0 = self.timings["t_build_s"]
         mctx.apply()
         try:
             params = GraphParams(arch=self.hparams.arch, hparams=self.hparams, ubatch=ub,
                                  n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
-                                 samplers=self.samplers, outputs=self.outputs, gtype=self.gtype,
-                                 nextn_layer_offset=self.nextn_layer_offset,
+                                 samplers=samplers or self.samplers, outputs=self.outputs,
+                                 gtype=self.gtype, nextn_layer_offset=self.nextn_layer_offset,
                                  nextn_masked=self.nextn_masked,
                                  embeddings_nextn=self.embeddings_nextn)
             res = self._get_graph(params)
@@ -332,16 +406,13 @@ class Context:
         if self.collected is not None:
             for name in self.outputs:
                 self.collected.setdefault(name, []).append(np.array(res.get(name).to_f32()))
-        logits = None
-        if ub.n_outputs:
-            logits = np.array(res.t_logits.numpy(), np.float32).reshape(ub.n_outputs, -1)
         tm = self.timings
         tm["t_set_input_s"] += t2 - t1
         tm["t_compute_s"] += t3 - t2
-        tm["t_host_s"] += (t1 - t0) - (tm["t_build_s"] - t_build0) + (time.perf_counter() - t3)
+        tm["t_host_s"] += (t1 - t0) - (tm["t_build_s"] - t_build0)
         tm["n_ubatch"] += 1
         tm["n_tokens"] += ub.n_tokens
-        return logits
+        return res
 
     def output(self, name: str) -> np.ndarray:
         """A copy of the tensor named `name` from the last ubatch's graph (the name must be
@@ -372,25 +443,37 @@ class Context:
 
     # ---- generation -----------------------------------------------------------------------
     def generate(self, tokens, n: int, sampler=None, seq_id: int = 0) -> Generation:
-        """Decode tokens, then sample up to n new ids (greedy by default). Every sampled id
+        """Decode tokens, then sample up to n new ids (greedy by default: then the argmax is
+        taken in the graph and no logits are copied, see decode_greedy). Every sampled id
         but the last is decoded; pass the last one as the next call's tokens to continue.
         Stops early, keeping what it sampled, when the sequence reaches n_ctx (the result's
         stop_reason is then "n_ctx")."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
-        sampler = sampler or greedy
         t0 = time.perf_counter()
-        logits = self.decode(tokens, seq_id=seq_id)
-        t1 = time.perf_counter()
         out = Generation()
-        for i in range(n):
-            tok = int(sampler(logits[-1]))
-            out.append(tok)
-            if i + 1 < n:
-                if self.n_past(seq_id) >= self.n_ctx:
-                    out.stop_reason = "n_ctx"
-                    break
-                logits = self.decode([tok], seq_id=seq_id)
+        if sampler is None or sampler is greedy:
+            # greedy: the argmax is taken in the graph, only the id comes back
+            tok = self.decode_greedy(tokens, seq_id=seq_id)
+            t1 = time.perf_counter()
+            for i in range(n):
+                out.append(tok)
+                if i + 1 < n:
+                    if self.n_past(seq_id) >= self.n_ctx:
+                        out.stop_reason = "n_ctx"
+                        break
+                    tok = self.decode_greedy([tok], seq_id=seq_id)
+        else:
+            logits = self.decode(tokens, seq_id=seq_id)
+            t1 = time.perf_counter()
+            for i in range(n):
+                tok = int(sampler(logits[-1]))
+                out.append(tok)
+                if i + 1 < n:
+                    if self.n_past(seq_id) >= self.n_ctx:
+                        out.stop_reason = "n_ctx"
+                        break
+                    logits = self.decode([tok], seq_id=seq_id)
         t2 = time.perf_counter()
         n_tok = len(np.asarray(tokens).ravel())
         self.last_timings = {

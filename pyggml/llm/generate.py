@@ -45,12 +45,18 @@ class TokenStream:
         accept = getattr(self.sampler, "accept", None)
         if accept is not None:
             accept(self.prompt)             # penalties see the prompt, as llama.cpp's sampler does
+        # greedy: the argmax is taken in the graph (the same id as np.argmax of the row)
+        in_graph = self.sampler is greedy and hasattr(ctx, "decode_greedy")
         t0 = time.perf_counter()
-        logits = ctx.decode(self.prompt, seq_id=seq)
+        if in_graph:
+            tok = ctx.decode_greedy(self.prompt, seq_id=seq)
+        else:
+            logits = ctx.decode(self.prompt, seq_id=seq)
         t1 = time.perf_counter()
         self._set_timings(t0, t1, t1)
         for i in range(self.n):
-            tok = int(self.sampler(logits[-1]))
+            if not in_graph:
+                tok = int(self.sampler(logits[-1]))
             self.ids.append(tok)
             self.pending = tok
             last = i + 1 >= self.n
@@ -62,7 +68,10 @@ class TokenStream:
             yield tok
             if last:
                 break
-            logits = ctx.decode([tok], seq_id=seq)
+            if in_graph:
+                tok = ctx.decode_greedy([tok], seq_id=seq)
+            else:
+                logits = ctx.decode([tok], seq_id=seq)
             self.pending = None
         self._set_timings(t0, t1, time.perf_counter())
         ctx.last_timings = self.timings

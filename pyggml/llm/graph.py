@@ -119,12 +119,17 @@ class GraphParams:
                 self.mctx.n_kv = int(n_kv)
 
     def key(self) -> tuple:
-        ub = self.ubatch
-        mkey = None if self.mctx is None else (type(self.mctx).__name__, self.mctx.shape_key())
-        return (self.arch, ub.n_tokens, self.n_outputs, mkey, ub.token is not None,
+        """The shape key; taken once (the memory plan is applied before params are made)."""
+        k = self.__dict__.get("_key")
+        if k is None:
+            ub = self.ubatch
+            mkey = None if self.mctx is None else (type(self.mctx).__name__, self.mctx.shape_key())
+            k = self.__dict__["_key"] = (
+                self.arch, ub.n_tokens, self.n_outputs, mkey, ub.token is not None,
                 ub.embd is not None, self.flash_attn, self.causal_attn, tuple(self.samplers),
                 tuple(self.outputs), int(self.gtype), self.nextn_layer_offset, self.nextn_masked,
                 self.embeddings_nextn)
+        return k
 
     def allow_reuse(self, other: "GraphParams") -> bool:
         return other is not None and self.key() == other.key()
@@ -143,6 +148,17 @@ class GraphResult:
         self.params: GraphParams | None = None
         self.model = None
         self._by_name: dict | None = None
+        self._sampled = None
+
+    def sampled_view(self):
+        """The ids the in-graph greedy sampler took, int32 [n_outputs]: a view of the
+        graph's storage, valid until its next compute."""
+        if self._sampled is None:
+            if self.t_sampled is None:
+                raise RuntimeError("GraphResult: this graph has no backend sampler (build it "
+                                   "with samplers=('greedy',))")
+            self._sampled = self.t_sampled.numpy().reshape(-1)
+        return self._sampled
 
     def add_input(self, inp):
         self.inputs.append(inp)
@@ -615,10 +631,11 @@ class GraphContext:
     # ---- sampling -------------------------------------------------------------------------------
     def build_sampling(self):
         """Backend greedy sampling: argmax of every logits row in-graph (`sampled` I32 [1, O]).
-        Host sampling of t_logits is equivalent; this exists so a greedy loop can read one id
-        per row instead of the whole logits row."""
+        top_k with k = 1 takes the largest value, the lowest id on ties and NaN above every
+        number: exactly np.argmax of the row, so host and graph sampling agree. It exists so
+        a greedy loop reads one id per row instead of the whole logits row."""
         if "greedy" not in self.params.samplers or self.res.t_logits is None:
             return None
-        t = self.cb(gg.argsort_top_k(self.ctx0, self.res.t_logits, 1), "sampled")
+        t = self.cb(gg.top_k(self.ctx0, self.res.t_logits, 1), "sampled")
         self.res.t_sampled = t
         return self.expand(t)

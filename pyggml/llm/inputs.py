@@ -33,7 +33,10 @@ class UBatch:
 
     @property
     def n_outputs(self) -> int:
-        return int(np.count_nonzero(self.output))
+        n = self.__dict__.get("_n_outputs")
+        if n is None:
+            n = self.__dict__["_n_outputs"] = int(np.count_nonzero(self.output))
+        return n
 
     @property
     def out_ids(self) -> np.ndarray:
@@ -78,6 +81,12 @@ def _allocated(t) -> bool:
     return t is not None and t.has_data
 
 
+def _host_view(t):
+    """The numpy view of an input tensor's storage, or None when the planner left it
+    unallocated. Taken once per built graph: the storage does not move after alloc."""
+    return t.numpy() if _allocated(t) else None
+
+
 class GraphInput:
     def set_input(self, ub: UBatch) -> None:
         raise NotImplementedError
@@ -93,12 +102,16 @@ class InpEmbd(GraphInput):
         self.n_embd = n_embd
         self.tokens = None if use_embd else _input(ctx, gg.I32, [n_tokens], "inp_tokens")
         self.embd = _input(ctx, gg.F32, [n_embd, n_tokens], "inp_embd") if use_embd else None
+        self._views = None
 
     def set_input(self, ub):
-        if ub.token is not None and _allocated(self.tokens):
-            self.tokens.numpy()[...] = ub.token
-        if ub.embd is not None and _allocated(self.embd):
-            self.embd.numpy()[...] = np.asarray(ub.embd, np.float32).reshape(-1, self.n_embd)
+        if self._views is None:
+            self._views = (_host_view(self.tokens), _host_view(self.embd))
+        tokens, embd = self._views
+        if ub.token is not None and tokens is not None:
+            tokens[...] = ub.token
+        if ub.embd is not None and embd is not None:
+            embd[...] = np.asarray(ub.embd, np.float32).reshape(-1, self.n_embd)
 
     def can_reuse(self, params):
         ub = params.ubatch
@@ -112,10 +125,13 @@ class InpPos(GraphInput):
 
     def __init__(self, ctx, n_tokens: int):
         self.pos = _input(ctx, gg.I32, [n_tokens], "inp_pos")
+        self._view = False
 
     def set_input(self, ub):
-        if _allocated(self.pos):
-            self.pos.numpy()[...] = ub.pos
+        if self._view is False:
+            self._view = _host_view(self.pos)
+        if self._view is not None:
+            self._view[...] = ub.pos
 
     def can_reuse(self, params):
         return self.pos.ne[0] == params.ubatch.n_tokens
@@ -127,10 +143,16 @@ class InpOutIds(GraphInput):
 
     def __init__(self, ctx, n_outputs: int):
         self.out_ids = _input(ctx, gg.I32, [n_outputs], "out_ids")
+        self._view = False
 
     def set_input(self, ub):
-        if _allocated(self.out_ids):
-            self.out_ids.numpy()[...] = ub.out_ids
+        if self._view is False:
+            self._view = _host_view(self.out_ids)
+        if self._view is not None:
+            if len(self._view) == ub.n_tokens:
+                self._view[...] = np.arange(ub.n_tokens, dtype=np.int32) if ub.n_tokens > 1 else 0
+            else:
+                self._view[...] = ub.out_ids
 
     def can_reuse(self, params):
         return self.out_ids.ne[0] == params.n_outputs

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import pyggml as gg
+from pyggml import _core
 
 from .memory import AttnPart, Memory, MemoryContext
 
@@ -48,36 +49,80 @@ class SlotInfo:
 
 
 class KVCells:
-    """Cell metadata: pos (-1 = empty), a boolean sequence set per cell, pending RoPE shifts."""
+    """Cell metadata: pos (-1 = empty), a boolean sequence set per cell, pending RoPE shifts.
+
+    The counts the per-token path asks for (cells used, the highest used cell, each
+    sequence's last position) are kept up to date when a ubatch only fills empty cells
+    (`add`), and recounted once after anything else changed the table: whoever writes `pos`
+    or `seq` directly calls `changed()`."""
 
     def __init__(self, size: int, n_seq_max: int):
         self.pos = np.full(size, -1, np.int64)
         self.seq = np.zeros((size, n_seq_max), bool)
         self.shift = np.zeros(size, np.int64)
         self.has_shift = False
+        self.changed()
 
     @property
     def size(self) -> int:
         return len(self.pos)
 
+    def changed(self) -> None:
+        self._counted = False
+
+    def _count(self) -> None:
+        self._n_used, self._max_p1, self._seq_max = _core.llm_kv_count(self.pos, self.seq)
+        self._counted = True
+
+    def add(self, cells: np.ndarray, pos: np.ndarray, seq: np.ndarray) -> None:
+        """Fill empty `cells` with positions `pos` of sequences `seq` (one per cell)."""
+        if len(cells) == 1:     # a decoded token: plain scalars, no fancy indexing
+            cell, s, p = int(cells[0]), int(seq[0]), int(pos[0])
+            self.pos[cell] = p
+            self.seq[cell, s] = True
+            if self._counted:
+                self._n_used += 1
+                if cell >= self._max_p1:
+                    self._max_p1 = cell + 1
+                if p > self._seq_max[s]:
+                    self._seq_max[s] = p
+            return
+        self.pos[cells] = pos
+        self.seq[cells, seq] = True
+        if self._counted:
+            self._n_used += len(cells)
+            self._max_p1 = max(self._max_p1, int(cells.max()) + 1)
+            np.maximum.at(self._seq_max, seq, pos)
+
     def is_empty(self) -> np.ndarray:
         return self.pos < 0
 
     def used(self) -> int:
-        return int(np.count_nonzero(self.pos >= 0))
+        if not self._counted:
+            self._count()
+        return self._n_used
 
     def used_max_p1(self) -> int:
-        nz = np.flatnonzero(self.pos >= 0)
-        return int(nz[-1]) + 1 if len(nz) else 0
+        if not self._counted:
+            self._count()
+        return self._max_p1
 
     def free(self, cells) -> None:
         self.pos[cells] = -1
         self.seq[cells] = False
         self.shift[cells] = 0
+        self.changed()
 
     def seq_pos_max(self, seq: int) -> int:
-        sel = self.seq[:, seq]
-        return int(self.pos[sel].max()) if sel.any() else -1
+        if not self._counted:
+            self._count()
+        return int(self._seq_max[seq])
+
+    def seq_next_pos(self) -> np.ndarray:
+        """Every sequence's next position (last + 1; 0 when empty), int64 [n_seq]."""
+        if not self._counted:
+            self._count()
+        return self._seq_max + 1
 
     def seq_pos_min(self, seq: int) -> int:
         sel = self.seq[:, seq]
@@ -149,6 +194,9 @@ class KVCache(Memory):
     # ---- memory interface ---------------------------------------------------------------
     def init_batch(self, ubatches):
         """Plan a slot for every ubatch (simulating their writes, then restoring the cells)."""
+        if len(ubatches) == 1:   # nothing to simulate: the one slot is found in the table as is
+            slot = self.find_slot(ubatches[0])
+            return None if slot is None else [KVCacheContext(self, slot, ubatches[0])]
         saved = self._save()
         plans = []
         try:
@@ -169,6 +217,7 @@ class KVCache(Memory):
     def _restore(self, saved) -> None:
         c = self.cells
         c.pos[:], c.seq[:], c.shift[:], c.has_shift, self.head = saved
+        c.changed()
 
     def update(self, n_threads: int) -> None:
         if self.cells.has_shift and self.k_shift is not None:
@@ -181,50 +230,42 @@ class KVCache(Memory):
         self.cells.has_shift = False
         self.head = 0
 
-    def _usable(self, seq_max_p1) -> np.ndarray:
-        """Cells a new token may take: empty, or (SWA) holding one sequence whose entry has
-        slid out of the window of that sequence's next position."""
-        c = self.cells
-        ok = c.is_empty().copy()
-        if self.swa_type != SWA_NONE and self.n_swa > 0:
-            one = c.seq.sum(axis=1) == 1
-            owner = np.argmax(c.seq, axis=1)
-            ok |= one & is_masked_swa(self.n_swa, self.swa_type, c.pos, seq_max_p1[owner])
-        return ok
-
     def find_slot(self, ub) -> SlotInfo | None:
         """Cells for every token of the ubatch (not necessarily contiguous), scanning from
-        head with wrap-around; None when the cache is full."""
+        head with wrap-around; None when the cache is full. The scan (in C++) stops when the
+        ubatch fits, so it costs the cells it looks at, not the cache size."""
         n = ub.n_tokens
         if n > self.size:
             return None
         head = self.head
         if head > self.cells.used() + 2 * n:  # plenty of room before head: refill from 0
             head = 0
-        seq_max_p1 = None
-        if self.swa_type != SWA_NONE:
-            seq_max_p1 = np.array([self.cells.seq_pos_max(s) + 1 for s in range(self.n_seq_max)],
-                                  np.int64)
-        free = np.flatnonzero(self._usable(seq_max_p1))
-        if len(free) < n:
-            return None
-        free = np.concatenate([free[free >= head], free[free < head]])  # scan from head, wrap
-        return SlotInfo(idxs=free[:n].astype(np.int64))
+        c = self.cells
+        swa = self.swa_type != SWA_NONE and self.n_swa > 0
+        idxs = _core.llm_kv_find_slot(c.pos, c.seq, head, n, self.swa_type if swa else SWA_NONE,
+                                      self.n_swa, c.seq_next_pos() if swa else None)
+        return None if idxs is None else SlotInfo(idxs=idxs)
 
     def apply_ubatch(self, slot: SlotInfo, ub) -> None:
         """Write positions and sequence ids of the ubatch into the cells of its slot."""
         c = self.cells
-        rm_upto = {}  # seq -> highest position an SWA overwrite evicted
-        for i, cell in enumerate(slot.idxs):
-            if c.pos[cell] >= 0:
-                for s in np.flatnonzero(c.seq[cell]):
-                    rm_upto[int(s)] = max(rm_upto.get(int(s), -1), int(c.pos[cell]))
-                c.free(cell)
-            c.pos[cell] = ub.pos[i]
-            c.seq[cell, ub.seq_id[i]] = True
-        for s, p in rm_upto.items():  # older entries of that sequence would be orphaned
-            self.seq_rm(s, -1, p + 1)
-        self.head = int(slot.idxs[-1]) + 1
+        cells = slot.idxs
+        if (c.pos[int(cells[0])] < 0 if len(cells) == 1 else not (c.pos[cells] >= 0).any()):
+            # the common case: only empty cells
+            c.add(cells, ub.pos, ub.seq_id)
+        else:
+            rm_upto = {}  # seq -> highest position an SWA overwrite evicted
+            for i, cell in enumerate(cells):
+                if c.pos[cell] >= 0:
+                    for s in np.flatnonzero(c.seq[cell]):
+                        rm_upto[int(s)] = max(rm_upto.get(int(s), -1), int(c.pos[cell]))
+                    c.free(cell)
+                c.pos[cell] = ub.pos[i]
+                c.seq[cell, ub.seq_id[i]] = True
+            c.changed()
+            for s, p in rm_upto.items():  # older entries of that sequence would be orphaned
+                self.seq_rm(s, -1, p + 1)
+        self.head = int(cells[-1]) + 1
         if self.head >= self.size:
             self.head = 0
 
@@ -264,6 +305,7 @@ class KVCache(Memory):
             self.cells.seq[sel] = False
         else:
             self.cells.seq[sel, seq] = False
+        self.cells.changed()
         self._drop_empty(sel)
         return True
 
@@ -272,6 +314,7 @@ class KVCache(Memory):
         self._check_seq(dst)
         sel = self._range(src, p0, p1)
         self.cells.seq[sel, dst] = True
+        self.cells.changed()
 
     def seq_keep(self, seq: int) -> None:
         """Drop every sequence but seq."""
@@ -280,6 +323,7 @@ class KVCache(Memory):
         keep = c.seq[:, seq].copy()
         c.seq[:] = False
         c.seq[keep, seq] = True
+        c.changed()
         self._drop_empty(~keep)
 
     def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
@@ -291,6 +335,7 @@ class KVCache(Memory):
         sel = self._range(seq, p0, p1)
         c.pos[sel] += delta
         c.shift[sel] += delta
+        c.changed()
         c.has_shift = c.has_shift or bool(sel.any())
         gone = sel & (c.pos < 0)
         if gone.any():
@@ -330,8 +375,10 @@ class KVCache(Memory):
         return np.where(ok, np.float32(0), np.float32(-np.inf))
 
     def set_input_kq_mask(self, dst, ub, causal: bool = True) -> None:
-        n_kv = dst.ne[0]
-        dst.numpy()[...] = self.kq_mask(ub, n_kv, causal).reshape(dst.numpy().shape)
+        """`kq_mask` written straight into dst (in C++: one pass over the n_kv cells)."""
+        c = self.cells
+        _core.llm_fill_kq_mask(dst, c.pos, c.seq, ub.pos, ub.seq_id, causal, self.swa_type,
+                               self.n_swa)
 
     # ---- graph side ---------------------------------------------------------------------
     def cpy_k(self, ctx, k_cur, k_idxs, il: int):

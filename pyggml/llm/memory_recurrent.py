@@ -23,7 +23,7 @@ import numpy as np
 
 import pyggml as gg
 
-from .inputs import GraphInput, _allocated, _input
+from .inputs import GraphInput, _host_view, _input
 from .memory import Memory, MemoryContext
 
 
@@ -78,9 +78,9 @@ class RecurrentMemory(Memory):
         fresh = list(self.fresh)        # ... and clears a fresh cell
         plans = []
         for ub in ubatches:
-            seqs = np.asarray(ub.seq_id)
+            seqs = ub.seq_id
             s = int(seqs[0])
-            if np.any(seqs != s):
+            if len(seqs) > 1 and np.any(np.asarray(seqs) != s):
                 raise ValueError("recurrent memory: a ubatch must hold tokens of one sequence")
             if not 0 <= s < self.size:
                 raise ValueError(f"recurrent memory: seq_id {s} out of range [0, {self.size})")
@@ -189,10 +189,14 @@ class InpRS(GraphInput):
     def __init__(self, ctx, rctx: RecurrentContext):
         self.rctx = rctx
         self.s_copy = _input(ctx, gg.I32, [rctx.n_seqs], "inp_s_copy")
+        self._view = False
 
     def set_input(self, ub):
-        if _allocated(self.s_copy):
-            self.s_copy.numpy()[...] = self.rctx.s_copy()
+        if self._view is False:
+            self._view = _host_view(self.s_copy)
+        if self._view is not None:
+            r = self.rctx
+            self._view[...] = r.mem.row(r.rs, r.head) if r.n_seqs == 1 else r.s_copy()
 
     def can_reuse(self, params):
         r = params.mctx.recr()

@@ -17,7 +17,7 @@ projections ``N(0, 1/n_in)``, embeddings and the output matrix ``N(0, 4/n_embd)`
 weights ``U(0.8, 1.2)``, biases ``N(0, 0.1)``.
 
 ``dtype`` applies to the 2-D weight matrices (token embedding, projections, output); norms
-and biases stay F32. For ``q8_0``, a matrix whose row length is not a multiple of 32 falls
+and biases stay F32. For ``q8_0`` and ``q4_0``, a matrix whose row length is not a multiple of 32 falls
 back to F16 (as llama.cpp's quantizer does).
 
 The vocabulary is a minimal SentencePiece ("llama") one that llama.cpp accepts:
@@ -35,7 +35,7 @@ __all__ = ["write_tiny_llama", "write_small_llama", "write_tiny_deepseek4", "wri
            "write_tiny_qwen35"]
 
 _ARCHS = ("llama", "qwen2", "qwen3")
-_DTYPES = ("f32", "f16", "q8_0")
+_DTYPES = ("f32", "f16", "q8_0", "q4_0")
 
 # gguf TokenType values (llama.cpp's llama_token_attr-independent token types)
 _TT_NORMAL, _TT_UNKNOWN, _TT_CONTROL, _TT_BYTE = 1, 2, 3, 6
@@ -96,7 +96,7 @@ def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int
     rng = np.random.default_rng(seed)
     D, V, F, H, Hkv, d = n_embd, n_vocab, n_ff, n_head, n_head_kv, head_dim
     qtype = {"f32": gguf.GGMLQuantizationType.F32, "f16": gguf.GGMLQuantizationType.F16,
-             "q8_0": gguf.GGMLQuantizationType.Q8_0}[dtype]
+             "q8_0": gguf.GGMLQuantizationType.Q8_0, "q4_0": gguf.GGMLQuantizationType.Q4_0}[dtype]
 
     w = gguf.GGUFWriter(path, arch)
     w.add_name("pyggml-tiny")
@@ -115,7 +115,7 @@ def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int
     if rope_scaling_factor is not None:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(float(rope_scaling_factor))
-    w.add_file_type({"f32": 0, "f16": 1, "q8_0": 7}[dtype])   # llama_ftype ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0
+    w.add_file_type({"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2}[dtype])   # llama_ftype ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0 / MOSTLY_Q4_0
 
     tokens, scores, types = _vocab(V)
     w.add_tokenizer_model("llama")

@@ -28,7 +28,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..inputs import GraphInput, _allocated, _input
+from ..inputs import GraphInput, _host_view, _input
 from ..kv_cache import N_PAD, KVCache, pad_to
 from ..memory_hybrid import HybridMemory
 from ..memory_recurrent import RecurrentMemory
@@ -134,10 +134,13 @@ class InpPosMulti(GraphInput):
 
     def __init__(self, ctx, n_tokens: int):
         self.pos = _input(ctx, gg.I32, [ROPE_SECTIONS * n_tokens], "inp_pos")
+        self._view = False
 
     def set_input(self, ub):
-        if _allocated(self.pos):
-            self.pos.numpy()[...] = np.tile(np.asarray(ub.pos, np.int32), ROPE_SECTIONS)
+        if self._view is False:
+            self._view = _host_view(self.pos)
+        if self._view is not None:
+            self._view.reshape(ROPE_SECTIONS, -1)[...] = ub.pos
 
     def can_reuse(self, params):
         return self.pos.ne[0] == ROPE_SECTIONS * params.ubatch.n_tokens

@@ -1,0 +1,215 @@
+// Host-side helpers of the llm layer's per-token path: the KQ mask filled from a KV cell table
+// and the slot search over that table. Both run once per decoded token, where the numpy
+// versions cost tens of microseconds in call overhead alone; here they are plain loops over
+// the cells (the mask) or over the cells scanned until the ubatch fits (the slot).
+//
+// The cell table stays owned by Python (numpy arrays): pos int64 [n_cells] (-1 = empty) and
+// seq bool [n_cells, n_seq] (C order), so every other cache operation keeps working on it.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bind_common.h"
+#include "pyggml/backend.h"
+#include "pyggml/context.h"
+#include "pyggml/error.h"
+
+namespace pyggml::python {
+
+namespace {
+
+enum SwaType : int { kSwaNone = 0, kSwaStandard = 1, kSwaChunked = 2, kSwaSymmetric = 3 };
+
+// Key position p0 outside the window of query position p1.
+inline bool masked_swa(int swa_type, int64_t n_swa, int64_t p0, int64_t p1) {
+    if (n_swa <= 0) return false;
+    switch (swa_type) {
+        case kSwaStandard: return p1 - p0 >= n_swa;
+        case kSwaChunked: {
+            // floor division (positions are >= 0 in practice; stay right for negatives)
+            int64_t q = p1 / n_swa;
+            if ((p1 % n_swa != 0) && ((p1 < 0) != (n_swa < 0))) --q;
+            return p0 < q * n_swa;
+        }
+        case kSwaSymmetric: return (p1 > p0 ? p1 - p0 : p0 - p1) > n_swa / 2;
+        default: return false;
+    }
+}
+
+void check_swa_type(int swa_type, const char* op) {
+    if (swa_type < kSwaNone || swa_type > kSwaSymmetric)
+        throw py::value_error(std::string("[") + op + "] swa_type=" + std::to_string(swa_type) +
+                              " must be 0 (none), 1 (standard), 2 (chunked) or 3 (symmetric)");
+}
+
+using PosArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using SeqArray = py::array_t<bool, py::array::c_style | py::array::forcecast>;
+using I32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+struct CellTable {
+    const int64_t* pos;
+    const bool* seq;
+    int64_t n_cells, n_seq;
+};
+
+CellTable cell_table(const PosArray& pos, const SeqArray& seq, const char* op) {
+    if (pos.ndim() != 1) throw py::value_error(std::string("[") + op + "] cell_pos must be 1-D");
+    if (seq.ndim() != 2 || seq.shape(0) != pos.shape(0))
+        throw py::value_error(std::string("[") + op + "] cell_seq must be [n_cells, n_seq] with n_cells = " +
+                              std::to_string(pos.shape(0)));
+    return {pos.data(), seq.data(), (int64_t)pos.shape(0), (int64_t)seq.shape(1)};
+}
+
+// dst [n_kv, T, 1, 1] (F16 or F32, contiguous) <- 0 where query token i may attend cell j,
+// -inf elsewhere. A cell is visible when it holds the query's sequence, and (causal) its
+// position is not after the query's, and (SWA) it is inside the query's window.
+void fill_kq_mask(TensorArg dst_arg, const PosArray& cell_pos, const SeqArray& cell_seq,
+                  const I32Array& q_pos, const I32Array& q_seq, bool causal, int swa_type,
+                  int64_t n_swa) {
+    const char* op = "llm_fill_kq_mask";
+    Tensor* dst = to_tensor(dst_arg.obj, op, "dst", true);
+    check_swa_type(swa_type, op);
+    const CellTable c = cell_table(cell_pos, cell_seq, op);
+    if (dst->type != Type::F16 && dst->type != Type::F32)
+        throw py::type_error(std::string("[") + op + "] dst must be f16 or f32, got " + describe(dst));
+    if (!dst->is_contiguous())
+        throw py::value_error(std::string("[") + op + "] dst must be contiguous: " + describe(dst));
+    if ((dst->ctx ? dst->ctx->backend() : cpu_backend()) != cpu_backend())
+        throw py::value_error(std::string("[") + op + "] dst must live in host (CPU) memory: " + describe(dst));
+    if (!dst->data && dst->view_src && dst->view_src->data)
+        dst->data = (char*)dst->view_src->data + dst->view_offs;
+    if (!dst->data && dst->nbytes() > 0)
+        throw py::value_error(std::string("[") + op + "] dst has no storage yet (allocate its graph): " +
+                              describe(dst));
+    const int64_t n_kv = dst->ne[0];
+    const int64_t n_rows = dst->ne[1] * dst->ne[2] * dst->ne[3];
+    if (q_pos.ndim() != 1 || q_seq.ndim() != 1 || q_pos.shape(0) != n_rows || q_seq.shape(0) != n_rows)
+        throw py::value_error(std::string("[") + op + "] q_pos and q_seq must have one entry per mask row (" +
+                              std::to_string(n_rows) + ")");
+    if (n_kv > c.n_cells)
+        throw py::value_error(std::string("[") + op + "] the mask is " + std::to_string(n_kv) +
+                              " cells wide but the table has " + std::to_string(c.n_cells));
+    const int32_t* qp = q_pos.data();
+    const int32_t* qs = q_seq.data();
+    for (int64_t i = 0; i < n_rows; ++i)
+        if (qs[i] < 0 || qs[i] >= c.n_seq)
+            throw py::value_error(std::string("[") + op + "] q_seq[" + std::to_string(i) + "]=" +
+                                  std::to_string(qs[i]) + " is outside [0, " + std::to_string(c.n_seq) + ")");
+
+    py::gil_scoped_release release;
+    // Per sequence: the position of every cell it sees, or a sentinel for cells it does not.
+    constexpr int64_t kHidden = std::numeric_limits<int64_t>::min();
+    std::vector<int64_t> key_pos((size_t)n_kv);
+    int32_t cur_seq = -1;
+    const bool f16 = dst->type == Type::F16;
+    const bool swa = swa_type != kSwaNone && n_swa > 0;
+    for (int64_t i = 0; i < n_rows; ++i) {
+        if (qs[i] != cur_seq) {
+            cur_seq = qs[i];
+            for (int64_t j = 0; j < n_kv; ++j) {
+                const int64_t p = c.pos[j];
+                key_pos[j] = (p >= 0 && c.seq[j * c.n_seq + cur_seq]) ? p : kHidden;
+            }
+        }
+        const int64_t p1 = qp[i];
+        if (f16) {
+            uint16_t* row = (uint16_t*)dst->data + i * n_kv;
+            for (int64_t j = 0; j < n_kv; ++j) {
+                const int64_t p0 = key_pos[j];
+                bool ok = p0 != kHidden && (!causal || p0 <= p1);
+                if (ok && swa) ok = !masked_swa(swa_type, n_swa, p0, p1);
+                row[j] = ok ? 0x0000 : 0xFC00;  // 0.0 / -inf in IEEE half
+            }
+        } else {
+            float* row = (float*)dst->data + i * n_kv;
+            const float neg_inf = -std::numeric_limits<float>::infinity();
+            for (int64_t j = 0; j < n_kv; ++j) {
+                const int64_t p0 = key_pos[j];
+                bool ok = p0 != kHidden && (!causal || p0 <= p1);
+                if (ok && swa) ok = !masked_swa(swa_type, n_swa, p0, p1);
+                row[j] = ok ? 0.0f : neg_inf;
+            }
+        }
+    }
+}
+
+// The first n_tokens usable cells scanning from `head` with wrap-around, or None when fewer
+// exist. Usable: empty, or (SWA) holding exactly one sequence whose entry has slid out of the
+// window of that sequence's next position seq_next_pos[s].
+py::object find_slot(const PosArray& cell_pos, const SeqArray& cell_seq, int64_t head, int64_t n_tokens,
+                     int swa_type, int64_t n_swa, const std::optional<PosArray>& seq_next_pos) {
+    const char* op = "llm_kv_find_slot";
+    check_swa_type(swa_type, op);
+    const CellTable c = cell_table(cell_pos, cell_seq, op);
+    const bool swa = swa_type != kSwaNone && n_swa > 0;
+    if (swa && (!seq_next_pos || seq_next_pos->ndim() != 1 || seq_next_pos->shape(0) != c.n_seq))
+        throw py::value_error(std::string("[") + op + "] seq_next_pos must have one entry per sequence (" +
+                              std::to_string(c.n_seq) + ")");
+    if (n_tokens < 0) throw py::value_error(std::string("[") + op + "] n_tokens must be >= 0");
+    if (c.n_cells == 0 || n_tokens > c.n_cells) return py::none();
+    if (head < 0 || head >= c.n_cells) head = 0;
+    py::array_t<int64_t> out((py::ssize_t)n_tokens);
+    int64_t* o = out.mutable_data();
+    const int64_t* next = swa ? seq_next_pos->data() : nullptr;
+    int64_t found = 0;
+    for (int64_t k = 0; k < c.n_cells && found < n_tokens; ++k) {
+        int64_t j = head + k;
+        if (j >= c.n_cells) j -= c.n_cells;
+        bool ok = c.pos[j] < 0;
+        if (!ok && swa) {
+            int64_t owner = -1, count = 0;
+            const bool* s = c.seq + j * c.n_seq;
+            for (int64_t q = 0; q < c.n_seq && count < 2; ++q)
+                if (s[q]) { owner = q; ++count; }
+            ok = count == 1 && masked_swa(swa_type, n_swa, c.pos[j], next[owner]);
+        }
+        if (ok) o[found++] = j;
+    }
+    if (found < n_tokens) return py::none();
+    return std::move(out);
+}
+
+// (cells used, highest used cell + 1, each sequence's last position or -1) in one pass.
+py::tuple count_cells(const PosArray& cell_pos, const SeqArray& cell_seq) {
+    const CellTable c = cell_table(cell_pos, cell_seq, "llm_kv_count");
+    py::array_t<int64_t> seq_max((py::ssize_t)c.n_seq);
+    int64_t* sm = seq_max.mutable_data();
+    std::fill(sm, sm + c.n_seq, (int64_t)-1);
+    int64_t used = 0, max_p1 = 0;
+    for (int64_t j = 0; j < c.n_cells; ++j) {
+        const int64_t p = c.pos[j];
+        if (p < 0) continue;
+        ++used;
+        max_p1 = j + 1;
+        const bool* s = c.seq + j * c.n_seq;
+        for (int64_t q = 0; q < c.n_seq; ++q)
+            if (s[q] && p > sm[q]) sm[q] = p;
+    }
+    return py::make_tuple(used, max_p1, seq_max);
+}
+
+}  // namespace
+
+void bind_llm_host(py::module_& m) {
+    m.def("llm_kv_count", &count_cells, py::arg("cell_pos"), py::arg("cell_seq"),
+          "(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) "
+          "of a KV cell table, in one pass.");
+    m.def("llm_fill_kq_mask", &fill_kq_mask, py::arg("dst"), py::arg("cell_pos"), py::arg("cell_seq"),
+          py::arg("q_pos"), py::arg("q_seq"), py::arg("causal") = true, py::arg("swa_type") = 0,
+          py::arg("n_swa") = 0,
+          "Fill the KQ mask dst [n_kv, T, 1, 1] (f16 or f32, host memory) from a KV cell table: "
+          "cell_pos int64 [n_cells] (-1 empty), cell_seq bool [n_cells, n_seq]; q_pos, q_seq int32 [T]. "
+          "0 where token i may attend cell j (cell holds its sequence; causal: not after it; SWA: "
+          "inside its window), -inf elsewhere.");
+    m.def("llm_kv_find_slot", &find_slot, py::arg("cell_pos"), py::arg("cell_seq"), py::arg("head"),
+          py::arg("n_tokens"), py::arg("swa_type") = 0, py::arg("n_swa") = 0,
+          py::arg("seq_next_pos") = py::none(),
+          "The first n_tokens usable cells (int64) scanning from head with wrap-around, or None. "
+          "Usable: empty, or (SWA) owned by one sequence s and outside the window of position "
+          "seq_next_pos[s].");
+}
+
+}  // namespace pyggml::python

@@ -1,0 +1,112 @@
+"""The CPU thread pool and its schedule: nodes with little work run on thread 0 alone (no
+barrier between two such nodes), big ones are split. Results must not depend on the thread
+count, the threshold, or on a machine whose cores are all busy."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pyggml as gg
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def mixed_graph(rng):
+    """Small element-wise chains around a large mul_mat, a softmax and a reduction: solo and
+    split nodes alternate."""
+    ctx = gg.Context(1 << 26)
+    a = rng.standard_normal((67, 301)).astype(np.float32)      # numpy order: [rows, cols]
+    b = rng.standard_normal((129, 301)).astype(np.float32)
+    s = rng.standard_normal((1, 67)).astype(np.float32)
+    ta, tb, ts = ctx.from_numpy(a), ctx.from_numpy(b), ctx.from_numpy(s)
+    x = gg.scale(ctx, gg.add(ctx, ts, ts), 0.5)                 # tiny
+    m = gg.mul_mat(ctx, ta, tb)                                 # [67, 129]: big
+    y = gg.soft_max(ctx, gg.add(ctx, m, x))                     # broadcast add, softmax rows
+    z = gg.sum_rows(ctx, gg.mul(ctx, y, y))                     # tiny reduction
+    out = gg.scale(ctx, z, 3.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(out)
+    logits = b @ a.T + s
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    return g, out, 3.0 * (p * p).sum(axis=1)
+
+
+@pytest.mark.parametrize("min_work", ["0", "131072", "1000000000"], ids=["split", "default", "solo"])
+def test_results_do_not_depend_on_threads_or_the_threshold(monkeypatch, min_work):
+    monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
+    g, out, ref = mixed_graph(np.random.default_rng(1))
+    first = None
+    for n_threads in (1, 2, 3, 5):
+        g.compute(n_threads)
+        got = np.array(out.numpy()).ravel()
+        np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-6)
+        if first is None:
+            first = got
+        np.testing.assert_array_equal(got, first)  # rows are split, sums are not: bit-equal
+
+
+def test_llm_decode_is_the_same_with_and_without_solo_nodes(monkeypatch):
+    sys.path.insert(0, os.path.join(HERE, "llm"))
+    from llama_ref import ArrayModel, make_hparams, make_weights
+
+    from pyggml.llm.context import Context
+    hp = make_hparams(n_vocab=97)
+    w = make_weights(hp, seed=8)
+    outs = []
+    for min_work, n_threads in (("0", 1), ("0", 3), ("131072", 2), ("1000000000", 2)):
+        monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
+        ctx = Context(ArrayModel(hp, w), n_ctx=64, n_threads=n_threads)
+        rows = [ctx.decode([5, 9, 1, 33], logits_all=True)]
+        rows += [ctx.decode([t]) for t in (7, 2, 60)]
+        outs.append(np.concatenate(rows))
+    for o in outs[1:]:
+        np.testing.assert_allclose(o, outs[0], rtol=1e-5, atol=1e-5)
+
+
+BUSY = textwrap.dedent("""
+    import os, sys, time
+    os.environ["PYGGML_CPU_MIN_WORK"] = sys.argv[1]
+    import numpy as np
+    sys.path.insert(0, sys.argv[2])
+    from test_threads import mixed_graph
+    g, out, ref = mixed_graph(np.random.default_rng(4))
+    t0 = time.perf_counter()
+    for i in range(60):
+        g.compute(4)                       # more threads than the cores left free
+        np.testing.assert_allclose(np.array(out.numpy()).ravel(), ref, rtol=1e-4, atol=1e-6)
+    print("OK", time.perf_counter() - t0)
+""")
+
+
+@pytest.mark.parametrize("min_work", ["0", "131072"], ids=["split", "default"])
+def test_an_oversubscribed_machine_still_gives_correct_results(min_work):
+    n_busy = 2 * (os.cpu_count() or 1)
+    spin = "import time\nt = time.time() + 60\nwhile time.time() < t: pass\n"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n_busy)]
+    try:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            [os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+        r = subprocess.run([sys.executable, "-c", BUSY, min_work, HERE], capture_output=True,
+                           text=True, timeout=240, env=env)
+    finally:
+        for p in busy:
+            p.kill()
+        for p in busy:
+            p.wait()
+    assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout + r.stderr
+
+
+def test_thread_count_above_the_cap_is_refused_with_the_cap_named():
+    ctx = gg.Context(1 << 16)
+    y = gg.scale(ctx, ctx.from_numpy(np.ones(4, np.float32)), 2.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(y)
+    cap = max(16, 4 * (os.cpu_count() or 1))
+    g.compute(cap)
+    np.testing.assert_array_equal(y.numpy(), 2.0)
+    with pytest.raises(ValueError, match=f"more than {cap}"):
+        g.compute(cap + 1)
