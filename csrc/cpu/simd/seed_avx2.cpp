@@ -20,18 +20,19 @@ float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
+float ssm_update_dot_avx2(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
+                          int64_t n) {
     const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
     __m256 s0 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(st + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
+        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
         _mm256_storeu_ps(st + i, v);
         s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), s0);
     }
     float s = hsum256(s0);
     for (; i < n; ++i) {
-        const float v = st[i] * dA + B[i] * xdt;
+        const float v = src[i] * dA + B[i] * xdt;
         st[i] = v;
         s += v * C[i];
     }
@@ -41,8 +42,8 @@ float ssm_update_dot_avx2(float* st, const float* B, const float* C, float dA, f
 // Four state rows (consecutive, stride n) sharing B and C. One accumulator per row with the
 // lane assignment and scalar tail of ssm_update_dot_avx2, so results are bit-identical to four
 // calls; the four independent add chains hide the FMA latency that bounds a single row.
-void ssm_update_dot4_avx2(float* st, const float* B, const float* C, float dA, const float* xdt, int64_t n,
-                          float* y) {
+void ssm_update_dot4_avx2(float* st, const float* src, const float* B, const float* C, float dA, const float* xdt,
+                          int64_t n, float* y) {
     const __m256 va = _mm256_set1_ps(dA);
     const __m256 x0 = _mm256_set1_ps(xdt[0]), x1 = _mm256_set1_ps(xdt[1]), x2 = _mm256_set1_ps(xdt[2]),
                  x3 = _mm256_set1_ps(xdt[3]);
@@ -54,10 +55,10 @@ void ssm_update_dot4_avx2(float* st, const float* B, const float* C, float dA, c
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 b = _mm256_loadu_ps(B + i), c = _mm256_loadu_ps(C + i);
-        const __m256 v0 = _mm256_fmadd_ps(_mm256_loadu_ps(r0 + i), va, _mm256_mul_ps(b, x0));
-        const __m256 v1 = _mm256_fmadd_ps(_mm256_loadu_ps(r1 + i), va, _mm256_mul_ps(b, x1));
-        const __m256 v2 = _mm256_fmadd_ps(_mm256_loadu_ps(r2 + i), va, _mm256_mul_ps(b, x2));
-        const __m256 v3 = _mm256_fmadd_ps(_mm256_loadu_ps(r3 + i), va, _mm256_mul_ps(b, x3));
+        const __m256 v0 = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(b, x0));
+        const __m256 v1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + n + i), va, _mm256_mul_ps(b, x1));
+        const __m256 v2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 2 * n + i), va, _mm256_mul_ps(b, x2));
+        const __m256 v3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 3 * n + i), va, _mm256_mul_ps(b, x3));
         _mm256_storeu_ps(r0 + i, v0);
         _mm256_storeu_ps(r1 + i, v1);
         _mm256_storeu_ps(r2 + i, v2);
@@ -70,8 +71,9 @@ void ssm_update_dot4_avx2(float* st, const float* B, const float* C, float dA, c
     float sum[4] = {hsum256(s0), hsum256(s1), hsum256(s2), hsum256(s3)};
     for (int r = 0; r < 4; ++r) {
         float* row = st + r * n;
+        const float* in = src + r * n;
         for (int64_t k = i; k < n; ++k) {
-            const float v = row[k] * dA + B[k] * xdt[r];
+            const float v = in[k] * dA + B[k] * xdt[r];
             row[k] = v;
             sum[r] += v * C[k];
         }
