@@ -1,7 +1,8 @@
 // CPU kernels of SSM_CONV and SSM_SCAN (Mamba-1/2 convolution and selective scan).
 //  - SSM_CONV: channels split across threads; f32 accumulation in increasing tap order.
-//  - SSM_SCAN: heads split across threads. Each (sequence, head) state is copied from the pool
-//    slot ids[q] into plane 0 of the result and updated there token by token; snapshots copy it
+//  - SSM_SCAN: heads split across threads. Each (sequence, head) state is read from the pool
+//    slot ids[q] by the first token's update, written to plane 0 of the result and updated there
+//    token by token (no separate copy pass); snapshots copy it
 //    into plane j after token n_tokens-1-j. Mamba-2 fuses the state update with the y dot product
 //    (a function table per SIMD level, cpu/seed_simd.h).
 #include <algorithm>
@@ -79,8 +80,10 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
         for (int64_t h = h0; h < h1; ++h) {
             const int64_t g = h / heads_per_group;
             float* st = planes + (q * n_head + h) * head_state;  // plane 0, updated in place
-            std::memcpy(st, (const char*)s->data + h * s->nb[2] + idv[q] * s->nb[3], head_state * sizeof(float));
+            const float* slot = (const float*)((const char*)s->data + h * s->nb[2] + idv[q] * s->nb[3]);
+            if (n_tokens == 0) std::memcpy(st, slot, head_state * sizeof(float));
             for (int64_t t = 0; t < n_tokens; ++t) {
+                const float* src = t == 0 ? slot : st;  // state before this token
                 const float dl = softplus(*(const float*)((const char*)dt->data + h * dt->nb[0] + t * dt->nb[1] + q * dt->nb[2]));
                 const float* xr = (const float*)x->ptr(0, h, t, q);
                 const float* Br = (const float*)B->ptr(0, g, t, q);
@@ -92,20 +95,21 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
                     if (kern.ssm_update_dot4) {
                         for (; pp + 4 <= head_dim; pp += 4) {
                             const float xdt[4] = {xr[pp] * dl, xr[pp + 1] * dl, xr[pp + 2] * dl, xr[pp + 3] * dl};
-                            kern.ssm_update_dot4(st + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
+                            kern.ssm_update_dot4(st + pp * d_state, src + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
                         }
                     }
                     for (; pp < head_dim; ++pp)
-                        yr[pp] = kern.ssm_update_dot(st + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
+                        yr[pp] = kern.ssm_update_dot(st + pp * d_state, src + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
                 } else {
                     const float* Ar = (const float*)A->ptr(0, h);
                     for (int64_t n = 0; n < d_state; ++n) dA[n] = std::exp(dl * Ar[n]);
                     for (int64_t pp = 0; pp < head_dim; ++pp) {
                         float* sp = st + pp * d_state;
+                        const float* in = src + pp * d_state;
                         const float xdt = xr[pp] * dl;
                         float sum = 0.0f;
                         for (int64_t n = 0; n < d_state; ++n) {
-                            const float v = sp[n] * dA[n] + Br[n] * xdt;
+                            const float v = in[n] * dA[n] + Br[n] * xdt;
                             sp[n] = v;
                             sum += v * Cr[n];
                         }

@@ -323,3 +323,36 @@ def test_empty_inputs():
     r2 = gg.ssm_conv(ctx, ctx.new_tensor(gg.F32, [3, 5, 2]), c)  # n_t = 0
     assert list(r2.ne) == [5, 0, 2, 1]
     compute(ctx, r, r2)
+
+
+@pytest.mark.parametrize("d_state,head_dim,n_head,n_group,T,n_seqs,K", [
+    (37, 7, 6, 3, 11, 3, 3),     # d_state tail of 5, one row after the 4-row blocks
+    (131, 13, 4, 2, 6, 2, 6),    # K == T: every plane written; three 4-row blocks and a lone row
+    (8, 4, 2, 1, 3, 4, 5),       # exact vector width; planes past T zero-filled
+    (128, 64, 4, 1, 1, 2, 1),    # decode shape
+])
+def test_scan_simd_equals_scalar(d_state, head_dim, n_head, n_group, T, n_seqs, K):
+    """The native SIMD scan (4-row state blocks) equals the plain loop (PYGGML_ISA=scalar) on
+    odd sizes, several sequences in a permuted pool and K snapshot planes."""
+    ctx = gg.Context(64 << 20)
+    rng = np.random.default_rng(1000 + d_state + head_dim)
+    ts, vals = _scan_inputs(ctx, rng, d_state, head_dim, n_head, n_group, T, n_seqs)
+    outs = {}
+    for level in ("scalar", "native"):
+        previous = gg.set_isa(level)
+        try:
+            r = gg.ssm_scan(ctx, *ts, K)
+            compute(ctx, r)
+            outs[level] = values(r).ravel().copy()
+        finally:
+            gg.set_isa(previous)
+    Ny = head_dim * n_head * T * n_seqs
+    Ns = d_state * head_dim * n_head * n_seqs
+    assert_close(outs["native"][:Ny], outs["scalar"][:Ny], 1e-12, "y")
+    for j in range(K):
+        sl = slice(Ny + j * Ns, Ny + (j + 1) * Ns)
+        assert_close(outs["native"][sl], outs["scalar"][sl], 1e-12, f"plane {j}")
+    if K > T:
+        assert not np.any(outs["scalar"][Ny + T * Ns:])
+    exp = _ref_scan(vals, K)
+    assert_close(outs["native"], exp, _bound(head_dim), "native vs float64 reference")

@@ -14,13 +14,14 @@
 namespace pyggml::cpu::seed {
 
 namespace {
-float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA, float xdt, int64_t n) {
+float ssm_update_dot_avx512(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
+                            int64_t n) {
     const __m512 va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(xdt);
     __m512 s0 = _mm512_setzero_ps();
     for (int64_t i = 0; i < n; i += 16) {
         const int64_t r = n - i;
         const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-        const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, st + i), va,
+        const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + i), va,
                                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, B + i), vx));
         _mm512_mask_storeu_ps(st + i, m, v);
         s0 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, C + i), s0);
@@ -30,8 +31,8 @@ float ssm_update_dot_avx512(float* st, const float* B, const float* C, float dA,
 
 // Four state rows (consecutive, stride d_state = n) sharing B and C: same per-row arithmetic
 // and lane assignment as ssm_update_dot_avx512, so results are bit-identical to four calls.
-void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA, const float* xdt, int64_t n,
-                            float* y) {
+void ssm_update_dot4_avx512(float* st, const float* src, const float* B, const float* C, float dA,
+                            const float* xdt, int64_t n, float* y) {
     const __m512 va = _mm512_set1_ps(dA);
     const __m512 x0 = _mm512_set1_ps(xdt[0]), x1 = _mm512_set1_ps(xdt[1]), x2 = _mm512_set1_ps(xdt[2]),
                  x3 = _mm512_set1_ps(xdt[3]);
@@ -44,10 +45,10 @@ void ssm_update_dot4_avx512(float* st, const float* B, const float* C, float dA,
         const int64_t r = n - i;
         const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
         const __m512 b = _mm512_maskz_loadu_ps(m, B + i), c = _mm512_maskz_loadu_ps(m, C + i);
-        const __m512 v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r0 + i), va, _mm512_mul_ps(b, x0));
-        const __m512 v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r1 + i), va, _mm512_mul_ps(b, x1));
-        const __m512 v2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r2 + i), va, _mm512_mul_ps(b, x2));
-        const __m512 v3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, r3 + i), va, _mm512_mul_ps(b, x3));
+        const __m512 v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + i), va, _mm512_mul_ps(b, x0));
+        const __m512 v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + n + i), va, _mm512_mul_ps(b, x1));
+        const __m512 v2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + 2 * n + i), va, _mm512_mul_ps(b, x2));
+        const __m512 v3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + 3 * n + i), va, _mm512_mul_ps(b, x3));
         _mm512_mask_storeu_ps(r0 + i, m, v0);
         _mm512_mask_storeu_ps(r1 + i, m, v1);
         _mm512_mask_storeu_ps(r2 + i, m, v2);
