@@ -217,7 +217,8 @@ class Context:
         try:
             params = GraphParams(arch=self.hparams.arch, hparams=self.hparams, ubatch=ub,
                                  n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
-                                 samplers=self.samplers, outputs=self.outputs)
+                                 samplers=self.samplers, outputs=self.outputs,
+                                 n_ctx=self.n_ctx)
             res = self._get_graph(params)
             t1 = time.perf_counter()
             res.set_inputs(ub)

@@ -92,6 +92,7 @@ class GraphParams:
     causal_attn: bool = True
     samplers: tuple = ()      # backend samplers (only "greedy" is supported)
     outputs: tuple = ()
+    n_ctx: int = 0            # the context's n_ctx (phi3's LongRoPE picks its factors by it)
     kv: InitVar[Any] = None
     slot: InitVar[Any] = None
     n_kv: InitVar[int] = 0

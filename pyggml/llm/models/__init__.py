@@ -55,3 +55,6 @@ from . import llama  # noqa: E402,F401  (registers llama, qwen2, qwen3)
 from . import deepseek4  # noqa: E402,F401
 from . import mamba2  # noqa: E402,F401
 from . import qwen35  # noqa: E402,F401
+from . import gemma2  # noqa: E402,F401
+from . import gemma3  # noqa: E402,F401
+from . import phi3  # noqa: E402,F401
