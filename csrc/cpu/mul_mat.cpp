@@ -21,10 +21,17 @@ using namespace mm;
 
 namespace {
 
+// Weights whose dot kernels add in ggml's order: ggml multiplies them with its vec_dot at
+// every batch size, so the dot path keeps pyggml's results bit-identical to ggml's there
+// (the f32 GEMM rounds differently, and q4_1 / q5_1 would lose q8_1's f16-rounded block sums).
+bool ggml_exact_dot(Type t) {
+    return t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q5_0 || t == Type::Q5_1 || t == Type::Q8_0;
+}
+
 bool use_gemm(const Tensor* dst) {
     const Tensor* a = dst->src[0];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
-    if (K == 0 || M < 8) return false;
+    if (K == 0 || M < 8 || ggml_exact_dot(a->type)) return false;
     return N >= (is_quantized(a->type) ? 16 : 8);
 }
 

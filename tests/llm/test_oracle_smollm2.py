@@ -66,9 +66,6 @@ def test_tokens_equal_llama_cpp(path, model, special):
         assert got == llm.detokenize(ref).decode("utf-8", errors="replace"), text
 
 
-@pytest.mark.xfail(strict=True, reason="known gap (issue 10): prompt logits row NMSE up to 2.6e-2 against "
-                   "llama.cpp (bound 1e-3) while the greedy tokens agree; the 8-bit activation "
-                   "rounding before quantized matmuls is not yet bit-identical to ggml's")
 def test_prompt_logits_and_greedy_tokens(path, model, chat_prompt):
     prompt = chat_prompt
     llm = new_llama(path, n_ctx=256, n_batch=256, n_ubatch=256, logits_all=True, flash_attn=True)
