@@ -37,8 +37,7 @@ bool fa_rowwise_applies(const Tensor* dst) {
     if (dst->param_i32(kFaNKvMax) > 0 || dst->param_i32(kFaPrec) == kPrecF32) return false;
     if (q->ne[1] >= kRowwiseMaxTokens) return false;
     if (q->ne[1] == 1 && q->ne[3] == 1 && k->ne[1] >= kRowwiseSplitKv) return false;
-    return q->nb[0] == sizeof(float) && k->nb[0] == 2 && v->nb[0] == 2 && q->ne[0] % 32 == 0 &&
-           v->ne[0] % 32 == 0;
+    return q->nb[0] == sizeof(float) && k->nb[0] == 2 && v->nb[0] == 2;
 #else
     (void)dst;
     return false;
@@ -56,11 +55,12 @@ size_t fa_rowwise_work_size(const Tensor* dst, int n_threads) {
 
 namespace {
 
-// F16 dot of n (a multiple of 32) values: lanes j*8..j*8+7 of every 32 go to accumulator j,
-// then (a0 + a2) + (a1 + a3), halves, two horizontal adds.
+// F16 dot of n values: lanes j*8..j*8+7 of every 32 go to accumulator j, then (a0 + a2) +
+// (a1 + a3), halves, two horizontal adds; the last n % 32 products are added one by one in f64.
 float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+    const int64_t np = n & ~int64_t(31);
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t i = 0; i < n; i += 32)
+    for (int64_t i = 0; i < np; i += 32)
         for (int j = 0; j < 4; ++j) {
             const __m256 ax = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(x + i + 8 * j)));
             const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i + 8 * j)));
@@ -71,26 +71,36 @@ float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
     acc[0] = _mm256_add_ps(acc[0], acc[1]);
     const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(acc[0]), _mm256_extractf128_ps(acc[0], 1));
     const __m128 t1 = _mm_hadd_ps(t0, t0);
-    return (float)(double)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+    double sum = (double)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+    for (int64_t i = np; i < n; ++i) {
+        const float prod = _cvtsh_ss(x[i]) * _cvtsh_ss(y[i]);
+        sum += (double)prod;
+    }
+    return (float)sum;
 }
 
-// y = f16(y + x*v), elementwise (n a multiple of 8).
+// y = f16(y + x*v), elementwise (fused multiply-add, 32 at a time and then one by one).
 void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
+    const int64_t np = n & ~int64_t(31);
     const __m256 vv = _mm256_set1_ps(v);
-    for (int64_t i = 0; i < n; i += 8) {
+    for (int64_t i = 0; i < np; i += 8) {
         const __m256 ax = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(x + i)));
         const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i)));
         _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_fmadd_ps(ax, vv, ay), 0));
     }
+    for (int64_t i = np; i < n; ++i)
+        y[i] = _cvtss_sh(std::fma(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), _MM_FROUND_TO_NEAREST_INT);
 }
 
-// y = f16(y*v), elementwise (n a multiple of 8).
+// y = f16(y*v), elementwise.
 void scale_f16(int64_t n, uint16_t* y, float v) {
+    const int64_t np = n & ~int64_t(31);
     const __m256 vv = _mm256_set1_ps(v);
-    for (int64_t i = 0; i < n; i += 8) {
+    for (int64_t i = 0; i < np; i += 8) {
         const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i)));
         _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_mul_ps(ay, vv), 0));
     }
+    for (int64_t i = np; i < n; ++i) y[i] = _cvtss_sh(_cvtsh_ss(y[i]) * v, _MM_FROUND_TO_NEAREST_INT);
 }
 
 float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
@@ -113,8 +123,7 @@ void one_row(const Tensor* dst, int64_t ir, float scale, float cap, float m0, fl
     uint16_t* q16 = (uint16_t*)(scratch + 2 * Dv);       // D halves
     std::memset(acc16, 0, size_t(Dv) * sizeof(uint16_t));
     const float* pq = (const float*)q->ptr(0, iq1, iq2, iq3);
-    for (int64_t i = 0; i < D; i += 8)
-        _mm_storeu_si128((__m128i*)(q16 + i), _mm256_cvtps_ph(_mm256_loadu_ps(pq + i), 0));
+    for (int64_t i = 0; i < D; ++i) q16[i] = _cvtss_sh(pq[i], _MM_FROUND_TO_NEAREST_INT);
     const uint16_t* mp = mask ? (const uint16_t*)mask->ptr(0, iq1, iq2 % mask->ne[2], iq3 % mask->ne[3]) : nullptr;
 
     float S = 0.0f, M = -std::numeric_limits<float>::infinity();
