@@ -27,6 +27,7 @@
 #include <sstream>
 
 #include "cpu/flash_attn_kernels.h"
+#include "cpu/flash_attn_rowwise.h"
 #include "cpu/kernels.h"
 #include "pyggml/error.h"
 #include "pyggml/graph.h"
@@ -668,12 +669,15 @@ private:
 }  // namespace
 
 void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
+    if (fa_rowwise_applies(dst)) return fa_rowwise_forward(p, dst);
     FlashAttn(p, dst).run();
 }
 
 size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor* dst, int n_threads) {
+    // both kernels' needs: the ISA level that picks one may change before the compute
     const Plan plan(dst, n_threads);
-    return plan.shared + round_up((int64_t)plan.partials, 64) + plan.per_thread * n_threads;
+    return std::max(fa_rowwise_work_size(dst, n_threads),
+                    plan.shared + (size_t)round_up((int64_t)plan.partials, 64) + plan.per_thread * n_threads);
 }
 
 }  // namespace pyggml::cpu

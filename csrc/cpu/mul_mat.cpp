@@ -27,11 +27,19 @@ namespace {
 // Columns per unit of the dot path (a multiple of the kernels' 4 columns).
 constexpr int64_t kDotColBlock = 64;
 
+// Weights whose dot kernels add in ggml's order: ggml multiplies them with its vec_dot at
+// every batch size, so the dot path keeps pyggml's results bit-identical to ggml's there
+// (the f32 GEMM rounds differently, and q4_1 / q5_1 would lose q8_1's f16-rounded block sums).
+bool ggml_exact_dot(Type t) {
+    return t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q5_0 || t == Type::Q5_1 || t == Type::Q8_0;
+}
+
 // The int8 dot path (activations quantized once, each weight row dotted with 4 columns at a
-// time) beats dequantizing into the f32 GEMM up to a few dozen columns for the 32-value block
-// types, and at every width for the K-quants, whose dots reuse one decoded super-block for
+// time) beats dequantizing into the f32 GEMM up to a few dozen columns for the other 32-value
+// block types, and at every width for the K-quants, whose dots reuse one decoded super-block for
 // every column (bench/compare_ggml.py, measured with one thread).
 int64_t gemm_min_columns(Type w) {
+    if (ggml_exact_dot(w)) return std::numeric_limits<int64_t>::max();
     if (!is_quantized(w)) return 8;
     return type_traits(w).blck_size == kQK_K ? std::numeric_limits<int64_t>::max() : 32;
 }

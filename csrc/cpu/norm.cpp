@@ -26,8 +26,19 @@ void norm_row(rowops::Level l, float* y, const float* x, int64_t n, float eps) {
     rowops::scale(l, y, y, s, n);
 }
 
+// The sum of squares as ggml forms it: each square rounded to f32, added in order in f64. A
+// faster sum differs in the last bit of the mean now and then, which quantized models amplify.
+double sumsq_in_order(const float* x, int64_t n) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const float sq = x[i] * x[i];
+        s += (double)sq;
+    }
+    return s;
+}
+
 void rms_norm_row(rowops::Level l, float* y, const float* x, int64_t n, float eps) {
-    const float mean = (float)(rowops::sumsq(l, x, n) / (double)n);
+    const float mean = (float)(sumsq_in_order(x, n) / (double)n);
     const float s = 1.0f / std::sqrt(mean + eps);
     rowops::scale(l, y, x, s, n);
 }

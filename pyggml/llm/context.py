@@ -388,7 +388,7 @@ class Context:
                                  samplers=samplers or self.samplers, outputs=self.outputs,
                                  gtype=self.gtype, nextn_layer_offset=self.nextn_layer_offset,
                                  nextn_masked=self.nextn_masked,
-                                 embeddings_nextn=self.embeddings_nextn)
+                                 embeddings_nextn=self.embeddings_nextn, n_ctx=self.n_ctx)
             res = self._get_graph(params)
             t1 = time.perf_counter()
             res.set_inputs(ub)

@@ -107,6 +107,7 @@ class GraphParams:
     nextn_layer_offset: int = 0
     nextn_masked: bool = False
     embeddings_nextn: bool = False   # the context reads h_nextn (graphs may skip it otherwise)
+    n_ctx: int = 0            # the context's n_ctx (phi3's LongRoPE picks its factors by it)
     kv: InitVar[Any] = None
     slot: InitVar[Any] = None
     n_kv: InitVar[int] = 0

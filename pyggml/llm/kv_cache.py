@@ -440,7 +440,8 @@ class KVCache(Memory):
                               gg.row_size(k.type, self.head_dim_k), k.nb[1], 0)
             x = view if k.type == gg.F32 else gg.cpy(ctx, view, ctx.new_tensor(gg.F32, view.ne))
             x = gg.rope_ext(ctx, x, pos, rope_factors, hp.n_rot, hp.rope_type, hp.n_ctx_train,
-                            hp.rope_freq_base, hp.rope_freq_scale, 0.0, 1.0, 32.0, 1.0)
+                            hp.rope_freq_base, hp.rope_freq_scale, 0.0,
+                            getattr(hp, "rope_attn_factor", 1.0), 32.0, 1.0)
             g.build_forward_expand(gg.cpy(ctx, x, view))
         g.alloc()
         pos.numpy()[...] = c.shift

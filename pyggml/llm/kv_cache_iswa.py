@@ -16,10 +16,12 @@ from .memory import Memory, MemoryContext
 class KVCacheISWA(Memory):
     def __init__(self, *, swa_layers, n_swa: int, size: int, swa_type: int = SWA_STANDARD,
                  swa_full: bool = False, n_ubatch: int = 512, n_seq_max: int = 1, layers=None,
-                 **cache_kw):
+                 k_shift_swa=None, **cache_kw):
         """swa_layers[il] says whether layer il is a sliding-window layer; `layers` lists the
         layers stored (default all; an MTP context stores the NextN layers only). The window
-        cache holds `size` cells when swa_full, else pad256(min(size, n_swa*n_seq_max + n_ubatch))."""
+        cache holds `size` cells when swa_full, else pad256(min(size, n_swa*n_seq_max + n_ubatch)).
+        `k_shift_swa` replaces the K-shift settings for the window cache (its layers may
+        have their own RoPE base)."""
         if n_swa <= 0:
             raise ValueError(f"KVCacheISWA: n_swa must be positive, got {n_swa}")
         keep = set(range(len(swa_layers)) if layers is None else layers)
@@ -28,8 +30,11 @@ class KVCacheISWA(Memory):
         size_swa = size if swa_full else min(size, pad_to(n_swa * n_seq_max + n_ubatch, N_PAD))
         n_layer = len(swa_layers)
         self.base = KVCache(n_layer=n_layer, size=size, layers=full, n_seq_max=n_seq_max, **cache_kw)
+        swa_kw = dict(cache_kw)
+        if k_shift_swa is not None:
+            swa_kw["k_shift"] = k_shift_swa
         self.swa = KVCache(n_layer=n_layer, size=size_swa, layers=swa, n_seq_max=n_seq_max,
-                           n_swa=n_swa, swa_type=swa_type, **cache_kw)
+                           n_swa=n_swa, swa_type=swa_type, **swa_kw)
         self.n_seq_max = n_seq_max
 
     @property

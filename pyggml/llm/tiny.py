@@ -32,7 +32,7 @@ import os
 import numpy as np
 
 __all__ = ["write_tiny_llama", "write_small_llama", "write_tiny_deepseek4", "write_tiny_mamba2",
-           "write_tiny_qwen35"]
+           "write_tiny_qwen35", "write_tiny_gemma2", "write_tiny_gemma3", "write_tiny_phi3"]
 
 _ARCHS = ("llama", "qwen2", "qwen3")
 _DTYPES = ("f32", "f16", "q8_0", "q4_0")
@@ -631,3 +631,4 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
 
 
 from .tiny_drafts import write_tiny_dflash, write_tiny_eagle3  # noqa: E402,F401
+from .tiny_gemma import write_tiny_gemma2, write_tiny_gemma3, write_tiny_phi3  # noqa: E402,F401

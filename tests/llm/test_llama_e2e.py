@@ -54,7 +54,9 @@ def test_incremental_decode_equals_full_prompt(flash_attn):
     rows += [ctx.decode(toks[i:i + 1]) for i in range(7, 12)]
     rows.append(ctx.decode(toks[12:], logits_all=True))
     inc = np.concatenate(rows)
-    assert_close(inc, full, 1e-9, "incremental vs full")
+    # flash attention rounds Q and its V accumulator to F16 (as ggml's CPU kernel does): the
+    # last-bit differences between 1-column and many-column f32 matmuls can become one F16 step
+    assert_close(inc, full, 1e-7 if flash_attn else 1e-9, "incremental vs full")
     assert_close(inc, ref, NMSE, "incremental vs reference")
     assert ctx.timings["n_graph_reuse"] >= 3  # the 1-token steps share one graph
 

@@ -1,8 +1,7 @@
 """Oracle: pyggml.llm against llama.cpp itself (llama-cpp-python) on tiny random GGUF models.
 
 For each model and attention path: the prompt's logits (logits_all) and 32 greedy steps.
-Requires logits NMSE <= 1e-4 on every row and identical greedy tokens (Q8_0 with flash
-attention: prompt rows only, see the note in the test)."""
+Requires logits NMSE <= 1e-4 on every row and identical greedy tokens."""
 import os
 
 import numpy as np
@@ -71,12 +70,5 @@ def test_logits_and_greedy_tokens_match_llama_cpp(gguf_path, flash_attn):
     print(f"\n{os.path.basename(str(gguf_path))} fa={flash_attn}: "
           f"max row NMSE {errs[worst]:.2e} (row {worst}), mean {np.mean(errs):.2e}, "
           f"greedy equal: {got_toks == ref_toks}")
-    if flash_attn and "q8_0" in os.path.basename(str(gguf_path)):
-        # llama.cpp's CPU flash attention rounds Q to F16 and accumulates softmax*V in F16
-        # (pyggml accumulates in F32); Q8_0 matmuls then re-quantize the activations, which
-        # amplifies that ~1e-6 difference to ~1e-4 and random-weight logits are flat enough
-        # for greedy paths to part. Check the prompt rows with a looser bound only.
-        assert max(errs[:len(prompt)]) <= 1e-3
-        return
     assert errs[worst] <= MAX_NMSE, f"row {worst}: NMSE {errs[worst]:.3e}"
     assert got_toks == ref_toks

@@ -9,7 +9,7 @@ import pytest
 
 import pyggml as gg
 import reference as ref
-from util import assert_close, compute, new, values
+from util import assert_close, compute, new, nmse, values
 
 TOL = 5e-4  # peer-suite NMSE bound of FLASH_ATTN_EXT
 NEG_INF = -np.inf
@@ -309,10 +309,22 @@ def test_kv_zero_gives_zeros():
     assert np.all(values(r) == 0.0)
 
 
-def test_prec_values_do_not_change_the_result():
-    a = fa_case(prec=10, seed=5)[1]
-    b = fa_case(prec=0, seed=5)[1]
+def test_prec_values_do_not_change_the_result_for_f32_kv():
+    a = fa_case(prec=10, seed=5, kt=gg.F32)[1]
+    b = fa_case(prec=0, seed=5, kt=gg.F32)[1]
     np.testing.assert_array_equal(a, b)
+
+
+def test_default_prec_f16_kv_rounds_like_ggml():
+    """F16 K/V, few query tokens: DEFAULT precision keeps Q and the V accumulator in F16 (as
+    ggml's CPU kernel), F32 accumulates in F32; both are close to the float64 reference and
+    they differ (so the default really takes the F16 path)."""
+    r16, d16, want, _ = fa_case(prec=0, seed=5, N=7, KV=300)
+    r32, d32, want32, _ = fa_case(prec=10, seed=5, N=7, KV=300)
+    assert_close(d16, want, TOL)
+    assert_close(d32, want32, TOL)
+    assert nmse(d32, d16) > 0.0
+    assert nmse(want, d32) < nmse(want, d16)
 
 
 # ---------------------------------------------------------------------------------------
@@ -339,7 +351,8 @@ def _sparse_mask(rng, KV, N, n_max, Hm=1, Sm=1, exact=True, window=False):
 
 def _dense_vs_sparse(n_kv_max, mask_data, **kw):
     r_s, got_s, want, _ = fa_case(mask_data=mask_data, n_kv_max=n_kv_max, **kw)
-    r_d, got_d, _, _ = fa_case(mask_data=mask_data, n_kv_max=0, **kw)
+    # dense at F32 precision: the sparse kernel accumulates in F32 too
+    r_d, got_d, _, _ = fa_case(mask_data=mask_data, n_kv_max=0, prec=10, **kw)
     assert r_s.op_params[4] == n_kv_max and r_d.op_params[4] == 0
     assert_close(got_s, want, TOL)
     assert_close(got_s, got_d, 1e-7)

@@ -25,9 +25,10 @@ def mul_mat(a, b):
     return out
 
 
-def quantize_q8_0_cpu(x):
+def quantize_q8_0_cpu(x, ties_even: bool = False):
     """q8_0 round trip of the CPU row quantizer: d = amax/127 stored as f16, q = round(x*127/amax)
-    (half away from zero, f32 arithmetic); values are q * f16(d)."""
+    (f32 arithmetic; exact ties half away from zero as the scalar quantizer rounds them, or to
+    even as the SIMD ones do); values are q * f16(d)."""
     x = np.asarray(x, dtype=np.float32)
     blocks = x.reshape(-1, 32)
     amax = np.max(np.abs(blocks), axis=1, keepdims=True)
@@ -35,19 +36,23 @@ def quantize_q8_0_cpu(x):
     with np.errstate(divide="ignore"):
         idv = np.where(amax != 0, np.float32(127) / amax, np.float32(0)).astype(np.float32)
     v = (blocks * idv).astype(np.float32)
-    q = np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
+    q = np.rint(v) if ties_even else np.sign(v) * np.floor(np.abs(v) + np.float32(0.5))
     return (q * round_f16(d)).astype(np.float32).reshape(x.shape)
 
 
-def act_like_cpu(b, wtype: str):
-    """The activations as ggml's CPU feeds them to the dot products of `wtype` weights."""
+def act_like_cpu(b, wtype: str, ties_even: bool | None = None):
+    """The activations as ggml's CPU feeds them to the dot products of `wtype` weights
+    (ties_even None: as the active SIMD level of pyggml rounds q8_0 ties)."""
     b = np.asarray(b, dtype=np.float32)
     if wtype == "f16":
         return round_f16(b)
     if wtype == "bf16":
         return round_bf16(b)
     if wtype in ("q8_0", "q4_0", "nvfp4"):
-        return quantize_q8_0_cpu(b)
+        if ties_even is None:
+            import pyggml as gg
+            ties_even = gg.isa() != "scalar"
+        return quantize_q8_0_cpu(b, ties_even)
     return b
 
 

@@ -26,6 +26,35 @@ inline __m256 x_sigmoid(__m256 x, __m256 a) {
     return _mm256_div_ps(x, _mm256_blendv_ps(den, _mm256_set1_ps(INFINITY), over));
 }
 
+// e^x rounded exactly as ggml's AVX2 kernels evaluate it, so SwiGLU rows equal ggml's bit for
+// bit: n = round(x log2 e) by the 1.5*2^23 shift, b = x - n ln2 in two parts, 2^n times a
+// degree-5 polynomial in b; |n| > 126 rescales in two steps, |n| > 192 saturates (0 or inf).
+inline __m256 exp_ggml_ps(__m256 x) {
+    const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+    const __m256 z = _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift);
+    const __m256 n = _mm256_sub_ps(z, shift);
+    const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+    const __m256i e = _mm256_slli_epi32(_mm256_castps_si256(z), 23);
+    const __m256 k = _mm256_castsi256_ps(_mm256_add_epi32(e, _mm256_castps_si256(_mm256_set1_ps(1.0f))));
+    const __m256 an = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+    const __m256 big = _mm256_cmp_ps(an, _mm256_set1_ps(126.0f), _CMP_GT_OQ);
+    const __m256 b2 = _mm256_mul_ps(b, b);
+    const __m256 hi = _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f));
+    const __m256 lo = _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f));
+    const __m256 poly = _mm256_fmadd_ps(_mm256_fmadd_ps(hi, b2, lo), b2,
+                                        _mm256_mul_ps(_mm256_set1_ps(0x1.ffffecp-1f), b));
+    const __m256 normal = _mm256_fmadd_ps(poly, k, k);
+    if (!_mm256_movemask_ps(big)) return normal;
+    const __m256i neg = _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(n, _mm256_setzero_ps(), _CMP_LE_OQ)),
+                                         _mm256_set1_epi32((int)0x82000000u));
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_add_epi32(neg, _mm256_set1_epi32(0x7f000000)));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_sub_epi32(e, neg));
+    const __m256 huge = _mm256_cmp_ps(an, _mm256_set1_ps(192.0f), _CMP_GT_OQ);
+    const __m256 scaled = _mm256_mul_ps(_mm256_fmadd_ps(s2, poly, s2), s1);
+    return _mm256_blendv_ps(_mm256_blendv_ps(normal, scaled, big), _mm256_mul_ps(s1, s1), huge);
+}
+
 inline __m256 fmin_c(__m256 x, __m256 hi) { return _mm256_min_ps(x, hi); }  // NaN x -> hi
 inline __m256 fmax_c(__m256 x, __m256 lo) { return _mm256_max_ps(x, lo); }  // NaN x -> lo
 
@@ -40,11 +69,15 @@ void reglu(const float* g, const float* u, float* o, int64_t n) {
     reglu_scalar(g + i, u + i, o + i, n - i);
 }
 
+// SwiGLU uses ggml's exp (not exp_ps): real models' FFNs then round exactly as ggml's do.
 void swiglu(const float* g, const float* u, float* o, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f);
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(o + i, _mm256_mul_ps(x_sigmoid(_mm256_loadu_ps(g + i), one), _mm256_loadu_ps(u + i)));
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 den = _mm256_add_ps(one, exp_ggml_ps(_mm256_sub_ps(_mm256_setzero_ps(), x)));
+        _mm256_storeu_ps(o + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+    }
     swiglu_scalar(g + i, u + i, o + i, n - i);
 }
 

@@ -19,14 +19,14 @@ inline __m256 mm_dot_acc(__m256i ua, __m256i a, __m256i b, __m256 scale, __m256 
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_udot(ua, _mm256_sign_epi8(b, a))), scale, acc);
 }
 
-// Two independent accumulator sets (even / odd blocks) hide the FMA latency; the blocks are
-// unrolled by two with fixed indices so the accumulators stay in registers.
+// One accumulator per column, blocks in order: the float additions happen in ggml's order, so
+// the result is bit-identical to ggml's AVX2 vec_dot (up to 4 columns keep the FMA unit busy).
 template <int NC>
 void mm_dot_q8_0(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     const BlockQ8_0* x = (const BlockQ8_0*)av;
     const char* b = (const char*)bv;
-    __m256 acc0[NC], acc1[NC];
-    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m256 accv[NC];
+    for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m256i a = _mm256_loadu_si256((const __m256i*)x[ib].qs);
         const __m256i ua = _mm256_sign_epi8(a, a);
@@ -42,11 +42,11 @@ void mm_dot_q8_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     int64_t ib = 0;
     for (; ib + 2 <= nb; ib += 2) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
-        step(ib, acc0);
-        step(ib + 1, acc1);
+        step(ib, accv);
+        step(ib + 1, accv);
     }
-    if (ib < nb) step(ib, acc0);
-    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
+    if (ib < nb) step(ib, accv);
+    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(accv[j]);
 }
 
 template <int NC>
@@ -54,8 +54,8 @@ void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     const BlockQ4_0* x = (const BlockQ4_0*)av;
     const char* b = (const char*)bv;
     const __m256i m4 = _mm256_set1_epi8(0x0F), off = _mm256_set1_epi8(8);
-    __m256 acc0[NC], acc1[NC];
-    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m256 accv[NC];
+    for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m128i q = _mm_loadu_si128((const __m128i*)x[ib].qs);
         // elements 0..15 are the low nibbles, 16..31 the high nibbles
@@ -73,11 +73,11 @@ void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     int64_t ib = 0;
     for (; ib + 2 <= nb; ib += 2) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
-        step(ib, acc0);
-        step(ib + 1, acc1);
+        step(ib, accv);
+        step(ib + 1, accv);
     }
-    if (ib < nb) step(ib, acc0);
-    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
+    if (ib < nb) step(ib, accv);
+    for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(accv[j]);
 }
 
 // One nvfp4 block (64 values, four 16-value sub-blocks) is two q8_0 activation blocks: half h
@@ -113,7 +113,8 @@ void mm_dot_nvfp4(int64_t k, const void* av, const void* bv, size_t bs, float* o
 
 // quantize_row_q8_0_cpu (id = 127/amax, rounding half away from zero), bit for bit; blocks
 // holding NaN or inf go through the scalar quantizer (its fmax ignores NaN).
-void mm_quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
+template <bool kTiesEven>
+void mm_quantize_q8_0_impl(const float* x, BlockQ8_0* y, int64_t n) {
     const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.402823466e38f);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     for (int64_t ib = 0; ib < n / 32; ++ib) {
@@ -140,6 +141,10 @@ void mm_quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
         __m256i q[4];
         for (int i = 0; i < 4; ++i) {
             const __m256 t = _mm256_mul_ps(a[i], vid);
+            if constexpr (kTiesEven) {
+                q[i] = _mm256_cvtps_epi32(_mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                continue;
+            }
             const __m256 at = _mm256_andnot_ps(sign, t);
             __m256 r = _mm256_floor_ps(_mm256_add_ps(at, half));
             // a + 0.5 may round up across an integer: r - a is exact, fix r when it exceeds 0.5
@@ -151,6 +156,11 @@ void mm_quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) {
         _mm256_storeu_si256((__m256i*)y[ib].qs, _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
     }
 }
+
+void mm_quantize_q8_0(const float* x, BlockQ8_0* y, int64_t n) { mm_quantize_q8_0_impl<false>(x, y, n); }
+// mul_mat's activations: exact ties round to even, as ggml's AVX2 activation quantizer does
+// (this keeps pyggml's quantized matmuls bit-identical to ggml's).
+void mm_quantize_q8_0_even(const float* x, BlockQ8_0* y, int64_t n) { mm_quantize_q8_0_impl<true>(x, y, n); }
 
 // DotFn adapters: dispatch nc (1..4) to the compile-time column count.
 template <template <int> class F>

@@ -102,7 +102,8 @@ void round_f16(const void* src, float* dst, int64_t n) {
     for (; i < n; ++i) dst[i] = fp16_to_fp32(fp32_to_fp16(x[i]));
 }
 
-void quantize_q8_0_fn(const float* x, void* y, int64_t n) { mm_quantize_q8_0(x, (BlockQ8_0*)y, n); }
+// mul_mat activations (ties to even, as ggml); casts use mm_quantize_q8_0 (s.quantize_q8_0)
+void quantize_q8_0_fn(const float* x, void* y, int64_t n) { mm_quantize_q8_0_even(x, (BlockQ8_0*)y, n); }
 
 }  // namespace
 

@@ -19,14 +19,15 @@ namespace pyggml::cpu::mm {
 
 namespace {
 
-// Two accumulator sets (even / odd blocks) hide the FMA latency.
+// One accumulator per column with the blocks in order (the block minimums summed apart, in
+// order, added last): ggml's AVX2 vec_dot order, so the results are bit-identical to it.
 template <class Dec, int NC>
 void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
-    __m256 acc0[NC], acc1[NC];
-    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+    __m256 accv[NC];
+    for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         float dx;
         const __m256i a = Dec::values(x[ib], dx);
@@ -42,11 +43,11 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
     int64_t ib = 0;
     for (; ib + 2 <= nb; ib += 2) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
-        step(ib, acc0);
-        step(ib + 1, acc1);
+        step(ib, accv);
+        step(ib + 1, accv);
     }
-    if (ib < nb) step(ib, acc0);
-    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j]));
+    if (ib < nb) step(ib, accv);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]);
 }
 
 template <class Dec, int NC>
@@ -54,9 +55,9 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     using Block = typename Dec::Block;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
-    __m256 acc0[NC], acc1[NC];
+    __m256 accv[NC];
     float mins[NC];
-    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
+    for (int j = 0; j < NC; ++j) { accv[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m256i u = Dec::levels(x[ib]);
         const float dx = f16(x[ib].d), mx = f16(x[ib].m);
@@ -72,11 +73,11 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     int64_t ib = 0;
     for (; ib + 2 <= nb; ib += 2) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
-        step(ib, acc0);
-        step(ib + 1, acc1);
+        step(ib, accv);
+        step(ib + 1, accv);
     }
-    if (ib < nb) step(ib, acc0);
-    for (int j = 0; j < NC; ++j) out[j] = hsum(_mm256_add_ps(acc0[j], acc1[j])) + mins[j];
+    if (ib < nb) step(ib, accv);
+    for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]) + mins[j];
 }
 
 template <class Unp, int NC>
@@ -131,6 +132,45 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
 }
 
+// q8_1 activations as ggml's AVX2 quantizer makes them: d = amax/127, q = x*(127/amax) rounded
+// to nearest (ties to even), s = f16(d * sum(q)). Blocks holding NaN or inf take the scalar form.
+void quantize_q8_1_avx2(const float* x, void* vy, int64_t n) {
+    BlockQ8_1* y = (BlockQ8_1*)vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.402823466e38f);
+    for (int64_t ib = 0; ib < n / 32; ++ib) {
+        const float* v = x + ib * 32;
+        __m256 a[4], mx = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int i = 0; i < 4; ++i) {
+            a[i] = _mm256_loadu_ps(v + 8 * i);
+            const __m256 ab = _mm256_andnot_ps(sign, a[i]);
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(ab, big, _CMP_LE_OQ));
+            mx = _mm256_max_ps(mx, ab);
+        }
+        if (_mm256_movemask_ps(ok) != 0xFF) {
+            quantize_row_q8_1_cpu(v, y + ib, 32);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        const float d = amax / 127.0f;
+        const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+        y[ib].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
+        __m256i q[4];
+        for (int i = 0; i < 4; ++i)
+            q[i] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(a[i], _mm256_set1_ps(id)),
+                                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        const __m256i sum4 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum4), _mm256_extracti128_si256(sum4, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        y[ib].s = _cvtss_sh(d * (float)_mm_cvtsi128_si32(s4), _MM_FROUND_TO_NEAREST_INT);
+        const __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+        _mm256_storeu_si256((__m256i*)y[ib].qs, _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+}
+
 // DotFn adapters: nc (1..4) to the compile-time column count.
 template <template <class, int> class K, class D>
 void dispatch(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
@@ -154,6 +194,7 @@ template <class D, int NC> struct KQuant { static void run(int64_t k, const void
 // Outside the target region: filling the table must run on any CPU.
 namespace pyggml::cpu::mm {
 void add_quant_dots_avx2(Kernels& k) {
+    k.quantize[(int)Type::Q8_1] = quantize_q8_1_avx2;
     k.dot[(int)Type::Q4_1] = dispatch<WithMin, DecQ4_1>;
     k.dot[(int)Type::Q5_1] = dispatch<WithMin, DecQ5_1>;
     k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;

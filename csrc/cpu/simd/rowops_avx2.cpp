@@ -133,53 +133,20 @@ PG_AVX2 inline void rot_neox(float* d, const float* s, const float* c, const flo
 }
 PG_AVX2 inline void rot_normal(float* d, const float* s, const float* cc, const float* ss, int64_t n) {
     int64_t i = 0;
+    // (x0*cos - x1*sin, x0*sin + x1*cos) with the x0 products fused and the x1 products
+    // rounded first: ggml's rounding, bit for bit
     for (; i + 8 <= n; i += 8) {
         const __m256 x = _mm256_loadu_ps(s + i);
-        const __m256 sw = _mm256_permute_ps(x, 0xB1);  // swap within pairs
-        _mm256_storeu_ps(d + i, _mm256_fmadd_ps(x, _mm256_loadu_ps(cc + i), _mm256_mul_ps(sw, _mm256_loadu_ps(ss + i))));
+        const __m256 c = _mm256_loadu_ps(cc + i), sg = _mm256_loadu_ps(ss + i);   // (c, c), (-s, s)
+        const __m256 cs = _mm256_blend_ps(c, sg, 0xAA), nsc = _mm256_blend_ps(sg, c, 0xAA);  // (c, s), (-s, c)
+        _mm256_storeu_ps(d + i, _mm256_fmadd_ps(_mm256_moveldup_ps(x), cs, _mm256_mul_ps(_mm256_movehdup_ps(x), nsc)));
     }
     plain::rot_normal(d + i, s + i, cc + i, ss + i, n - i);
 }
-// 4 lanes of sin/cos (see kPio2Hi above)
-PG_AVX2 inline void sincos_pd(__m256d x, __m256d* sn, __m256d* cs) {
-    const __m256d k = _mm256_round_pd(_mm256_mul_pd(x, _mm256_set1_pd(k2OverPi)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(kPio2Hi), x);
-    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(kPio2Lo), r);
-    const __m256d r2 = _mm256_mul_pd(r, r);
-    __m256d ps = _mm256_set1_pd(kS[4]);
-    for (int j = 3; j >= 0; --j) ps = _mm256_fmadd_pd(ps, r2, _mm256_set1_pd(kS[j]));
-    ps = _mm256_fmadd_pd(_mm256_mul_pd(ps, r2), r, r);
-    __m256d pc = _mm256_set1_pd(kC[5]);
-    for (int j = 4; j >= 0; --j) pc = _mm256_fmadd_pd(pc, r2, _mm256_set1_pd(kC[j]));
-    pc = _mm256_fmadd_pd(pc, r2, _mm256_set1_pd(1.0));
-    const __m256i q = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
-    const __m256i one = _mm256_set1_epi64x(1), two = _mm256_set1_epi64x(2);
-    const __m256d swap = _mm256_castsi256_pd(_mm256_cmpeq_epi64(_mm256_and_si256(q, one), one));
-    const __m256i sbit = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-    const __m256d sneg = _mm256_castsi256_pd(_mm256_and_si256(_mm256_cmpeq_epi64(_mm256_and_si256(q, two), two), sbit));
-    const __m256i q1 = _mm256_add_epi64(q, one);
-    const __m256d cneg = _mm256_castsi256_pd(_mm256_and_si256(_mm256_cmpeq_epi64(_mm256_and_si256(q1, two), two), sbit));
-    *sn = _mm256_xor_pd(_mm256_blendv_pd(ps, pc, swap), sneg);
-    *cs = _mm256_xor_pd(_mm256_blendv_pd(pc, ps, swap), cneg);
-}
+// libm's cosf / sinf, as ggml's RoPE cache: a vector polynomial would be 1 ulp off now and
+// then, and quantized models amplify that (the cache is built once per token, so it is cheap).
 PG_AVX2 inline void sincos(const float* th, float* c, float* s, float mc, float ms, int64_t n) {
-    const __m128 vmc = _mm_set1_ps(mc), vms = _mm_set1_ps(ms);
-    int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m128 t = _mm_loadu_ps(th + i);
-        const __m128 big = _mm_cmp_ps(_mm_andnot_ps(_mm_set1_ps(-0.0f), t), _mm_set1_ps(kSinCosMax), _CMP_NLT_UQ);
-        if (_mm_movemask_ps(big)) {
-            plain::sincos(th + i, c + i, s + i, mc, ms, 4);
-            continue;
-        }
-        __m256d sv, cv;
-        sincos_pd(_mm256_cvtps_pd(t), &sv, &cv);
-        // round sin/cos to f32 first, then scale in f32 (as cosf(theta) * mscale)
-        const __m128 cf = _mm256_cvtpd_ps(cv), sf = _mm256_cvtpd_ps(sv);
-        _mm_storeu_ps(c + i, _mm_mul_ps(cf, vmc));
-        _mm_storeu_ps(s + i, _mm_mul_ps(sf, vms));
-    }
-    plain::sincos(th + i, c + i, s + i, mc, ms, n - i);
+    plain::sincos(th, c, s, mc, ms, n);
 }
 #undef PG_AVX2
 }  // namespace avx2

@@ -66,3 +66,6 @@ from . import qwen35  # noqa: E402,F401
 from . import eagle3  # noqa: E402,F401
 from . import dflash  # noqa: E402,F401
 from . import step35  # noqa: E402,F401
+from . import gemma2  # noqa: E402,F401
+from . import gemma3  # noqa: E402,F401
+from . import phi3  # noqa: E402,F401

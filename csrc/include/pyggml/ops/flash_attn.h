@@ -10,7 +10,9 @@ enum FlashAttnParam : int {
     kFaScale = 0,         // f32
     kFaMaxBias = 1,       // f32 (ALiBi; > 0 requires a mask)
     kFaLogitSoftcap = 2,  // f32 (0 = off)
-    kFaPrec = 3,          // i32: 0 (DEFAULT) or 10 (F32); the CPU always accumulates in F32
+    kFaPrec = 3,          // i32: 0 (DEFAULT) or 10 (F32). CPU: F32 accumulates everything in
+                          // F32; DEFAULT lets F16 K/V with < 64 query tokens run as ggml's CPU
+                          // does (Q and the V accumulator in F16), bit for bit
     kFaNKvMax = 4,        // i32: sparse hint, 0 = off
 };
 constexpr int32_t kPrecDefault = 0;
