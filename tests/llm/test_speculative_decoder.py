@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from pyggml.llm import Context, Model, Sampler, write_tiny_llama
 from pyggml.llm.speculative import Draft, Drafter, SpeculativeDecoder, check_same_vocab
 from pyggml.llm.tiny import write_tiny_mamba2, write_tiny_qwen35
+from util import nmse
 
 PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 N_REF = 36
@@ -111,7 +112,9 @@ def _check_trimmed(t, dec, out):
     if out:
         got = ctx.decode([out[-1]])[-1]
         want = Context(t.model, **t.ctx_kw).decode(PROMPT + list(out))[-1]
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+        # one token after a trim vs one batch: flash attention rounds through F16 as ggml
+        # does, so the two differ in the last bits; stale KV would be far off
+        assert nmse(want, got) < 1e-6
 
 
 @FAST
@@ -308,7 +311,7 @@ def test_taps_for_every_token_over_ubatches(llama):
     ref_ctx.decode(llama.full[:n_tok])
     want = ref_ctx.output("l_out-0")
     got = np.stack([rec.rows[p] for p in range(n_tok)])
-    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    assert got.shape == want.shape and nmse(want, got) < 1e-6   # F16 flash attention: last bits
 
 
 def test_ngram_decoder_is_lossless(llama):
