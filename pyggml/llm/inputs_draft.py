@@ -85,3 +85,23 @@ def shared_output(model, params):
         raise KeyError(f"{model.arch} draft: neither the draft nor the target has an output "
                        "matrix; pass the target model (DraftContext(..., other=target))")
     return t
+
+
+def draft_attention_hparams(r, kv: dict, arch: str, rope_type: int) -> dict:
+    """The attention and size fields every draft architecture reads the same way (a dict of
+    HParams fields: arch .. rms_eps), with llama.cpp's defaults."""
+    n_embd = r.get("embedding_length", required=True)
+    n_head = r.get("attention.head_count", required=True)
+    head_k = r.get("attention.key_length", n_embd // n_head)
+    factor = r.get("rope.scaling.factor", 0.0, float)
+    tokens = kv.get("tokenizer.ggml.tokens")
+    return dict(arch=arch, n_vocab=r.get("vocab_size", len(tokens) if isinstance(tokens, list) else 0),
+                n_ctx_train=r.get("context_length", 4096), n_embd=n_embd,
+                n_layer=r.get("block_count", required=True),
+                n_ff=r.get("feed_forward_length", required=True), n_head=n_head,
+                n_head_kv=r.get("attention.head_count_kv", n_head), head_dim_k=head_k,
+                head_dim_v=r.get("attention.value_length", n_embd // n_head),
+                n_rot=r.get("rope.dimension_count", head_k),
+                rope_freq_base=r.get("rope.freq_base", 10000.0, float),
+                rope_freq_scale=1.0 / factor if factor else 1.0, rope_type=rope_type,
+                rms_eps=r.get("attention.layer_norm_rms_epsilon", required=True, kind=float))

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-from .tiny import _vocab
+from .tiny import _tiny_writer
 
 __all__ = ["write_tiny_eagle3", "write_tiny_dflash"]
 
@@ -20,20 +20,7 @@ DFLASH_KINDS = ("dflash", "dflash2", "dspark")
 
 
 def _writer(path, arch, n_vocab, mask_id=None):
-    import gguf
-    w = gguf.GGUFWriter(os.fspath(path), arch)
-    w.add_name(f"pyggml-tiny-{arch}")
-    w.add_file_type(0)
-    tokens, scores, types = _vocab(n_vocab)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
-    w.add_add_bos_token(True)
-    w.add_add_eos_token(False)
+    w = _tiny_writer(path, arch, f"pyggml-tiny-{arch}", {}, {}, n_vocab)
     if mask_id is not None:
         w.add_uint32("tokenizer.ggml.mask_token_id", int(mask_id))
     return w

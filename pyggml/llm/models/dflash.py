@@ -24,7 +24,8 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..inputs_draft import InpBlocks, InpRows, n_blocks_of, shared_output, shared_tensor
+from ..inputs_draft import (InpBlocks, InpRows, draft_attention_hparams, n_blocks_of,
+                            shared_output, shared_tensor)
 from ..kv_cache import N_PAD, SWA_NONE, SWA_STANDARD, KVCache, pad_to
 from ..kv_cache_iswa import KVCacheISWA
 from ..model import ROPE_TYPE_NEOX
@@ -99,9 +100,8 @@ class DFlashHParams:
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "DFlashHParams":
         r = KeyReader(kv, arch)
-        n_embd = r.get("embedding_length", required=True)
-        n_head = r.get("attention.head_count", required=True)
-        n_layer = r.get("block_count", required=True)
+        common = draft_attention_hparams(r, kv, arch, ROPE_TYPE_NEOX)
+        n_layer = common["n_layer"]
         layers = kv.get(f"{arch}.target_layers")
         if not isinstance(layers, list) or not layers:
             raise GGUFError(f"{arch}: DFlash drafts need '{arch}.target_layers' (the target "
@@ -117,23 +117,12 @@ class DFlashHParams:
         act = kv.get(f"{arch}.hidden_activation", "silu")
         if act not in ("silu", "gelu", "gelu_pytorch_tanh"):
             raise GGUFError(f"{arch}: unsupported hidden activation {act!r}")
-        head_k = r.get("attention.key_length", n_embd // n_head)
-        factor = r.get("rope.scaling.factor", 0.0, float)
         n_swa = r.get("attention.sliding_window", 0)
         swa_layers = ()
         if n_swa:
             swa_layers = r.get_arr("attention.sliding_window_pattern", n_layer, kind=bool,
                                    required=True)
-        tokens = kv.get("tokenizer.ggml.tokens")
-        return cls(arch=arch, n_vocab=r.get("vocab_size", len(tokens) if isinstance(tokens, list) else 0),
-                   n_ctx_train=r.get("context_length", 4096), n_embd=n_embd, n_layer=n_layer,
-                   n_ff=r.get("feed_forward_length", required=True), n_head=n_head,
-                   n_head_kv=r.get("attention.head_count_kv", n_head), head_dim_k=head_k,
-                   head_dim_v=r.get("attention.value_length", n_embd // n_head),
-                   n_rot=r.get("rope.dimension_count", head_k),
-                   rope_freq_base=r.get("rope.freq_base", 10000.0, float),
-                   rope_freq_scale=1.0 / factor if factor else 1.0, rope_type=ROPE_TYPE_NEOX,
-                   rms_eps=r.get("attention.layer_norm_rms_epsilon", required=True, kind=float),
+        return cls(**common,
                    target_layers=tuple(int(x) for x in layers),
                    block_size=r.get("block_size", 16),
                    sample_from_anchor=_flag(kv, f"{arch}.sample_from_anchor", True),

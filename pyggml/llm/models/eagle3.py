@@ -21,7 +21,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..inputs_draft import InpRows, shared_output, shared_tensor
+from ..inputs_draft import InpRows, draft_attention_hparams, shared_output, shared_tensor
 from ..kv_cache import N_PAD, SWA_NONE, KVCache, pad_to
 from ..model import ROPE_TYPE_NORM
 from . import register
@@ -64,27 +64,15 @@ class Eagle3HParams:
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "Eagle3HParams":
         r = KeyReader(kv, arch)
-        n_embd = r.get("embedding_length", required=True)
-        n_head = r.get("attention.head_count", required=True)
-        n_layer = r.get("block_count", required=True)
-        if n_layer != 1:
-            raise GGUFError(f"{arch}: EAGLE3 has exactly one decoder layer, block_count={n_layer}")
+        common = draft_attention_hparams(r, kv, arch, ROPE_TYPE_NORM)
+        if common["n_layer"] != 1:
+            raise GGUFError(f"{arch}: EAGLE3 has exactly one decoder layer, "
+                            f"block_count={common['n_layer']}")
         layers = kv.get(f"{arch}.target_layers")
         if not isinstance(layers, list) or len(layers) != 3:
             raise GGUFError(f"{arch}: '{arch}.target_layers' must list exactly 3 target layer "
                             f"ids, got {layers!r}")
-        head_k = r.get("attention.key_length", n_embd // n_head)
-        factor = r.get("rope.scaling.factor", 0.0, float)
-        tokens = kv.get("tokenizer.ggml.tokens")
-        return cls(arch=arch, n_vocab=r.get("vocab_size", len(tokens) if isinstance(tokens, list) else 0),
-                   n_ctx_train=r.get("context_length", 4096), n_embd=n_embd, n_layer=1,
-                   n_ff=r.get("feed_forward_length", required=True), n_head=n_head,
-                   n_head_kv=r.get("attention.head_count_kv", n_head), head_dim_k=head_k,
-                   head_dim_v=r.get("attention.value_length", n_embd // n_head),
-                   n_rot=r.get("rope.dimension_count", head_k),
-                   rope_freq_base=r.get("rope.freq_base", 10000.0, float),
-                   rope_freq_scale=1.0 / factor if factor else 1.0, rope_type=ROPE_TYPE_NORM,
-                   rms_eps=r.get("attention.layer_norm_rms_epsilon", required=True, kind=float),
+        return cls(**common,
                    target_layers=tuple(int(x) for x in layers),
                    n_embd_target=r.get("target_hidden_size", required=True),
                    norm_before_residual=r.get("norm_before_residual", False, bool),
