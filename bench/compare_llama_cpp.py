@@ -5,9 +5,9 @@ decode tokens/s, same threads, in one run, the two engines alternating.
                                       [--long 4096] [--no-long]
 
 Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
-SmolLM2-135M Q4_1 when the demo has fetched it, and the tiny recurrent models (mamba2,
-qwen35). Columns: pp128, pp512 (one prompt of that length), tg32 (32 greedy tokens after 16),
-tg@LONG (16 greedy tokens after a LONG-token context). Each engine decodes with its own
+SmolLM2-135M Q4_1 when the demo has fetched it, the tiny recurrent models (mamba2,
+qwen35) and a tiny DeepSeek V4 (dsv4). Columns: pp128, pp512 (one prompt of that length),
+tg32 (32 greedy tokens after 16), tg@LONG (16 greedy tokens after a LONG-token context). Each engine decodes with its own
 per-token path: pyggml's decode_greedy (argmax in the graph) and llama.cpp's llama_decode
 with a reused batch plus an argmax of its logits row. Each figure is the median over
 `rounds` alternating runs; the ratio is pyggml / llama.cpp (> 1: pyggml is faster).
@@ -42,9 +42,10 @@ CASES = {
     "smollm2-q4_1": ("smollm2", {}),
     "mamba2": ("mamba2", {}),
     "qwen35": ("qwen35", {}),
+    "dsv4": ("deepseek4", {}),
 }
-DEFAULT = ["tiny-f32", "tiny-f16", "tiny-q8_0", "tiny-q4_0", "smollm2-q4_1", "mamba2", "qwen35"]
-RECURRENT = {"mamba2", "qwen35"}
+DEFAULT = ["tiny-f32", "tiny-f16", "tiny-q8_0", "tiny-q4_0", "smollm2-q4_1", "mamba2", "qwen35",
+           "dsv4"]
 
 
 def model_path(folder, name):
@@ -62,6 +63,8 @@ def model_path(folder, name):
             tiny.write_small_llama(path, seed=0, **kw)
         elif kind == "mamba2":
             tiny.write_tiny_mamba2(path)
+        elif kind == "deepseek4":
+            tiny.write_tiny_deepseek4(path)
         else:
             tiny.write_tiny_qwen35(path)
     return path
