@@ -4,6 +4,8 @@
 // Sign trick: |a| (unsigned) times (b with a's sign) gives a*b with an unsigned x signed dot.
 #pragma once
 
+#include "cpu/simd/q8_block256.h"
+
 namespace {
 
 inline float mm_hsum256(__m256 v) {
@@ -111,29 +113,20 @@ void mm_dot_nvfp4(int64_t k, const void* av, const void* bv, size_t bs, float* o
     for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
 }
 
-// quantize_row_q8_0_cpu (id = 127/amax, rounding half away from zero), bit for bit; blocks
-// holding NaN or inf go through the scalar quantizer (its fmax ignores NaN).
+// quantize_row_q8_0_cpu (id = 127/amax, rounding half away from zero) bit for bit, or with
+// exact ties to even (kTiesEven); blocks holding NaN or inf go through the scalar quantizer.
 template <bool kTiesEven>
 void mm_quantize_q8_0_impl(const float* x, BlockQ8_0* y, int64_t n) {
-    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.402823466e38f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
     const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
     for (int64_t ib = 0; ib < n / 32; ++ib) {
         const float* v = x + ib * 32;
-        __m256 a[4], mx = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-        for (int i = 0; i < 4; ++i) {
-            a[i] = _mm256_loadu_ps(v + 8 * i);
-            const __m256 ab = _mm256_andnot_ps(sign, a[i]);
-            ok = _mm256_and_ps(ok, _mm256_cmp_ps(ab, big, _CMP_LE_OQ));
-            mx = _mm256_max_ps(mx, ab);
-        }
-        if (_mm256_movemask_ps(ok) != 0xFF) {
+        __m256 a[4];
+        float amax;
+        if (!q8_block_load(v, a, &amax)) {
             quantize_row_q8_0_cpu(v, y + ib, 32);
             continue;
         }
-        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
-        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
-        const float amax = _mm_cvtss_f32(m4);
         const float d = amax / 127.0f;
         const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         y[ib].d = _cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT);
