@@ -26,12 +26,10 @@ import pyggml as gg
 
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
-from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..kv_cache import N_PAD, SWA_STANDARD, KVCache, pad_to
-from ..kv_cache_iswa import KVCacheISWA
+from ..graph import FfnGate, FfnOp
 from ..model import ROPE_TYPE_NEOX
 from . import register
-from .llama import get_tensor, layer_weights
+from .decoder import DecoderGraph, attention_hparams, iswa_kv_cache, unified_kv_cache
 
 TENSORS = {
     "attn_norm": "attn_norm.weight",
@@ -44,8 +42,6 @@ TENSORS = {
     "ffn_gate": "ffn_gate.weight", "ffn_up": "ffn_up.weight", "ffn_down": "ffn_down.weight",
     "ffn_post_norm": "post_ffw_norm.weight",
 }
-GLOBAL_TENSORS = {"tok_embd": "token_embd.weight", "output_norm": "output_norm.weight",
-                  "output": "output.weight"}
 # block_count of the 27B shapes, whose attention scale uses n_embd / n_head
 LAYERS_27B = {"gemma2": 46, "gemma3": 62}
 
@@ -93,28 +89,11 @@ class GemmaHParams:
 
     @staticmethod
     def common(kv: dict, arch: str) -> dict:
-        r = KeyReader(kv, arch)
-        n_embd = r.get("embedding_length", required=True)
-        n_layer = r.get("block_count", required=True)
-        n_head = r.get("attention.head_count", required=True)
-        if n_embd <= 0 or n_layer <= 0 or n_head <= 0:
-            raise GGUFError(f"{arch}: embedding_length, block_count and head_count must be positive")
-        head_k = r.get("attention.key_length", n_embd // n_head)
-        factor = r.get("rope.scaling.factor", 0.0, float) or r.get("rope.scale_linear", 0.0, float)
-        tokens = kv.get("tokenizer.ggml.tokens")
-        scale_dim = n_embd // n_head if n_layer == LAYERS_27B.get(arch) else head_k
-        return dict(arch=arch, n_vocab=r.get("vocab_size", len(tokens) if isinstance(tokens, list) else 0),
-                    n_ctx_train=r.get("context_length", required=True), n_embd=n_embd,
-                    n_layer=n_layer, n_ff=r.get("feed_forward_length", required=True),
-                    n_head=n_head, n_head_kv=r.get("attention.head_count_kv", n_head),
-                    head_dim_k=head_k, head_dim_v=r.get("attention.value_length", n_embd // n_head),
-                    n_rot=r.get("rope.dimension_count", head_k),
-                    rope_freq_base=r.get("rope.freq_base", 10000.0, float),
-                    rope_freq_scale=1.0 / factor if factor else 1.0,
-                    rms_eps=r.get("attention.layer_norm_rms_epsilon", required=True, kind=float),
-                    attention_scale=float(np.float32(1.0) / np.sqrt(np.float32(scale_dim))),
-                    bos_id=r.token_id("tokenizer.ggml.bos_token_id"),
-                    eos_id=r.token_id("tokenizer.ggml.eos_token_id"))
+        c = attention_hparams(kv, arch)
+        n_embd, n_head, head_k = c["n_embd"], c["n_head"], c["head_dim_k"]
+        scale_dim = n_embd // n_head if c["n_layer"] == LAYERS_27B.get(arch) else head_k
+        c["attention_scale"] = float(np.float32(1.0) / np.sqrt(np.float32(scale_dim)))
+        return c
 
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "GemmaHParams":
@@ -133,8 +112,10 @@ class GemmaHParams:
         return bool(self.n_swa) and self.swa_layers[il]
 
 
-class GemmaGraph(GraphContext):
+class GemmaGraph(DecoderGraph):
     HParams = GemmaHParams
+    TENSORS = TENSORS
+    FFN_INP_NAME = "sa_out"
     SCALE_EMBEDDINGS_ALWAYS = True   # gemma3 leaves raw embedding batches unscaled
     OUTPUT_ALWAYS_TIED = True        # gemma2 files have no output matrix of their own
 
@@ -142,83 +123,34 @@ class GemmaGraph(GraphContext):
     def create_memory(model, hp: GemmaHParams, cp):
         """An iSWA pair (window layers apart, with their own RoPE base for K shifts), or one
         unified cache when no layer uses the window."""
-        kw = dict(n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv, n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv,
-                  head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv,
-                  type_k=cp.type_k, type_v=cp.type_v, v_trans=not cp.flash_attn)
-        size = pad_to(cp.n_ctx, N_PAD)
         if hp.n_swa and any(hp.swa_layers):
             hp_swa = dataclasses.replace(hp, rope_freq_base=hp.rope_freq_base_swa,
                                          rope_freq_scale=hp.rope_freq_scale_swa)
-            return KVCacheISWA(swa_layers=hp.swa_layers, n_swa=hp.n_swa, size=size,
-                               swa_type=SWA_STANDARD, n_ubatch=cp.n_ubatch, n_seq_max=cp.n_seq_max,
-                               k_shift=(hp, None), k_shift_swa=(hp_swa, None), **kw)
-        return KVCache(n_layer=hp.n_layer, size=size, n_seq_max=cp.n_seq_max,
-                       k_shift=(hp, None), **kw)
+            return iswa_kv_cache(hp, cp, hp.swa_layers, hp.n_swa, k_shift=(hp, None),
+                                 k_shift_swa=(hp_swa, None))
+        return unified_kv_cache(hp, cp, k_shift=(hp, None))
+
+    def build_attention(self, inp_attn, pos, cur, L, il):
+        hp = self.hparams
+        swa = hp.is_swa(il)
+        self.freq_base = hp.rope_freq_base_swa if swa else hp.rope_freq_base
+        self.freq_scale = hp.rope_freq_scale_swa if swa else hp.rope_freq_scale
+        return self.build_self_attn(inp_attn, pos, cur, L, il, q_scale=hp.attention_scale,
+                                    kq_scale=1.0)
+
+    def build_feed_forward(self, cur, L, il):
+        return self.build_dense_ffn(cur, L, il, type_op=FfnOp.GELU, type_gate=FfnGate.PAR)
 
     def build(self):
-        m, hp, c = self.model, self.hparams, self.ctx0
-        d = self.n_embd_head_k
-        if self.n_embd_head_v != d:
-            raise ValueError(f"{hp.arch}: head_dim_k={d} must equal head_dim_v={self.n_embd_head_v}")
+        hp = self.hparams
+        self.check_head_dims()
         self.attn_soft_cap = hp.attn_soft_cap
-        tok_embd = m.get(GLOBAL_TENSORS["tok_embd"])
-        output = None if self.OUTPUT_ALWAYS_TIED else get_tensor(m, GLOBAL_TENSORS["output"])
-        if output is None:  # tied embeddings
-            output = tok_embd
-
-        inp_l = self.build_inp_embd(tok_embd)
+        tok_embd, output = self.token_embd_and_output(tied=self.OUTPUT_ALWAYS_TIED)
+        x, pos, inp_attn, out_ids = self.build_decoder_inputs(tok_embd)
         if self.SCALE_EMBEDDINGS_ALWAYS or self.ubatch.token is not None:
-            inp_l = self.cb(gg.scale(c, inp_l, float(np.sqrt(np.float32(hp.n_embd)))), "inp_scaled")
-        inp_pos = self.build_inp_pos()
-        inp_attn = self.build_attn_inp()
-        inp_out_ids = self.build_inp_out_ids()
-
-        for il in range(self.n_layer):
-            L = layer_weights(m, il, TENSORS)
-            swa = hp.is_swa(il)
-            self.freq_base = hp.rope_freq_base_swa if swa else hp.rope_freq_base
-            self.freq_scale = hp.rope_freq_scale_swa if swa else hp.rope_freq_scale
-            self.res.t_layer_inp.append(inp_l)
-            cur = self.cb(self.build_norm(inp_l, L.attn_norm, type=NormType.RMS, il=il), "attn_norm", il)
-
-            q, k, v = self.build_qkv(L, cur, d, self.n_head, d, self.n_head_kv, il=il)
-            if L.attn_q_norm is not None:
-                q = self.cb(self.build_norm(q, L.attn_q_norm, type=NormType.RMS, il=il), "Qcur_normed", il)
-            q = self.build_rope(q, inp_pos)
-            if L.attn_k_norm is not None:
-                k = self.cb(self.build_norm(k, L.attn_k_norm, type=NormType.RMS, il=il), "Kcur_normed", il)
-            k = self.build_rope(k, inp_pos)
-            self.cb(q, "Qcur", il)
-            self.cb(k, "Kcur", il)
-            self.cb(v, "Vcur", il)
-            q = gg.scale(c, q, hp.attention_scale)
-
-            cur = self.build_attn(inp_attn, L.wo, None, q, k, v, kq_scale=1.0, il=il)
-            if il == self.n_layer - 1:  # keep only output rows before the last residual
-                cur = gg.get_rows(c, cur, inp_out_ids)
-                inp_l = gg.get_rows(c, inp_l, inp_out_ids)
-            cur = self.cb(self.build_norm(cur, L.attn_post_norm, type=NormType.RMS, il=il),
-                          "attn_post_norm", il)
-            sa_out = self.cb(gg.add(c, cur, inp_l), "sa_out", il)
-
-            cur = self.cb(self.build_norm(sa_out, L.ffn_norm, type=NormType.RMS, il=il), "ffn_norm", il)
-            cur = self.build_ffn(cur, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
-                                 type_op=FfnOp.GELU, type_gate=FfnGate.PAR, il=il)
-            self.cb(cur, "ffn_out", il)
-            cur = self.cb(self.build_norm(cur, L.ffn_post_norm, type=NormType.RMS), "ffn_post_norm", il)
-            inp_l = self.cb(gg.add(c, cur, sa_out), "l_out", il)
-
-        cur = self.cb(self.build_norm(inp_l, m.get(GLOBAL_TENSORS["output_norm"]), type=NormType.RMS),
-                      "result_norm")
-        self.res.t_embd = cur
-        cur = self.build_lora_mm(output, cur)
-        if hp.final_soft_cap:
-            cap = hp.final_soft_cap
-            cur = gg.scale(c, gg.tanh(c, gg.scale(c, cur, float(np.float32(1) / np.float32(cap)))), cap)
-        self.res.t_logits = self.cb(cur, "result_output")
-        self.expand(cur)
-        self.build_sampling()
-        return self.res
+            x = self.cb(gg.scale(self.ctx0, x, float(np.sqrt(np.float32(hp.n_embd)))), "inp_scaled")
+        x = self.build_layers(x, inp_attn, pos, out_ids)
+        return self.build_output(x, output, final_soft_cap=hp.final_soft_cap)
 
 
 @register("gemma2")

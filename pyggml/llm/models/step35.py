@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from types import SimpleNamespace
 
 import pyggml as gg
 
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
-from ..graph import FfnGate, FfnOp, Gating, GraphContext, NormType
-from ..kv_cache import N_PAD, SWA_STANDARD, pad_to
-from ..kv_cache_iswa import KVCacheISWA
+from ..graph import FfnGate, FfnOp, Gating, NormType
+from ..model import ROPE_TYPE_NEOX
 from . import register
+from .decoder import DecoderGraph, get_tensor, iswa_kv_cache
 from .nextn import NextNGraph, check_nextn_tensors
-
-ROPE_TYPE_NEOX = 2
 
 REQUIRED = {"attn_norm": "attn_norm.weight", "wq": "attn_q.weight", "wk": "attn_k.weight",
             "wv": "attn_v.weight", "wo": "attn_output.weight", "ffn_norm": "ffn_norm.weight"}
@@ -121,8 +118,10 @@ class Step35HParams:
 
 
 @register("step35")
-class Step35Graph(GraphContext):
+class Step35Graph(DecoderGraph):
     HParams = Step35HParams
+    TENSORS = TENSORS
+    REQUIRED = tuple(REQUIRED)
 
     @staticmethod
     def create_memory(model, hp: Step35HParams, cp):
@@ -136,21 +135,11 @@ class Step35Graph(GraphContext):
             layers = range(hp.n_layer, hp.n_layer + hp.n_nextn)
         else:
             layers = range(hp.n_layer)
-        return KVCacheISWA(swa_layers=hp.swa_layers, n_swa=hp.n_swa, size=pad_to(cp.n_ctx, N_PAD),
-                           swa_type=SWA_STANDARD, n_ubatch=cp.n_ubatch, n_seq_max=cp.n_seq_max,
-                           layers=list(layers), n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv,
-                           n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv, head_dim_k=hp.head_dim_k,
-                           head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv, type_k=cp.type_k,
-                           type_v=cp.type_v, v_trans=not cp.flash_attn)
+        return iswa_kv_cache(hp, cp, hp.swa_layers, hp.n_swa, layers=list(layers))
 
-    def layer(self, il: int) -> SimpleNamespace:
-        m = self.model
-        w = {f: m.get(f"blk.{il}.{n}") for f, n in REQUIRED.items()}
-        w.update({f: m.get(f"blk.{il}.{n}", required=False) for f, n in OPTIONAL.items()})
-        return SimpleNamespace(**w)
-
-    def build_attn_block(self, inp_attn, pos, cur, L, il):
-        """Attention of layer il on the normed input; returns the projected output."""
+    def build_attention(self, inp_attn, pos, cur, L, il):
+        """Q/K/V with per-head norms, partial NEOX RoPE whose width and base depend on the
+        layer kind, attention, the optional per-head sigmoid gate, the output projection."""
         c, hp = self.ctx0, self.hparams
         d, dv, H, Hkv = hp.head_dim_k, hp.head_dim_v, hp.n_head, hp.n_head_kv
         q, k, v = self.build_qkv(L, cur, d, H, d, Hkv, dv, Hkv, il=il)
@@ -159,13 +148,11 @@ class Step35Graph(GraphContext):
         if L.attn_k_norm is not None:
             k = self.cb(self.build_norm(k, L.attn_k_norm, type=NormType.RMS, il=il), "Kcur_normed", il)
         swa = hp.is_swa(il)
-        factors = None if swa else self.model.get("rope_freqs.weight", required=False)
-        rope = dict(n_dims=hp.n_rot_swa if swa else hp.n_rot_full, mode=ROPE_TYPE_NEOX,
-                    n_ctx_orig=hp.n_ctx_train,
-                    freq_base=hp.rope_freq_base_swa if swa else hp.rope_freq_base,
-                    freq_scale=1.0, ext_factor=0.0, attn_factor=1.0, beta_fast=32.0, beta_slow=1.0)
-        q = self.cb(gg.rope_ext(c, q, pos, factors, **rope), "Qcur_pos", il)
-        k = self.cb(gg.rope_ext(c, k, pos, factors, **rope), "Kcur_pos", il)
+        factors = None if swa else get_tensor(self.model, "rope_freqs.weight")
+        self.freq_base = hp.rope_freq_base_swa if swa else hp.rope_freq_base
+        n_rot = hp.n_rot_swa if swa else hp.n_rot_full
+        q = self.cb(self.build_rope(q, pos, factors, n_rot=n_rot), "Qcur_pos", il)
+        k = self.cb(self.build_rope(k, pos, factors, n_rot=n_rot), "Kcur_pos", il)
         out = self.build_attn(inp_attn, None, None, q, k, v, kq_scale=1.0 / math.sqrt(d), il=il)
         self.cb(out, "attn_out", il)
         if L.attn_gate is not None:              # per-head sigmoid gate
@@ -175,59 +162,24 @@ class Step35Graph(GraphContext):
             out = self.cb(gg.reshape_2d(c, out, dv * H, T), "attn_gated", il)
         return self.cb(self.build_lora_mm(L.wo, out), "attn_proj", il)
 
-    def build_ffn_part(self, x, L, il):
-        """ffn_norm, then the dense SwiGLU FFN or experts + shared expert."""
-        hp, c = self.hparams, self.ctx0
-        cur = self.cb(self.build_norm(x, L.ffn_norm, type=NormType.RMS, il=il), "ffn_norm", il)
+    def build_feed_forward(self, cur, L, il):
+        """The dense SwiGLU FFN, or sigmoid-routed experts + the shared expert."""
+        hp = self.hparams
         if L.ffn_gate_inp is None:
-            return self.cb(self.build_ffn(cur, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
-                                          type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il),
-                           "ffn_out", il)
-        moe = self.build_moe_ffn(cur, L.ffn_gate_inp, L.ffn_up_exps, L.ffn_gate_exps,
-                                 L.ffn_down_exps, L.ffn_exp_probs_b, n_expert=hp.n_expert,
-                                 n_expert_used=hp.n_expert_used, type_op=FfnOp.SILU,
-                                 norm_w=hp.expert_weights_norm, w_scale=hp.expert_weights_scale,
-                                 gating_op=Gating(hp.expert_gating), il=il)
-        sh = self.build_ffn(cur, up=L.ffn_up_shexp, gate=L.ffn_gate_shexp, down=L.ffn_down_shexp,
-                            type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
-        self.cb(sh, "ffn_shared_out", il)
-        return self.cb(gg.add(c, moe, sh), "ffn_out", il)
-
-    def build_block(self, inp_attn, pos, x, il, out_ids=None):
-        """One Step3.5 layer on x; out_ids crops the rows before the first residual."""
-        c, L = self.ctx0, self.layer(il)
-        cur = self.cb(self.build_norm(x, L.attn_norm, type=NormType.RMS, il=il), "attn_norm", il)
-        cur = self.build_attn_block(inp_attn, pos, cur, L, il)
-        if out_ids is not None:
-            cur, x = gg.get_rows(c, cur, out_ids), gg.get_rows(c, x, out_ids)
-        ffn_inp = self.cb(gg.add(c, cur, x), "ffn_inp", il)
-        return self.cb(gg.add(c, self.build_ffn_part(ffn_inp, L, il), ffn_inp), "l_out", il)
+            return self.build_dense_ffn(cur, L, il, type_op=FfnOp.SILU, type_gate=FfnGate.PAR)
+        return self.build_moe_part(cur, L, il, gating=Gating(hp.expert_gating),
+                                   norm_w=hp.expert_weights_norm, w_scale=hp.expert_weights_scale)
 
     def build(self):
-        m, hp, c = self.model, self.hparams, self.ctx0
-        tok_embd = m.get("token_embd.weight")
-        output = m.get("output.weight", required=False)
-        if output is None:
-            output = tok_embd
-        x = self.build_inp_embd(tok_embd)
-        pos = self.build_inp_pos()
-        inp_attn = self.build_attn_inp()
-        out_ids = self.build_inp_out_ids()
+        c = self.ctx0
+        tok_embd, output = self.token_embd_and_output()
+        x, pos, inp_attn, out_ids = self.build_decoder_inputs(tok_embd)
         masked = self.params.nextn_masked
-        for il in range(hp.n_layer):
-            self.res.t_layer_inp.append(x)
-            crop = out_ids if masked and il == hp.n_layer - 1 else None
-            x = self.build_block(inp_attn, pos, x, il, crop)
+        x = self.build_layers(x, inp_attn, pos, out_ids, crop_last=masked)
         self.res.t_h_nextn = self.cb(x, "h_nextn")          # pre-norm
         if not masked:
             x = gg.get_rows(c, x, out_ids)
-        x = self.cb(self.build_norm(x, m.get("output_norm.weight"), type=NormType.RMS), "result_norm")
-        self.res.t_embd = x
-        x = self.cb(self.build_lora_mm(output, x), "result_output")
-        self.res.t_logits = x
-        self.expand(x)
-        self.build_sampling()
-        return self.res
+        return self.build_output(x, output)
 
 
 class Step35MtpGraph(NextNGraph, Step35Graph):
@@ -240,7 +192,7 @@ class Step35MtpGraph(NextNGraph, Step35Graph):
 
     def nextn_block(self, inputs, x, il):
         inp_attn, pos = inputs
-        return self.build_block(inp_attn, pos, x, il)
+        return self.build_layer(inp_attn, pos, x, il)
 
 
 Step35Graph.MtpGraph = Step35MtpGraph
