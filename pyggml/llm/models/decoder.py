@@ -17,6 +17,7 @@ in the file is what is specific to it.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -47,9 +48,31 @@ def layer_weights(model, il: int, tensors: dict, required=()) -> SimpleNamespace
                               else get_tensor(model, f"blk.{il}.{n}") for f, n in tensors.items()})
 
 
+@dataclass(frozen=True)
+class AttentionHParams:
+    """The `<arch>.*` keys every attention architecture reads (`attention_hparams`); an
+    architecture's own hparams dataclass extends it with its specific keys."""
+    arch: str
+    n_vocab: int              # vocab_size, else len(tokenizer.ggml.tokens), else token_embd ne[1]
+    n_ctx_train: int          # context_length
+    n_embd: int               # embedding_length
+    n_layer: int              # block_count
+    n_ff: int                 # feed_forward_length
+    n_head: int               # attention.head_count
+    n_head_kv: int            # attention.head_count_kv (default n_head)
+    head_dim_k: int           # attention.key_length (default n_embd / n_head)
+    head_dim_v: int           # attention.value_length (default n_embd / n_head)
+    n_rot: int                # rope.dimension_count (default head_dim_k)
+    rope_freq_base: float     # rope.freq_base (10000)
+    rope_freq_scale: float    # 1 / rope.scaling.factor (or scale_linear; 1 when absent)
+    rms_eps: float            # attention.layer_norm_rms_epsilon
+    bos_id: int | None        # tokenizer.ggml.bos_token_id
+    eos_id: int | None        # tokenizer.ggml.eos_token_id
+
+
 def attention_hparams(kv: dict, arch: str, *, n_ff_default=None, rms_eps_default=None) -> dict:
-    """The keys every attention architecture reads, with llama.cpp's defaults, as keyword
-    arguments for its hparams dataclass. A default of None makes the key required."""
+    """The AttentionHParams fields read with llama.cpp's defaults, as keyword arguments for
+    an architecture's hparams dataclass. A default of None makes the key required."""
     r = KeyReader(kv, arch)
     n_embd = r.get("embedding_length", required=True)
     n_layer = r.get("block_count", required=True)

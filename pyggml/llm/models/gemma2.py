@@ -29,7 +29,8 @@ from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp
 from ..model import ROPE_TYPE_NEOX
 from . import register
-from .decoder import DecoderGraph, attention_hparams, iswa_kv_cache, unified_kv_cache
+from .decoder import (AttentionHParams, DecoderGraph, attention_hparams, iswa_kv_cache,
+                      unified_kv_cache)
 
 TENSORS = {
     "attn_norm": "attn_norm.weight",
@@ -60,32 +61,17 @@ def swa_pattern(r: KeyReader, n_layer: int, n_pattern: int) -> tuple:
 
 
 @dataclass(frozen=True)
-class GemmaHParams:
-    """`<arch>.*` keys of Gemma 2 / Gemma 3 (defaults as llama.cpp's loader)."""
-    arch: str
-    n_vocab: int
-    n_ctx_train: int          # context_length
-    n_embd: int               # embedding_length
-    n_layer: int              # block_count
-    n_ff: int                 # feed_forward_length
-    n_head: int               # attention.head_count
-    n_head_kv: int            # attention.head_count_kv (default n_head)
-    head_dim_k: int           # attention.key_length (default n_embd / n_head)
-    head_dim_v: int           # attention.value_length (default n_embd / n_head)
-    n_rot: int                # rope.dimension_count (default head_dim_k)
-    rope_freq_base: float     # rope.freq_base (10000): full-attention layers
-    rope_freq_scale: float    # 1 / rope.scaling.factor: full-attention layers
+class GemmaHParams(AttentionHParams):
+    """`<arch>.*` keys of Gemma 2 / Gemma 3 (defaults as llama.cpp's loader); the base
+    rope_freq_base / rope_freq_scale are those of the full-attention layers."""
     rope_freq_base_swa: float   # rope.freq_base_swa: window layers
     rope_freq_scale_swa: float  # window layers (gemma2: as the full layers; gemma3: 1)
-    rms_eps: float            # attention.layer_norm_rms_epsilon (required)
     n_swa: int                # attention.sliding_window (0: no window layers)
     swa_layers: tuple         # True = window layer
     attn_soft_cap: float      # attn_logit_softcapping (0: none)
     final_soft_cap: float     # final_logit_softcapping (0: none)
     attention_scale: float    # the Q pre-scale
     rope_type: int = ROPE_TYPE_NEOX
-    bos_id: int | None = None
-    eos_id: int | None = None
 
     @staticmethod
     def common(kv: dict, arch: str) -> dict:

@@ -16,8 +16,8 @@ from ..graph import FfnGate, FfnOp, Gating
 from ..kv_cache import SWA_NONE, SWA_STANDARD
 from ..model import rope_type_for_arch
 from . import register
-from .decoder import (DecoderGraph, attention_hparams, get_tensor, iswa_kv_cache,  # noqa: F401
-                      layer_weights, unified_kv_cache)
+from .decoder import (AttentionHParams, DecoderGraph, attention_hparams, get_tensor,  # noqa: F401
+                      iswa_kv_cache, layer_weights, unified_kv_cache)
 
 # llama_layer field -> GGUF tensor name under blk.{il}.
 TENSORS = {
@@ -37,29 +37,13 @@ ROPE_FREQS = "rope_freqs.weight"
 
 
 @dataclass(frozen=True)
-class LlamaHParams:
+class LlamaHParams(AttentionHParams):
     """`<arch>.*` keys of the llama family (defaults as llama.cpp's loader)."""
-    arch: str
-    n_vocab: int              # vocab_size, else len(tokenizer.ggml.tokens), else token_embd ne[1]
-    n_ctx_train: int          # context_length
-    n_embd: int               # embedding_length
-    n_layer: int              # block_count
-    n_ff: int                 # feed_forward_length
-    n_head: int               # attention.head_count
-    n_head_kv: int            # attention.head_count_kv (default n_head)
-    head_dim_k: int           # attention.key_length (default n_embd / n_head)
-    head_dim_v: int           # attention.value_length (default n_embd / n_head)
-    n_rot: int                # rope.dimension_count (default head_dim_k)
-    rope_freq_base: float     # rope.freq_base (10000)
-    rope_freq_scale: float    # 1 / rope.scaling.factor (1 when absent)
     rope_type: int            # NORM (llama) or NEOX (qwen2, qwen3)
-    rms_eps: float            # attention.layer_norm_rms_epsilon
     n_expert: int = 0         # expert_count
     n_expert_used: int = 0    # expert_used_count
     n_swa: int = 0            # attention.sliding_window (pyggml extension, see the module doc)
     swa_layers: tuple = ()    # attention.sliding_window_pattern: True = window layer
-    bos_id: int | None = None
-    eos_id: int | None = None
 
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "LlamaHParams":

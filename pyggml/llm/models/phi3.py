@@ -25,7 +25,8 @@ from ..graph import FfnGate, FfnOp
 from ..kv_cache import N_PAD, pad_to
 from ..model import ROPE_TYPE_NEOX
 from . import register
-from .decoder import DecoderGraph, attention_hparams, get_tensor, unified_kv_cache
+from .decoder import (AttentionHParams, DecoderGraph, attention_hparams, get_tensor,
+                      unified_kv_cache)
 
 TENSORS = {
     "attn_norm": "attn_norm.weight",
@@ -40,28 +41,12 @@ ROPE_LONG, ROPE_SHORT = "rope_factors_long.weight", "rope_factors_short.weight"
 
 
 @dataclass(frozen=True)
-class Phi3HParams:
+class Phi3HParams(AttentionHParams):
     """`phi3.*` keys (defaults as llama.cpp's loader)."""
-    arch: str
-    n_vocab: int
-    n_ctx_train: int          # context_length
-    n_embd: int               # embedding_length
-    n_layer: int              # block_count
-    n_ff: int                 # feed_forward_length (ffn_up holds 2 * n_ff rows)
-    n_head: int               # attention.head_count
-    n_head_kv: int            # attention.head_count_kv (default n_head)
-    head_dim_k: int           # attention.key_length (default n_embd / n_head)
-    head_dim_v: int           # attention.value_length (default n_embd / n_head)
-    n_rot: int                # rope.dimension_count (default head_dim_k)
-    rope_freq_base: float     # rope.freq_base (10000)
-    rope_freq_scale: float    # 1 / rope.scaling.factor (1 when absent)
     rope_attn_factor: float   # rope.scaling.attn_factor (1)
     n_ctx_orig: int           # rope.scaling.original_context_length (default context_length)
-    rms_eps: float            # attention.layer_norm_rms_epsilon (required)
     n_swa_file: int = 0       # attention.sliding_window as written (not used, see module doc)
     rope_type: int = ROPE_TYPE_NEOX
-    bos_id: int | None = None
-    eos_id: int | None = None
 
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "Phi3HParams":
