@@ -535,7 +535,8 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       moe_layers=(1,), n_expert: int = 4, n_expert_used: int = 2,
                       n_ff_exp: int = 32, gate_layers=None, n_ctx_train: int = 1024,
                       rope_freq_base: float = 10000.0, rope_freq_base_swa: float = 5000.0,
-                      rms_eps: float = 1e-6, bigram: float = 0.0, seed: int = 0) -> str:
+                      rms_eps: float = 1e-6, bigram: float = 0.0, swiglu_clamp_exp=None,
+                      swiglu_clamp_shexp=None, seed: int = 0) -> str:
     """Write a random-weight Step3.5 model (llama.cpp's `step35` keys and tensors, F32) to
     `path`; returns the path. `n_layer` trunk layers plus `n_nextn` NextN blocks (full
     layers with ``nextn.eh_proj [2D, D]``, ``nextn.enorm/hnorm [D]``; head 1 also has
@@ -545,7 +546,8 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     `moe_layers` use sigmoid-routed experts with a bias and a shared expert; `gate_layers`
     (default every other block) carry the per-head ``attn_gate [D, H]``. `bigram` > 0 makes
     the model close to a bigram model with that residual-branch scale (MTP drafts then get
-    accepted naturally)."""
+    accepted naturally). `swiglu_clamp_exp` / `swiglu_clamp_shexp` (one limit per block, 0
+    for none) write the SwiGLU limits of the routed experts / the dense and shared FFNs."""
     import gguf
     n_all = n_layer + n_nextn
     if swa_pattern is None:
@@ -572,6 +574,12 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
                       "attention.layer_norm_rms_epsilon": rms_eps}, V)
     w.add_key_value("step35.attention.sliding_window_pattern", [bool(s) for s in swa_pattern],
                     gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.BOOL)
+    for key, limits in (("swiglu_clamp_exp", swiglu_clamp_exp), ("swiglu_clamp_shexp", swiglu_clamp_shexp)):
+        if limits is not None:
+            if len(limits) != n_all:
+                raise ValueError(f"write_tiny_step35: {key} needs one limit per block ({n_all})")
+            w.add_key_value(f"step35.{key}", [float(x) for x in limits], gguf.GGUFValueType.ARRAY,
+                            sub_type=gguf.GGUFValueType.FLOAT32)
     if bigram:
         _near_bigram(w, bigram, seed)
 

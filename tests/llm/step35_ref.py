@@ -11,6 +11,13 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _swiglu(g, up, limit):
+    """silu(g) * up; with a limit L > 0, silu(g) is capped at L and up clamped to [-L, L]."""
+    if limit > 1e-6:
+        return np.minimum(_silu(g), limit) * np.clip(up, -limit, limit)
+    return _silu(g) * up
+
+
 class Step35Ref:
     def __init__(self, path):
         import gguf
@@ -26,6 +33,9 @@ class Step35Ref:
                        eps=g("attention.layer_norm_rms_epsilon"), n_swa=g("attention.sliding_window"),
                        k_used=g("expert_used_count", 0))
         self.swa = [bool(x) for x in g("attention.sliding_window_pattern")]
+        n_all = len(self.swa)
+        self.limit_exp = [float(x) for x in g("swiglu_clamp_exp", [0.0] * n_all)]
+        self.limit_shexp = [float(x) for x in g("swiglu_clamp_shexp", [0.0] * n_all)]
         self.W = {t.name: np.array(t.data, np.float64).reshape([int(x) for x in reversed(t.shape)])
                   for t in r.tensors}
         self.kv = {}
@@ -70,18 +80,19 @@ class Step35Ref:
 
     def ffn(self, il, u):
         W, pre = self.W, f"blk.{il}."
-        swiglu = lambda g, up, dn, x: W[dn] @ (_silu(W[g] @ x) * (W[up] @ x))  # noqa: E731
+        lim_sh, lim_exp = self.limit_shexp[il], self.limit_exp[il]
+        dense = lambda g, up, dn, x: W[dn] @ _swiglu(W[g] @ x, W[up] @ x, lim_sh)  # noqa: E731
         if pre + "ffn_gate_inp.weight" not in W:
-            return swiglu(pre + "ffn_gate.weight", pre + "ffn_up.weight", pre + "ffn_down.weight", u)
+            return dense(pre + "ffn_gate.weight", pre + "ffn_up.weight", pre + "ffn_down.weight", u)
         probs = _sigmoid(W[pre + "ffn_gate_inp.weight"] @ u)
         sel = np.argsort(-(probs + W[pre + "exp_probs_b.bias"]), kind="stable")[:self.hp["k_used"]]
         out = np.zeros_like(u)
         for e in sel:
             g = W[pre + "ffn_gate_exps.weight"][e] @ u
             up = W[pre + "ffn_up_exps.weight"][e] @ u
-            out += probs[e] * (W[pre + "ffn_down_exps.weight"][e] @ (_silu(g) * up))
-        return out + swiglu(pre + "ffn_gate_shexp.weight", pre + "ffn_up_shexp.weight",
-                            pre + "ffn_down_shexp.weight", u)
+            out += probs[e] * (W[pre + "ffn_down_exps.weight"][e] @ _swiglu(g, up, lim_exp))
+        return out + dense(pre + "ffn_gate_shexp.weight", pre + "ffn_up_shexp.weight",
+                           pre + "ffn_down_shexp.weight", u)
 
     def block(self, il, x, p):
         W, eps, pre = self.W, self.hp["eps"], f"blk.{il}."

@@ -8,7 +8,9 @@ dims with base `rope.freq_base_swa`, the full-attention layers half of
 `rope.dimension_count` with `rope.freq_base` — attention over the iSWA memory, an optional
 per-head sigmoid gate `attn_gate [D, H]` on the attention output, the output projection,
 residual; RMS norm, a SwiGLU FFN (dense, or sigmoid-routed experts plus a shared expert),
-residual. The trunk exports its last layer's output before the final norm as `h_nextn`
+residual. The per-block keys `swiglu_clamp_exp` (routed experts) and `swiglu_clamp_shexp`
+(dense and shared-expert FFNs) limit the SwiGLU: silu(gate) clamped to at most L, up to
+[-L, L] (0: no limit). The trunk exports its last layer's output before the final norm as `h_nextn`
 (every row, or only the output rows when masked); the NextN blocks are full Step3.5 layers.
 """
 from __future__ import annotations
@@ -66,6 +68,8 @@ class Step35HParams:
     expert_gating: int = Gating.SIGMOID
     expert_weights_scale: float = 0.0
     expert_weights_norm: bool = False
+    swiglu_clamp_exp: tuple = ()    # per block (NextN too): SwiGLU limit of the routed experts
+    swiglu_clamp_shexp: tuple = ()  # per block: limit of the dense / shared-expert FFN (0: none)
     rope_freq_scale: float = 1.0
     rope_type: int = ROPE_TYPE_NEOX
     bos_id: int | None = None
@@ -90,9 +94,6 @@ class Step35HParams:
                             f"(block_count {n_all}, nextn {n_nextn}, heads {n_head})")
         head_k = r.get("attention.key_length", n_embd // n_head)
         n_rot = r.get("rope.dimension_count", head_k)
-        for key in ("swiglu_clamp_exp", "swiglu_clamp_shexp"):
-            if r.has(key) and any(float(x) for x in r.get_arr(key, n_all, kind=float)):
-                raise GGUFError(f"{arch}: {key} is not supported by pyggml's step35 yet")
         if r.get("rope.scaling.factor", 0.0, float) not in (0.0, 1.0):
             raise GGUFError(f"{arch}: RoPE scaling is not supported by pyggml's step35 yet")
         tokens = kv.get("tokenizer.ggml.tokens")
@@ -113,6 +114,8 @@ class Step35HParams:
                    expert_gating=r.get("expert_gating_func", 0) or Gating.SIGMOID,
                    expert_weights_scale=r.get("expert_weights_scale", 0.0, float),
                    expert_weights_norm=r.get("expert_weights_norm", False, bool),
+                   swiglu_clamp_exp=r.get_arr("swiglu_clamp_exp", n_all, 0.0, float),
+                   swiglu_clamp_shexp=r.get_arr("swiglu_clamp_shexp", n_all, 0.0, float),
                    bos_id=r.token_id("tokenizer.ggml.bos_token_id"),
                    eos_id=r.token_id("tokenizer.ggml.eos_token_id"))
 
@@ -122,6 +125,12 @@ class Step35Graph(DecoderGraph):
     HParams = Step35HParams
     TENSORS = TENSORS
     REQUIRED = tuple(REQUIRED)
+
+    def __init__(self, model, params, res):
+        super().__init__(model, params, res)
+        # the SwiGLU limits clamp silu(gate) from above and up to [-L, L], layer by layer
+        self.swiglu_clamp_exp = self.hparams.swiglu_clamp_exp
+        self.swiglu_clamp_shexp = self.hparams.swiglu_clamp_shexp
 
     @staticmethod
     def create_memory(model, hp: Step35HParams, cp):
