@@ -9,116 +9,53 @@ very same steps. `drafter_loop` takes the same steps through pyggml's MtpDrafter
 `forced` makes drafts that are right up to a chosen index (full, partial, zero acceptance)."""
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
-CTX_TYPE_MTP = 1
-PROCESS_DECODE = 1
+from llama_cpp_driver import CTX_TYPE_MTP, LlamaCppContext, LlamaCppModel
 
 
 class LlamaMtpSide:
-    """Target + MTP contexts in llama.cpp."""
+    """Target + MTP contexts in llama.cpp (F32 caches: exact)."""
 
     def __init__(self, path, n_ctx=256, n_rs_seq=4, n_ubatch=64, flash_attn=False):
-        import llama_cpp as lc
-        import llama_cpp.llama_cpp_ext as ext
-        self.lc, self.ext = lc, ext
-        lc.llama_backend_init()
-        mp = lc.llama_model_default_params()
-        mp.load_mtp = True
-        self.model = lc.llama_model_load_from_file(str(path).encode(), mp)
-        if not self.model:
-            raise RuntimeError(f"llama.cpp could not load {path}")
-        self.n_vocab = lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(self.model))
-        self.n_embd = lc.llama_model_n_embd_out(self.model) if hasattr(lc, "llama_model_n_embd_out") \
-            else lc.llama_model_n_embd(self.model)
-        self.n_heads = int(lc.llama_model_n_layer_nextn(self.model))
-
-        def params(**kw):
-            cp = lc.llama_context_default_params()
-            cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = n_ctx, n_ubatch, n_ubatch, 1
-            cp.n_threads = cp.n_threads_batch = 2
-            cp.type_k = cp.type_v = 0                      # F32 caches: exact
-            cp.flash_attn_type = 1 if flash_attn else 0
-            for k, v in kw.items():
-                setattr(cp, k, v)
-            return cp
-
-        self.tgt = lc.llama_init_from_model(self.model, params(n_rs_seq=n_rs_seq))
-        if not self.tgt:
-            raise RuntimeError("llama.cpp could not create the target context")
-        self.dft = lc.llama_init_from_model(self.model, params(ctx_type=CTX_TYPE_MTP,
-                                                               ctx_other=self.tgt, n_rs_seq=0,
-                                                               n_outputs_max=1))
-        if not self.dft:
-            raise RuntimeError("llama.cpp could not create the MTP context")
-        ext.llama_set_embeddings_nextn(self.tgt, True, False)
-        ext.llama_set_embeddings_nextn(self.dft, True, True)
-        self._keep = []
-
-    def _process(self, ctx, tokens, pos0, hs=None, outputs=None):
-        lc = self.lc
-        b = lc.llama_batch_ext_init(ctx)
-        self._keep = []
-        try:
-            for i, t in enumerate(tokens):
-                idx = lc.llama_batch_ext_add_token(b, 0, int(t))
-                assert idx == i, f"llama_batch_ext_add_token returned {idx}"
-                pos = (lc.llama_pos * 1)(pos0 + i)
-                self._keep.append(pos)
-                lc.llama_batch_ext_set_pos(b, idx, pos)
-                if hs is not None:
-                    row = np.ascontiguousarray(hs[i], np.float32)
-                    self._keep.append(row)
-                    e = lc.llama_embd(row.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), 1, len(row))
-                    assert lc.llama_batch_ext_set_embd_token(b, idx, e)
-                if outputs is None or outputs[i]:
-                    lc.llama_batch_ext_set_output_logits(b, idx, True)
-            rc = lc.llama_process(ctx, PROCESS_DECODE, b)
-            if rc != 0:
-                raise RuntimeError(f"llama_process returned {rc}")
-        finally:
-            lc.llama_batch_ext_free(b)
-
-    def _floats(self, ptr, n):
-        return np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)),
-                                     shape=(n,)).astype(np.float32)
+        self.model = LlamaCppModel(path, load_mtp=True)
+        self.n_vocab, self.n_embd, self.n_heads = self.model.n_vocab, self.model.n_embd_out, self.model.n_nextn
+        kw = dict(n_ctx=n_ctx, n_ubatch=n_ubatch, flash_attn=flash_attn)
+        self.tgt = LlamaCppContext(self.model, n_rs_seq=n_rs_seq, **kw)
+        self.dft = LlamaCppContext(self.model, other=self.tgt, ctx_type=CTX_TYPE_MTP, n_rs_seq=0,
+                                   n_outputs_max=1, **kw)
+        self.tgt.enable_nextn(masked=False)
+        self.dft.enable_nextn(masked=True)
 
     # ---- the MtpSide interface ---------------------------------------------------------------
     def target_decode(self, tokens, pos0):
         """All rows: logits [n, V] and h_nextn [n, D]."""
-        self._process(self.tgt, tokens, pos0)
-        lg = np.stack([self._floats(self.lc.llama_get_logits_ith(self.tgt, i), self.n_vocab)
-                       for i in range(len(tokens))])
-        h = np.stack([self._floats(self.ext.llama_get_embeddings_nextn_ith(self.tgt, i), self.n_embd)
-                      for i in range(len(tokens))])
-        return lg, h
+        n = len(tokens)
+        self.tgt.decode_tokens(tokens, pos0, outputs=True)
+        return (np.stack([self.tgt.logits(i) for i in range(n)]),
+                np.stack([self.tgt.nextn_ith(i, self.n_embd) for i in range(n)]))
 
     def draft_decode(self, tokens, hs, pos0, want_output):
         """Last entry's logits and h_nextn (None, None without output)."""
         n = len(tokens)
-        outs = [want_output and i == n - 1 for i in range(n)]
-        self._process(self.dft, tokens, pos0, hs, outs)
+        self.dft.run([(t, hs[i], pos0 + i, want_output and i == n - 1) for i, t in enumerate(tokens)])
         if not want_output:
             return None, None
-        lg = self._floats(self.lc.llama_get_logits_ith(self.dft, n - 1), self.n_vocab)
-        h = self._floats(self.ext.llama_get_embeddings_nextn_ith(self.dft, n - 1), self.n_embd)
-        return lg, h
+        return self.dft.logits(n - 1), self.dft.nextn_ith(n - 1, self.n_embd)
 
     def set_offset(self, k):
-        self.ext.llama_set_nextn_layer_offset(self.dft, int(k))
+        self.dft.set_nextn_layer_offset(k)
 
     def seq_rm_target(self, p0):
-        return bool(self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.tgt), 0, p0, -1))
+        return self.tgt.seq_rm(p0, -1)
 
     def seq_rm_draft(self, p0):
-        return bool(self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.dft), 0, p0, -1))
+        return self.dft.seq_rm(p0, -1)
 
     def close(self):
-        self.lc.llama_free(self.dft)
-        self.lc.llama_free(self.tgt)
-        self.lc.llama_model_free(self.model)
+        self.dft.close()
+        self.tgt.close()
+        self.model.close()
 
 
 class PyggmlMtpSide:

@@ -16,6 +16,8 @@ from util import nmse
 pytestmark = pytest.mark.oracle
 llama_cpp = pytest.importorskip("llama_cpp")
 
+from llama_cpp_driver import llama_cpp_greedy, pyggml_greedy  # noqa: E402
+
 from pyggml.llm import Context, Model  # noqa: E402
 from pyggml.llm.models import load_hparams  # noqa: E402
 from pyggml.llm.tiny import write_tiny_gemma2, write_tiny_gemma3, write_tiny_phi3  # noqa: E402
@@ -48,32 +50,13 @@ def model(request, tmp_path_factory):
 
 
 def run_llama_cpp(path, prompt, flash_attn, n_ctx, n_ubatch):
-    llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_batch=n_ubatch, n_ubatch=n_ubatch,
-                          n_threads=2, logits_all=True, flash_attn=flash_attn, swa_full=False,
-                          verbose=False, seed=0)
-    try:
-        llm.eval(list(prompt))
-        rows = [np.array(llm.scores[:len(prompt)], np.float64)]
-        toks = []
-        for _ in range(N_STEPS):
-            tok = int(np.argmax(rows[-1][-1]))
-            toks.append(tok)
-            llm.eval([tok])
-            rows.append(np.array(llm.scores[llm.n_tokens - 1:llm.n_tokens], np.float64))
-    finally:
-        llm.close()
-    return np.concatenate(rows), toks
+    return llama_cpp_greedy(path, prompt, N_STEPS, n_ctx=n_ctx, n_ubatch=n_ubatch,
+                            flash_attn=flash_attn, swa_full=False)
 
 
 def run_pyggml(path, prompt, flash_attn, n_ctx, n_ubatch):
     ctx = Context(Model.load(path), n_ctx=n_ctx, n_threads=2, flash_attn=flash_attn, n_ubatch=n_ubatch)
-    rows = [ctx.decode(prompt, logits_all=True).astype(np.float64)]
-    toks = []
-    for _ in range(N_STEPS):
-        tok = int(np.argmax(rows[-1][-1]))
-        toks.append(tok)
-        rows.append(ctx.decode([tok]).astype(np.float64))
-    return np.concatenate(rows), toks
+    return pyggml_greedy(ctx, prompt, N_STEPS)
 
 
 @pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])

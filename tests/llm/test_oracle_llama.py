@@ -12,6 +12,8 @@ from util import nmse
 pytestmark = pytest.mark.oracle
 llama_cpp = pytest.importorskip("llama_cpp")
 
+from llama_cpp_driver import llama_cpp_greedy, pyggml_greedy  # noqa: E402
+
 from pyggml.llm import Context, Model, write_tiny_llama  # noqa: E402
 
 N_STEPS = 32
@@ -35,28 +37,12 @@ def gguf_path(request, tmp_path_factory):
 
 
 def run_llama_cpp(path, prompt, flash_attn):
-    llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=64, n_ubatch=64, n_threads=2,
-                          logits_all=True, flash_attn=flash_attn, verbose=False, seed=0)
-    llm.eval(list(prompt))
-    rows = [np.array(llm.scores[:len(prompt)], np.float64)]
-    toks = []
-    for _ in range(N_STEPS):
-        tok = int(np.argmax(rows[-1][-1]))
-        toks.append(tok)
-        llm.eval([tok])
-        rows.append(np.array(llm.scores[llm.n_tokens - 1:llm.n_tokens], np.float64))
-    return np.concatenate(rows), toks
+    return llama_cpp_greedy(path, prompt, N_STEPS, flash_attn=flash_attn)
 
 
 def run_pyggml(path, prompt, flash_attn):
     ctx = Context(Model.load(path), n_ctx=256, n_threads=2, flash_attn=flash_attn, n_ubatch=64)
-    rows = [ctx.decode(prompt, logits_all=True).astype(np.float64)]
-    toks = []
-    for _ in range(N_STEPS):
-        tok = int(np.argmax(rows[-1][-1]))
-        toks.append(tok)
-        rows.append(ctx.decode([tok]).astype(np.float64))
-    return np.concatenate(rows), toks
+    return pyggml_greedy(ctx, prompt, N_STEPS)
 
 
 @pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])

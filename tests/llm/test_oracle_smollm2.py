@@ -96,7 +96,7 @@ def test_prompt_logits_and_greedy_tokens(path, model, chat_prompt):
 def test_intermediate_tensors_bit_identical(path, model, chat_prompt, flash_attn=True):
     """With flash attention (the path the logits test checks); the mul_mat + soft_max attention
     does not round as ggml's F16 matmuls do yet."""
-    from llama_cpp_tensors import llama_cpp_tensors
+    from llama_cpp_driver import llama_cpp_tensors
     kinds = ("attn_norm", "Qcur", "Kcur", "Vcur", "kqv_out", "ffn_inp", "ffn_norm", "ffn_swiglu",
              "ffn_out", "l_out")
     names = [f"{k}-{il}" for il in range(model.hparams.n_layer) for k in kinds] + ["result_norm", "result_output"]

@@ -206,9 +206,9 @@ def test_rollback_matches_llama_cpp(path):
     """The same calls on both: decode a prefix, a verify batch of 6, seq_rm the last 2,
     decode 2 other tokens; every returned row within NMSE 1e-4 of llama.cpp's."""
     pytest.importorskip("llama_cpp")
-    from llama_cpp_raw import RawLlama
-    try:
-        llm = RawLlama(path, n_rs_seq=3)
+    from llama_cpp_driver import LlamaCppContext
+    try:   # llama.cpp's default cache types and flash-attention choice, as pyggml's Context
+        llm = LlamaCppContext.open(path, n_rs_seq=3, kv_f32=False, flash_attn=None)
     except RuntimeError as e:
         pytest.skip(str(e))
     toks = [int(t) for t in tokens(24, seed=11)]
