@@ -3,7 +3,12 @@ layers and 3 NextN heads, alternating window/full attention with a window of 8, 
 RoPE on the full layers, per-head attention gates, one MoE layer, the optional NextN shared
 head tensors): trunk logits and h_nextn against llama.cpp, the head offset, the drafter's
 chained heads committing exactly the greedy stream, and the drafts and draft logits of
-every step against llama.cpp's MTP context."""
+every step against llama.cpp's MTP context.
+
+A second file, `limits`, has per-block SwiGLU limits (`swiglu_clamp_exp` on its two MoE
+layers' experts, `swiglu_clamp_shexp` on the dense and shared-expert FFNs, one block of each
+kind unlimited) that clamp about an eighth of the SwiGLU inputs; the numpy and llama.cpp
+checks run on it too."""
 import numpy as np
 import pytest
 
@@ -25,6 +30,26 @@ def path(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model(path):
     return Model.load(path)
+
+
+# 3 trunk layers + 3 NextN blocks; blocks 1 and 3 are MoE
+LIMIT_EXP = [0.0, 1.2, 0.0, 1.5, 0.0, 0.0]
+LIMIT_SHEXP = [1.5, 1.0, 0.0, 1.2, 2.0, 1.4]
+LIMITS_WRITER = dict(seed=1, moe_layers=(1, 3))
+
+
+@pytest.fixture(scope="module")
+def limits_path(tmp_path_factory):
+    return str(write_tiny_step35(tmp_path_factory.mktemp("limits") / "limits.gguf",
+                                 swiglu_clamp_exp=LIMIT_EXP, swiglu_clamp_shexp=LIMIT_SHEXP,
+                                 **LIMITS_WRITER))
+
+
+@pytest.fixture(scope="module", params=["plain", "limits"])
+def variant(request, path, limits_path):
+    """(model, path) of the plain file and of the one with SwiGLU limits."""
+    p = path if request.param == "plain" else limits_path
+    return Model.load(p), p
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +75,29 @@ def test_hparams_and_memory_layout(model):
     assert sorted(d.memory.base.layers + d.memory.swa.layers) == [3, 4, 5]
 
 
+def test_swiglu_limits_are_read_per_block(limits_path, tmp_path):
+    from pyggml.llm.models.step35 import Step35HParams
+    hp = f32(Model.load(limits_path)).hparams
+    assert hp.swiglu_clamp_exp == tuple(float(np.float32(x)) for x in LIMIT_EXP)   # stored as F32
+    assert hp.swiglu_clamp_shexp == tuple(float(np.float32(x)) for x in LIMIT_SHEXP)
+    plain = Model.load(write_tiny_step35(tmp_path / "plain.gguf", **LIMITS_WRITER))
+    hp = Step35HParams.from_gguf(dict(plain.kv, **{"step35.swiglu_clamp_shexp": 0.75}), "step35")
+    assert hp.swiglu_clamp_shexp == (0.75,) * 6 and hp.swiglu_clamp_exp == (0.0,) * 6
+    with pytest.raises(ValueError, match="one limit per block"):
+        write_tiny_step35(tmp_path / "bad.gguf", swiglu_clamp_exp=[1.0, 2.0])
+
+
+def test_swiglu_limits_bite(limits_path, tmp_path):
+    toks = tokens(20, seed=9)
+    plain = write_tiny_step35(tmp_path / "plain.gguf", **LIMITS_WRITER)
+    want, _ = Step35Ref(limits_path).trunk(toks)
+    unlimited, _ = Step35Ref(plain).trunk(toks)
+    assert min(nmse(w, u) for w, u in zip(want, unlimited)) > 1e-3
+
+
 @pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])
-def test_trunk_and_every_head_match_numpy(model, path, flash_attn):
+def test_trunk_and_every_head_match_numpy(variant, flash_attn):
+    model, path = variant
     toks = tokens(20, seed=9)                       # longer than the window of 8
     ref = Step35Ref(path)
     want, want_h = ref.trunk(toks)
@@ -160,7 +206,8 @@ def llama_side(path):
 
 
 @pytest.mark.oracle
-def test_trunk_logits_and_h_nextn_match_llama_cpp(model, path):
+def test_trunk_logits_and_h_nextn_match_llama_cpp(variant):
+    model, path = variant
     toks = tokens(30, seed=5)              # longer than the window: SWA masking matters
     side = llama_side(path)
     want, want_h = side.target_decode(toks, 0)
@@ -172,10 +219,11 @@ def test_trunk_logits_and_h_nextn_match_llama_cpp(model, path):
 
 
 @pytest.mark.oracle
-@pytest.mark.parametrize("policy", ["natural", "forced"])
-def test_chained_drafts_and_draft_logits_match_llama_cpp(model, path, bigram_path, policy):
-    if policy == "natural":
-        path = bigram_path
+@pytest.mark.parametrize("policy", ["natural", "forced", "forced_limits"])
+def test_chained_drafts_and_draft_logits_match_llama_cpp(model, path, bigram_path, limits_path,
+                                                         policy):
+    if policy != "forced":
+        path = bigram_path if policy == "natural" else limits_path
         model = Model.load(path)
     prompt = tokens(9, seed=7)
     greedy = list(f32(model).generate(prompt, 36))
