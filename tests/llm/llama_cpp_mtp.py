@@ -14,6 +14,16 @@ import numpy as np
 from llama_cpp_driver import CTX_TYPE_MTP, LlamaCppContext, LlamaCppModel
 
 
+def llama_mtp_side(path, **kw) -> "LlamaMtpSide":
+    """LlamaMtpSide(path, **kw), or the test skipped where llama_cpp or its MTP path is absent."""
+    import pytest
+    pytest.importorskip("llama_cpp")
+    try:
+        return LlamaMtpSide(path, **kw)
+    except (RuntimeError, AttributeError) as e:
+        pytest.skip(f"llama.cpp MTP path unavailable: {e}")
+
+
 class LlamaMtpSide:
     """Target + MTP contexts in llama.cpp (F32 caches: exact)."""
 

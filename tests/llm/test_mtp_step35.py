@@ -12,7 +12,7 @@ checks run on it too."""
 import numpy as np
 import pytest
 
-from llama_cpp_mtp import PyggmlMtpSide, drafter_loop, forced, run_mtp_loop
+from llama_cpp_mtp import PyggmlMtpSide, drafter_loop, forced, llama_mtp_side, run_mtp_loop
 from step35_ref import Step35Ref
 from util import nmse
 
@@ -197,12 +197,7 @@ def test_chained_heads_commit_the_greedy_stream(model):
 
 # ---- llama.cpp -----------------------------------------------------------------------------
 def llama_side(path):
-    pytest.importorskip("llama_cpp")
-    from llama_cpp_mtp import LlamaMtpSide
-    try:
-        return LlamaMtpSide(path, n_rs_seq=0)
-    except (RuntimeError, AttributeError) as e:
-        pytest.skip(f"llama.cpp MTP path unavailable: {e}")
+    return llama_mtp_side(path, n_rs_seq=0)
 
 
 @pytest.mark.oracle

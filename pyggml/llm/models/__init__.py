@@ -7,6 +7,10 @@ Each model file defines, next to its builder (a GraphContext subclass):
 * `create_memory(model, hparams, cparams)`: the Memory a Context decodes with (for
   `cparams.ctx_type == "mtp"`: a memory over the NextN layers only),
 * optionally `MtpGraph`: the builder of its NextN draft graph (GraphType.DECODER_MTP).
+
+The attention architectures (llama, phi3, gemma2/3, step35) build on `decoder.py`: the common
+hparams fields, KV cache arguments, self-attention, dense/MoE FFN, the layer loop and the
+output head, so that their files keep only what is specific to them.
 """
 from __future__ import annotations
 
