@@ -277,6 +277,7 @@ class DFlashGraph(GraphContext):
             self.markov_head(tokens, n_blocks)
         if selector is not None:
             self.selector(tokens, n_blocks)
+        self.build_sampling()     # greedy drafts read the argmax of every (biased) row
         return self.res
 
     # ---- DSpark ------------------------------------------------------------------------------
