@@ -28,7 +28,7 @@ import numpy as np
 from ..context import Generation
 from ..sampling import Sampler, greedy
 from .drafter import Draft, Drafter, drafter_factory
-from .target import StepRows, decode_steps
+from .target import StepRows, decode_steps, shares_ubatch
 from .verify import verify_forced, verify_greedy, verify_rejection
 
 __all__ = ["SpeculativeDecoder", "check_same_vocab"]
@@ -336,21 +336,21 @@ class SpeculativeDecoder:
         return [ln.out for ln in lanes]
 
     def _lanes(self, seq_ids) -> list:
+        """Lane i of a call: sequence 0 uses the decoder's drafter and streams; lanes 1.. get
+        their own, made once and kept, so each lane's random streams continue across calls
+        as the first one's do."""
         while len(self._extra) < len(seq_ids) - 1:
-            self._extra.append(self._new_drafter())
-        lanes = []
-        for i, s in enumerate(seq_ids):
-            if i == 0:
-                lanes.append(_Lane(s, self.drafter, self.sampler, self.rng, self.n_max))
-                continue
+            i = len(self._extra) + 1
             sampler = self.sampler
             if isinstance(sampler, Sampler):   # its own history and random stream
                 sampler = copy.deepcopy(sampler)
+                sampler.reset()
                 sampler.rng = np.random.default_rng(None if sampler.seed is None
                                                     else [int(sampler.seed), i])
             rng = np.random.default_rng(None if self.seed is None else [int(self.seed), i])
-            drafter = self._extra[i - 1]
-            drafter.reset()
+            self._extra.append((self._new_drafter(), sampler, rng))
+        lanes = [_Lane(seq_ids[0], self.drafter, self.sampler, self.rng, self.n_max)]
+        for s, (drafter, sampler, rng) in zip(seq_ids[1:], self._extra):
             lanes.append(_Lane(s, drafter, sampler, rng, self.n_max))
         return lanes
 
@@ -378,7 +378,7 @@ class SpeculativeDecoder:
         tb = time.perf_counter()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
         tc = time.perf_counter()
-        st["n_target_decodes"] += 1
+        st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
         t_draft = 0.0
         for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
             t3 = time.perf_counter()
@@ -420,7 +420,7 @@ class SpeculativeDecoder:
         """Forget the target's sequences and the drafters' state."""
         self.ctx.reset()
         self.drafter.reset()
-        for d in self._extra:
+        for d, _, _ in self._extra:
             d.reset()
 
 

@@ -19,7 +19,7 @@ from ..inputs import UBatch
 from ..kv_cache import KVCache
 from ..kv_cache_iswa import KVCacheISWA
 
-__all__ = ["StepRows", "decode_steps", "takes_several_sequences"]
+__all__ = ["StepRows", "decode_steps", "shares_ubatch", "takes_several_sequences"]
 
 GREEDY = ("greedy",)
 
@@ -80,13 +80,19 @@ def _decode_one(ctx, seq, tokens, logits_all, greedy, names):
     return rows
 
 
+def shares_ubatch(ctx, batches, logits_all: bool = True) -> bool:
+    """Whether decode_steps puts these batches into one ubatch."""
+    total = sum(len(t) for _, t in batches)
+    return (len(batches) > 1 and logits_all and takes_several_sequences(ctx.memory)
+            and total <= ctx.n_ubatch and total <= ctx.cparams.n_outputs_max)
+
+
 def decode_steps(ctx, batches, greedy: bool, names=(), logits_all: bool = True) -> list:
     """Decode batches [(seq_id, tokens int32)] (each continuing its sequence); one StepRows
     per batch. Several sequences share a ubatch when the memory allows and they fit."""
-    total = sum(len(t) for _, t in batches)
-    if (len(batches) == 1 or not logits_all or not takes_several_sequences(ctx.memory)
-            or total > ctx.n_ubatch or total > ctx.cparams.n_outputs_max):
+    if not shares_ubatch(ctx, batches, logits_all):
         return [_decode_one(ctx, s, t, logits_all, greedy, names) for s, t in batches]
+    total = sum(len(t) for _, t in batches)
     pos, seqs = [], []
     for s, t in batches:
         p0 = ctx.n_past(s)
