@@ -27,6 +27,7 @@ import numpy as np
 
 from ..context import Generation
 from ..sampling import Sampler, greedy
+from .draft_length import DraftLength
 from .drafter import Draft, Drafter, drafter_factory
 from .target import StepRows, decode_steps, shares_ubatch
 from .verify import verify_forced, verify_greedy, verify_rejection
@@ -103,15 +104,19 @@ class SpeculativeDecoder:
     n_min: shorter drafts are dropped (the step then decodes id_last alone). sampler: None
     or `greedy` for greedy decoding, any deterministic callable logits -> id, or a `Sampler`
     (temperature > 0: rejection sampling). seed: the verifier's random stream (rejection
-    sampling, synthetic acceptance). adaptive: shorten drafts after rejections (to n_accepted
-    + 1, doubling back after a fully accepted one) and, when even one-token drafts fail, skip
-    drafting for 1, 2, 4 .. 16 steps, so a draft that never matches costs little more than
-    plain decoding. Other keyword options go to the drafter."""
+    sampling, synthetic acceptance). adaptive (default True, False for synthetic
+    acceptance): shorten drafts after rejections (to n_accepted + 1, doubling back after a
+    fully accepted one), skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
+    fail, and draft no more than the length with the most expected tokens per second by the
+    verify cost per width measured as it runs and the recent acceptance per position
+    (draft_length.py); "backoff" applies the first two rules only (deterministic lengths);
+    False drafts n_max every step. Other keyword options go to the drafter."""
 
-    MAX_BACKOFF = 16    # longest run of undrafted steps after one-token drafts keep failing
+    MAX_BACKOFF = DraftLength.MAX_BACKOFF
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
-                 sampler=None, seed: int | None = 0, seq_id: int = 0, adaptive: bool = False,
+                 sampler=None, seed: int | None = 0, seq_id: int = 0,
+                 adaptive: bool | None = None,
                  **options):
         if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
             factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
@@ -158,7 +163,13 @@ class SpeculativeDecoder:
         if names:
             ctx.outputs = tuple(dict.fromkeys(tuple(ctx.outputs) + names))
         self.tap_names = names
-        self.adaptive = bool(adaptive)
+        if adaptive is None:    # on, except where the draft length is what is measured
+            adaptive = getattr(self.drafter, "acceptance_probs", None) is None
+        if adaptive not in (True, False, "backoff"):
+            raise ValueError(f"SpeculativeDecoder: adaptive={adaptive!r}; expected True, False "
+                             f"or 'backoff'")
+        self.adaptive = adaptive
+        self._length = DraftLength(self.n_max)
         self._set_draft_mode(self.drafter)
         # verify batches take every width 1..n_max+1: keep one graph per width (and the
         # prompt's) instead of rebuilding graphs as the draft length changes
@@ -218,18 +229,21 @@ class SpeculativeDecoder:
                                         for x in self._acc_per_pos]
         s["tokens_per_s"] = max(s["n_tokens"] - s["n_seqs"], 0) / max(s["gen_s"], 1e-9)
 
-    # ---- adaptive draft length --------------------------------------------------------------
+    # ---- adaptive draft length (see draft_length.py) -----------------------------------------
     def _draft_budget(self, lane) -> int:
         if not self.adaptive:
             return self.n_max
         if lane.skip > 0:
             lane.skip -= 1
             return 0
-        return lane.n_cur
+        if self.adaptive == "backoff":
+            return lane.n_cur
+        return self._length.best_length(lane.n_cur)
 
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
+        self._length.observe_accept(n_drafted, n_acc)
         if n_acc == n_drafted:
             lane.n_cur, lane.backoff = min(self.n_max, 2 * lane.n_cur), 1
         elif n_acc == 0 and lane.n_cur == 1:
@@ -379,6 +393,8 @@ class SpeculativeDecoder:
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
         tc = time.perf_counter()
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
+        if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
+            self._length.observe_cost(len(batches[0][1]), tc - tb)
         t_draft = 0.0
         for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
             t3 = time.perf_counter()
