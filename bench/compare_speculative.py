@@ -117,11 +117,11 @@ def part_a(args):
         ctx = Context(model, n_ctx=len(prompt) + args.gen + 16, n_threads=args.threads,
                       flash_attn=args.flash_attn)
         ctx.generate(prompt[:8], 4)                   # warm-up: one-token graphs
-        for n_max, adaptive in ((4, False), (8, False), (8, "backoff"), (8, True)):
+        for n_max, adaptive in ((4, False), (4, True), (8, False), (8, True), (8, "cost")):
             dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, adaptive=adaptive)
             dec.generate(prompt[:8], 8)               # warm-up: verify graphs
             tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
-            mode = {False: "fixed", "backoff": "backoff", True: "default"}[adaptive]
+            mode = {False: "fixed", True: "default", "cost": "cost"}[adaptive]
             print(f"  {name:15s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
                   f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
                   f"rate {s['acceptance_rate']:.2f}  verify steps {s['n_verify_steps']}  "

@@ -120,7 +120,7 @@ def _check_trimmed(t, dec, out):
 @FAST
 @given(n=st.integers(0, N_REF), n_max=st.integers(1, 5),
        wrong=st.sets(st.integers(len(PROMPT), len(PROMPT) + N_REF), max_size=12),
-       adaptive=st.sampled_from([False, True, "backoff"]))
+       adaptive=st.sampled_from([False, True, "cost"]))
 def test_oracle_with_mismatches_commits_greedy_stream(llama, n, n_max, wrong, adaptive):
     dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, wrong), n_max=n_max,
                              adaptive=adaptive)
@@ -157,12 +157,12 @@ def test_adaptive_draft_length(llama):
     keeps drafting n_max."""
     n_ref = len(llama.full)
     dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full, range(n_ref)), n_max=4,
-                             adaptive="backoff")
+                             adaptive=True)
     assert list(dec.generate(PROMPT, N_REF)) == llama.ref
     s = dec.stats
     assert s["steps"][0]["draft"].__len__() == 4 and s["steps"][1]["draft"].__len__() == 1
     assert s["n_plain_steps"] > s["n_verify_steps"] and s["n_drafted"] < 20
-    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full), n_max=4, adaptive="backoff")
+    dec = SpeculativeDecoder(llama.fresh(), OracleDrafter(llama.full), n_max=4, adaptive=True)
     assert list(dec.generate(PROMPT, N_REF)) == llama.ref
     assert all(len(st["draft"]) == 4 for st in dec.stats["steps"][:-1])
 

@@ -106,11 +106,11 @@ class SpeculativeDecoder:
     (temperature > 0: rejection sampling). seed: the verifier's random stream (rejection
     sampling, synthetic acceptance). adaptive (default True, False for synthetic
     acceptance): shorten drafts after rejections (to n_accepted + 1, doubling back after a
-    fully accepted one), skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
-    fail, and draft no more than the length with the most expected tokens per second by the
-    verify cost per width measured as it runs and the recent acceptance per position
-    (draft_length.py); "backoff" applies the first two rules only (deterministic lengths);
-    False drafts n_max every step. Other keyword options go to the drafter."""
+    fully accepted one) and skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
+    fail, so a draft that never matches costs about plain decoding; "cost" also caps the
+    draft at the length with the most expected tokens per second by the verify cost per
+    width measured as it runs and the recent acceptance per position (draft_length.py;
+    timing-dependent lengths); False drafts n_max every step. Other keyword options go to the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
 
@@ -165,9 +165,9 @@ class SpeculativeDecoder:
         self.tap_names = names
         if adaptive is None:    # on, except where the draft length is what is measured
             adaptive = getattr(self.drafter, "acceptance_probs", None) is None
-        if adaptive not in (True, False, "backoff"):
+        if adaptive not in (True, False, "cost"):
             raise ValueError(f"SpeculativeDecoder: adaptive={adaptive!r}; expected True, False "
-                             f"or 'backoff'")
+                             f"or 'cost'")
         self.adaptive = adaptive
         self._length = DraftLength(self.n_max)
         self._set_draft_mode(self.drafter)
@@ -236,9 +236,9 @@ class SpeculativeDecoder:
         if lane.skip > 0:
             lane.skip -= 1
             return 0
-        if self.adaptive == "backoff":
-            return lane.n_cur
-        return self._length.best_length(lane.n_cur)
+        if self.adaptive == "cost":
+            return self._length.best_length(lane.n_cur)
+        return lane.n_cur
 
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
