@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pyggml.llm import Model, write_tiny_llama
-from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3
+from pyggml.llm.tiny import write_tiny_dflash, write_tiny_dspark_dsv4, write_tiny_eagle3
 from pyggml.llm.context import Context
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
@@ -37,6 +37,9 @@ KINDS = {
     "dflash_extras": (DFlashDrafter, dict(kind="dflash", n_layer=2, extras=True)),
     "dflash2_extras": (DFlashDrafter, dict(kind="dflash2", block_size=5, extras=True)),
     "dflash_tied": (DFlashDrafter, dict(kind="dflash", target_layers=(2,))),
+    "dspark_dsv4": (DFlashDrafter, dict(dsv4=True, target_layers=(1, 3))),
+    "dspark_dsv4_bonus": (DFlashDrafter, dict(dsv4=True, sample_from_anchor=False, n_layer=1,
+                                              n_swa=6)),
     "eagle3": (Eagle3Drafter, dict(target_layers=(0, 1, 3))),
     "eagle3_tied": (Eagle3Drafter, dict(target_layers=(0, 2, 3), own_output=False)),
     "eagle3_d2t": (Eagle3Drafter, dict(target_layers=(1, 2, 3), n_draft_vocab=120,
@@ -55,6 +58,9 @@ def files(tmp_path_factory):
                                            seed=4)}
     for name, (cls, kw) in KINDS.items():
         writer = write_tiny_eagle3 if cls is Eagle3Drafter else write_tiny_dflash
+        kw = dict(kw)
+        if kw.pop("dsv4", False):       # the DeepSeek V4 backbone (hyper-connections, MoE)
+            writer = write_tiny_dspark_dsv4
         out[name] = writer(d / f"{name}.gguf", **kw)
     return out
 
