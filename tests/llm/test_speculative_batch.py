@@ -214,3 +214,25 @@ def test_softmax_of_an_argmax_draft_fails_the_same_test(llama, exact):
     joint, cond = exact
     counts, n, _ = _sample_joint(llama, cond, True, rounds=50)
     assert _chi2_pvalue(counts, joint, n) < 1e-6
+
+
+@pytest.mark.parametrize("sampler", ["greedy", "T=0.7"])
+def test_batch_mtp_on_a_kv_target(tmp_path, sampler):
+    """Step3.5 MTP heads (an iSWA KV target, so the sequences share each verify ubatch): the
+    h_nextn rows of the shared ubatch go to each sequence's own MTP drafter. Greedy: every
+    stream is plain greedy; T > 0: rejection sampling of the point-mass MTP drafts runs and
+    accepts some drafts (its distribution is checked above, independent of the drafter)."""
+    from pyggml.llm.tiny import write_tiny_step35
+    m = Model.load(write_tiny_step35(tmp_path / "s35.gguf", bigram=0.5, seed=1))
+    prompts = [[5, 9, 14, 27, 9, 14, 33], [71, 88, 3, 40, 41], [2, 4, 8, 16, 2, 4]]
+    smp = None if sampler == "greedy" else Sampler(temperature=0.7, top_k=8, top_p=1.0,
+                                                     min_p=0.0, seed=3)
+    dec = SpeculativeDecoder(Context(m, n_ctx=128, n_seq_max=3), "mtp", n_max=3, sampler=smp)
+    got = dec.generate_batch(prompts, 20)
+    assert dec.stats["n_target_decodes"] < dec.stats["n_verify_steps"] + dec.stats["n_plain_steps"]
+    assert dec.stats["n_accepted"] > 0
+    if smp is None:
+        assert [list(g) for g in got] == [list(Context(m, n_ctx=128).generate(p, 20))
+                                          for p in prompts]
+    else:
+        assert all(len(g) == 20 and all(0 <= t < 256 for t in g) for g in got)
