@@ -9,7 +9,12 @@ Each step (the order llama.cpp's server uses):
 5. the drafter's `accept(n_accepted)`;
 6. the target forgets the rejected positions: `seq_rm(seq, pos0 + n_accepted + 1, -1)`.
 
-With a deterministic sampler (greedy by default) every committed token is the target's own
+With greedy sampling (the default) the target's argmax of every verify row is taken in the
+graph, so a step copies k + 1 ids, not k + 1 logits rows (target.py); drafters that pick
+their own argmax do the same in their graphs. `generate_batch` runs several sequences, each
+with its own drafter, verified in one target ubatch when the memory allows.
+
+With a deterministic sampler every committed token is the target's own
 choice, so the stream is `ctx.generate(prompt, n)` exactly as long as the target computes a
 row the same way in a batch of k + 1 tokens as alone (kernels that switch paths with the
 batch width break ties differently: on quantized models a late token can then differ, as
