@@ -326,14 +326,15 @@ class SpeculativeDecoder:
         st["n_seqs"] = len(lanes)
         greedy_ids = self.greedy_in_graph
         t_prompt_draft = 0.0
-        for lane, tok in zip(lanes, tokens):
-            ta = time.perf_counter()
-            pos_prompt = ctx.n_past(lane.seq)
-            rows = decode_steps(ctx, [(lane.seq, tok)], greedy_ids, self.tap_names,
-                                logits_all=False)[0]
+        # the prompts: one ubatch for all when they fit (a KV cache), else one by one
+        ta = time.perf_counter()
+        pos_prompt = [ctx.n_past(lane.seq) for lane in lanes]
+        all_rows = decode_steps(ctx, [(lane.seq, tok) for lane, tok in zip(lanes, tokens)],
+                                greedy_ids, self.tap_names, logits_all=False)
+        st["prompt_s"] = time.perf_counter() - ta
+        for lane, tok, p0, rows in zip(lanes, tokens, pos_prompt, all_rows):
             tb = time.perf_counter()
-            lane.drafter.process(tok, pos_prompt, rows.taps)
-            st["prompt_s"] += tb - ta
+            lane.drafter.process(tok, p0, rows.taps)
             t_prompt_draft += time.perf_counter() - tb
             if n > 0:
                 lane.id_last = int(rows.ids[-1]) if rows.ids is not None \

@@ -83,8 +83,9 @@ def _decode_one(ctx, seq, tokens, logits_all, greedy, names):
 def shares_ubatch(ctx, batches, logits_all: bool = True) -> bool:
     """Whether decode_steps puts these batches into one ubatch."""
     total = sum(len(t) for _, t in batches)
-    return (len(batches) > 1 and logits_all and takes_several_sequences(ctx.memory)
-            and total <= ctx.n_ubatch and total <= ctx.cparams.n_outputs_max)
+    n_out = total if logits_all else len(batches)
+    return (len(batches) > 1 and takes_several_sequences(ctx.memory)
+            and total <= ctx.n_ubatch and n_out <= ctx.cparams.n_outputs_max)
 
 
 def decode_steps(ctx, batches, greedy: bool, names=(), logits_all: bool = True) -> list:
@@ -102,8 +103,13 @@ def decode_steps(ctx, batches, greedy: bool, names=(), logits_all: bool = True) 
         pos.append(np.arange(p0, p0 + len(t), dtype=np.int32))
         seqs.append(np.full(len(t), s, np.int32))
     tok = np.concatenate([np.asarray(t, np.int32) for _, t in batches])
-    ub = UBatch(pos=np.concatenate(pos), seq_id=np.concatenate(seqs),
-                output=np.ones(total, bool), token=tok)
+    sizes = [len(t) for _, t in batches]
+    if logits_all:
+        output = np.ones(total, bool)
+    else:                                   # the last row of each sequence (prompts)
+        output = np.zeros(total, bool)
+        output[np.cumsum(sizes) - 1] = True
+    ub = UBatch(pos=np.concatenate(pos), seq_id=np.concatenate(seqs), output=output, token=tok)
     ctx.memory.update(ctx.n_threads)
     plans = ctx.memory.init_batch([ub])
     if plans is None:
@@ -114,9 +120,8 @@ def decode_steps(ctx, batches, greedy: bool, names=(), logits_all: bool = True) 
         if greedy:
             flat_ids, flat_logits = np.array(res.sampled_view(), np.int32), None
         else:
-            flat_ids, flat_logits = None, ctx._copy_logits(res, total)
+            flat_ids, flat_logits = None, ctx._copy_logits(res, ub.n_outputs)
         ctx.logits = None
-        sizes = [len(t) for _, t in batches]
         taps = _split_taps(ctx, names, sizes) if names else [{} for _ in sizes]
     except BaseException:
         for (s, _), p in zip(batches, pos):   # the ubatch's cells hold no valid state
@@ -126,7 +131,7 @@ def decode_steps(ctx, batches, greedy: bool, names=(), logits_all: bool = True) 
         ctx.collected = None
     out, b = [], 0
     for (s, t), tp in zip(batches, taps):
-        k = len(t)
+        k = len(t) if logits_all else 1
         out.append(StepRows(ids=None if flat_ids is None else flat_ids[b:b + k],
                             logits=None if flat_logits is None else flat_logits[b:b + k], taps=tp))
         b += k
