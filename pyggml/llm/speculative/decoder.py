@@ -390,7 +390,7 @@ class SpeculativeDecoder:
             if k_max > 0:
                 ids, probs = self._take_draft(lane.drafter.draft(lane.id_last, pos0, k_max),
                                               k_max)
-            batch = np.asarray([lane.id_last] + ids, np.int32)
+            batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch))
         if not batches:
@@ -404,7 +404,7 @@ class SpeculativeDecoder:
         t_draft = 0.0
         for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
             t3 = time.perf_counter()
-            lane.drafter.process(batch, pos0, rows.taps)
+            lane.drafter.process(np.asarray(batch, np.int32), pos0, rows.taps)
             t4 = time.perf_counter()
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
