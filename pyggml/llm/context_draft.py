@@ -35,13 +35,15 @@ class DraftContext(Context):
         super().__init__(model, **kw)
         self.other = other
         self.causal_attn = bool(causal_attn)
-        self.h_nextn = self.embd_out = None
+        self.h_nextn = self.embd_out = self.sampled = None
 
     def process(self, pos, token=None, embd=None, output=None, seq_id: int = 0,
-                memory: bool = True):
+                memory: bool = True, sample: bool = False):
         """One ubatch at positions `pos` of sequence seq_id (an int, or one id per token for a
         batch of several sequences, each contiguous). Returns the logits of the rows flagged
-        in `output` (None when the graph has no logits)."""
+        in `output` (None when the graph has no logits). With `sample` the graph takes the
+        argmax of every output row (`sampled`, int32 [n_outputs]) and the logits stay in it
+        (returned None, `logits` None): a greedy draft copies ids, not rows."""
         pos = np.asarray(pos, np.int32).ravel()
         n = len(pos)
         if n == 0:
@@ -83,7 +85,8 @@ class DraftContext(Context):
         try:
             params = GraphParams(arch=self.hparams.arch, hparams=self.hparams, ubatch=ub,
                                  n_outputs=ub.n_outputs, flash_attn=self.flash_attn, mctx=mctx,
-                                 causal_attn=self.causal_attn, outputs=self.outputs)
+                                 causal_attn=self.causal_attn, outputs=self.outputs,
+                                 samplers=("greedy",) if sample else ())
             params.other_model = self.other
             t0 = time.perf_counter()
             res = self._get_graph(params)
@@ -98,8 +101,13 @@ class DraftContext(Context):
                         self.memory.seq_rm(int(s), -1, -1)
             raise
         self._last = res
-        self.logits = self.h_nextn = self.embd_out = None
-        if res.t_logits is not None:
+        self.logits = self.h_nextn = self.embd_out = self.sampled = None
+        if sample and res.t_sampled is not None:
+            ids = np.array(res.sampled_view(), np.int32)
+            if len(ids) == n and n != ub.n_outputs:     # a graph that keeps every row
+                ids = ids[ub.output]
+            self.sampled = ids if want else None
+        elif res.t_logits is not None:
             lg = np.array(res.t_logits.numpy(), np.float32)
             lg = lg.reshape(-1, lg.shape[-1])
             if lg.shape[0] == n and n != ub.n_outputs:  # a graph that keeps every row

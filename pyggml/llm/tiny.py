@@ -638,5 +638,5 @@ def write_tiny_step35(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: in
     return _finish(w, path)
 
 
-from .tiny_drafts import write_tiny_dflash, write_tiny_eagle3  # noqa: E402,F401
+from .tiny_drafts import write_tiny_dflash, write_tiny_dspark_dsv4, write_tiny_eagle3  # noqa: E402,F401
 from .tiny_gemma import write_tiny_gemma2, write_tiny_gemma3, write_tiny_phi3  # noqa: E402,F401

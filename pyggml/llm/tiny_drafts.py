@@ -14,7 +14,7 @@ import numpy as np
 
 from .tiny import _tiny_writer
 
-__all__ = ["write_tiny_eagle3", "write_tiny_dflash"]
+__all__ = ["write_tiny_eagle3", "write_tiny_dflash", "write_tiny_dspark_dsv4"]
 
 DFLASH_KINDS = ("dflash", "dflash2", "dspark")
 
@@ -223,4 +223,87 @@ def write_tiny_dflash(path, *, kind: str = "dflash", n_vocab: int = 256, n_embd:
         r.matrix("selector_predecessor.weight", V, rk, 1.0)
         r.matrix("selector_successor.weight", V, rk, 1.0)
         r.matrix("selector_hidden.weight", rk, D)
+    return _finish(w, path)
+
+
+def write_tiny_dspark_dsv4(path, *, n_vocab: int = 256, n_embd: int = 64, target_layers=(1, 3),
+                           n_layer: int = 2, n_head: int = 4, head_dim: int = 32, n_rot: int = 16,
+                           q_lora_rank: int = 32, o_groups: int = 2, o_lora_rank: int = 16,
+                           n_swa: int = 24, n_expert: int = 4, n_expert_used: int = 2,
+                           n_ff_exp: int = 32, n_expert_shared: int = 1,
+                           expert_weights_scale: float = 1.5, swiglu_clamp: float = 2.0,
+                           sinkhorn_iters: int = 3, hc_eps: float = 1e-6, block_size: int = 4,
+                           mask_id: int | None = None, sample_from_anchor: bool = True,
+                           markov_rank: int = 8, confidence_head: bool = True,
+                           n_ctx_train: int = 512, rope_freq_base: float = 10000.0,
+                           rms_eps: float = 1e-6, seed: int = 3) -> str:
+    """A random DSpark draft on a DeepSeek V4 backbone (`dflash` + `hyper_connection.count`):
+    `n_layer` uncompressed dsv4 stages with 4 hyper-connection streams, a window of `n_swa`,
+    routed MoE with a shared expert, the Markov head (+ confidence head); token embedding and
+    output are the target's."""
+    import gguf
+    D, V, H, d, E, F, L, hc = n_embd, n_vocab, n_head, head_dim, n_expert, n_ff_exp, n_layer, 4
+    mix = (2 + hc) * hc
+    mask_id = V - 1 if mask_id is None else mask_id
+    a = "dflash"
+    w = _writer(path, a, V, mask_id)
+    for key, val in (("vocab_size", V), ("context_length", n_ctx_train), ("embedding_length", D),
+                     ("block_count", L), ("feed_forward_length", F), ("attention.head_count", H),
+                     ("attention.head_count_kv", 1), ("attention.key_length", d),
+                     ("attention.value_length", d), ("rope.dimension_count", n_rot),
+                     ("attention.q_lora_rank", q_lora_rank), ("attention.sliding_window", n_swa),
+                     ("expert_feed_forward_length", F), ("expert_shared_count", n_expert_shared),
+                     ("expert_count", E), ("expert_used_count", n_expert_used),
+                     ("expert_gating_func", 4), ("attention.output_group_count", o_groups),
+                     ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
+                     ("hyper_connection.sinkhorn_iterations", sinkhorn_iters),
+                     ("block_size", block_size)):
+        w.add_uint32(f"{a}.{key}", int(val))
+    for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
+                     ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
+                     ("hyper_connection.epsilon", hc_eps)):
+        w.add_float32(f"{a}.{key}", float(val))
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_key_value(f"{a}.attention.compress_ratios", [0] * L, gguf.GGUFValueType.ARRAY,
+                    sub_type=gguf.GGUFValueType.UINT32)
+    _int_array(w, f"{a}.target_layers", target_layers)
+    w.add_bool(f"{a}.sample_from_anchor", bool(sample_from_anchor))
+    w.add_bool(f"{a}.has_confidence_head", bool(confidence_head))
+    r = _Rand(w, seed)
+    r.matrix("fc.weight", D, len(target_layers) * D)
+    r.norm("enc.output_norm.weight", D)
+    r.norm("output_norm.weight", D)
+    r.matrix("output_hc_fn.weight", hc, hc * D)
+    r.array("output_hc_base.weight", (hc,), 0.5)
+    w.add_tensor("output_hc_scale.weight", r.rng.uniform(0.5, 1.5, size=1).astype(np.float32))
+    for il in range(L):
+        p = f"blk.{il}."
+        r.norm(p + "attn_norm.weight", D)
+        r.array(p + "attn_sinks.weight", (H,), 1.0)
+        r.matrix(p + "attn_q_a.weight", q_lora_rank, D)
+        r.norm(p + "attn_q_a_norm.weight", q_lora_rank)
+        r.matrix(p + "attn_q_b.weight", H * d, q_lora_rank)
+        r.matrix(p + "attn_kv.weight", d, D)
+        r.norm(p + "attn_kv_a_norm.weight", d)
+        r.matrix(p + "attn_output_a.weight", o_lora_rank * o_groups, H * d // o_groups)
+        r.matrix(p + "attn_output_b.weight", D, o_groups * o_lora_rank)
+        for s in ("attn", "ffn"):
+            r.matrix(p + f"hc_{s}_fn.weight", mix, hc * D)
+            r.array(p + f"hc_{s}_base.weight", (mix,), 0.5)
+            w.add_tensor(p + f"hc_{s}_scale.weight", r.rng.uniform(0.5, 1.5, size=3).astype(np.float32))
+        r.matrix(p + "ffn_gate_inp.weight", E, D)
+        r.array(p + "exp_probs_b.bias", (E,), 0.1)
+        r.norm(p + "ffn_norm.weight", D)
+        for name, shape in (("ffn_gate_exps", (E, F, D)), ("ffn_up_exps", (E, F, D)),
+                            ("ffn_down_exps", (E, D, F))):
+            r.array(p + name + ".weight", shape, 1.0 / np.sqrt(shape[-1]))
+        r.matrix(p + "ffn_gate_shexp.weight", F * n_expert_shared, D)
+        r.matrix(p + "ffn_up_shexp.weight", F * n_expert_shared, D)
+        r.matrix(p + "ffn_down_shexp.weight", D, F * n_expert_shared)
+    R = markov_rank
+    r.matrix("markov_w1.weight", V, R, 1.0)
+    r.matrix("markov_w2.weight", V, R, 1.0 / np.sqrt(R))
+    if confidence_head:
+        r.matrix("conf_proj.weight", 1, D + R)
+        r.array("conf_proj.bias", (1,), 0.5)
     return _finish(w, path)

@@ -53,3 +53,26 @@ def test_kind_must_match_the_draft_file(tmp_path):
     draft = Model.load(DRAFTS["dflash"](tmp_path / "dflash.gguf"))
     with pytest.raises(ValueError, match="dspark"):
         SpeculativeDecoder(Context(target, n_ctx=256), kind="dspark", draft=draft, n_max=4)
+
+
+@pytest.mark.parametrize("p_min", [0.0, 0.5])
+def test_dsv4_backbone_dspark_equals_greedy(tmp_path, p_min):
+    """A DSpark draft on a DeepSeek V4 backbone (hyper-connection stages, MoE), greedy and
+    with its confidence cut: still the target's greedy stream; the cut drafts less."""
+    from pyggml.llm.speculative import SpeculativeDecoder
+    from pyggml.llm.tiny import write_tiny_dspark_dsv4
+    target = Model.load(write_tiny_llama(tmp_path / "t.gguf", arch="qwen3", qk_norm=True,
+                                         n_layer=4, n_embd=64, head_dim=16))
+    draft = Model.load(write_tiny_dspark_dsv4(tmp_path / "d.gguf", target_layers=(0, 2)))
+    prompt = [1, 5, 17, 42, 9, 77, 130]
+    want = list(Context(target, n_ctx=256).generate(prompt, 24))
+    dec = SpeculativeDecoder(Context(target, n_ctx=256), kind="dspark", draft=draft, n_max=4,
+                             p_min=p_min, adaptive=False)
+    assert dec.n_max == 4                  # anchor-first: the whole block of 4 is usable
+    assert list(dec.generate(prompt, 24)) == want
+    full = [len(s["draft"]) for s in dec.stats["steps"]]
+    body = full[:-3]                       # the last steps are cut by n as well
+    if p_min == 0:
+        assert body and all(n == 4 for n in body)
+    else:
+        assert any(n < 4 for n in body) or dec.stats["n_plain_steps"] > 0

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pyggml.llm import Model, write_tiny_llama
-from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3
+from pyggml.llm.tiny import write_tiny_dflash, write_tiny_dspark_dsv4, write_tiny_eagle3
 from pyggml.llm.context import Context
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
@@ -37,6 +37,9 @@ KINDS = {
     "dflash_extras": (DFlashDrafter, dict(kind="dflash", n_layer=2, extras=True)),
     "dflash2_extras": (DFlashDrafter, dict(kind="dflash2", block_size=5, extras=True)),
     "dflash_tied": (DFlashDrafter, dict(kind="dflash", target_layers=(2,))),
+    "dspark_dsv4": (DFlashDrafter, dict(dsv4=True, target_layers=(1, 3))),
+    "dspark_dsv4_bonus": (DFlashDrafter, dict(dsv4=True, sample_from_anchor=False, n_layer=1,
+                                              n_swa=6)),
     "eagle3": (Eagle3Drafter, dict(target_layers=(0, 1, 3))),
     "eagle3_tied": (Eagle3Drafter, dict(target_layers=(0, 2, 3), own_output=False)),
     "eagle3_d2t": (Eagle3Drafter, dict(target_layers=(1, 2, 3), n_draft_vocab=120,
@@ -55,6 +58,9 @@ def files(tmp_path_factory):
                                            seed=4)}
     for name, (cls, kw) in KINDS.items():
         writer = write_tiny_eagle3 if cls is Eagle3Drafter else write_tiny_dflash
+        kw = dict(kw)
+        if kw.pop("dsv4", False):       # the DeepSeek V4 backbone (hyper-connections, MoE)
+            writer = write_tiny_dspark_dsv4
         out[name] = writer(d / f"{name}.gguf", **kw)
     return out
 
@@ -155,3 +161,36 @@ def test_drafts_of_a_qwen35_target(tmp_path, kind, forced):
     assert [s["draft"] for s in s_ours] == [s["draft"] for s in s_ref]
     assert [s["n_accepted"] for s in s_ours] == [s["n_accepted"] for s in s_ref]
     assert max(nmse(a["logits"], b["logits"]) for a, b in zip(s_ours, s_ref)) <= 1e-4
+
+
+@pytest.mark.parametrize("name", ["dspark", "dspark_dsv4"])
+def test_dspark_confidences_match_llama_cpp(files, name):
+    """The confidence head (sigmoid of conf_proj over the slot's t_embd and its Markov row) of
+    every draft block, read from h_nextn on both sides (plain and DSV4 backbones)."""
+
+    class PyConf(PyDraft):
+        def draft(self, id_last, pos0):
+            ids = super().draft(id_last, pos0)
+            self.confs.append(self.d.ctx.h_nextn[:, 0].copy())
+            return ids
+
+    class LlamaConf(LlamaDFlashDraft):
+        def draft(self, id_last, pos0):
+            ids = super().draft(id_last, pos0)
+            n_block = self.n_max + (0 if self.sample_from_anchor else 1)
+            self.confs.append(self.d.nextn(n_block)[:, 0].copy())
+            return ids
+
+    tgt, dm = Model.load(files["target"]), Model.load(files[name])
+    pt = PyTarget(tgt, DFlashDrafter, dm, n_max=N_MAX)
+    ours = PyConf(pt)
+    ours.confs = []
+    speculative_loop(pt, ours, PROMPT, 12)
+    lt = LlamaTarget(files["target"], pt.drafter.hp.target_layers)
+    ref = LlamaConf(files[name], lt, N_MAX)
+    ref.confs = []
+    speculative_loop(lt, ref, PROMPT, 12)
+    assert len(ours.confs) == len(ref.confs) > 0
+    got, want = np.concatenate(ours.confs), np.concatenate(ref.confs)
+    assert np.all((want > 0) & (want < 1)) and np.std(want) > 1e-3
+    assert nmse(got, want) <= 1e-6

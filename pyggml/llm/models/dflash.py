@@ -100,14 +100,20 @@ class DFlashHParams:
     @classmethod
     def from_gguf(cls, kv: dict, arch: str) -> "DFlashHParams":
         r = KeyReader(kv, arch)
-        common = draft_attention_hparams(r, kv, arch, ROPE_TYPE_NEOX)
-        n_layer = common["n_layer"]
         layers = kv.get(f"{arch}.target_layers")
         if not isinstance(layers, list) or not layers:
             raise GGUFError(f"{arch}: DFlash drafts need '{arch}.target_layers' (the target "
                             f"layer inputs they read), got {layers!r}")
-        if r.has("hyper_connection.count"):
-            raise NotImplementedError(f"{arch}: the DeepSeek V4 DSpark backbone is not supported")
+        if r.has("hyper_connection.count"):     # the DeepSeek V4 backbone (DSpark)
+            from .dflash_dsv4 import dsv4_hparams
+            return dsv4_hparams(kv, arch, dict(
+                target_layers=tuple(int(x) for x in layers), block_size=r.get("block_size", 16),
+                sample_from_anchor=_flag(kv, f"{arch}.sample_from_anchor", True),
+                causal=_flag(kv, f"{arch}.attention.causal", False),
+                has_confidence_head=_flag(kv, f"{arch}.has_confidence_head", True),
+                mask_id=r.token_id("tokenizer.ggml.mask_token_id")))
+        common = draft_attention_hparams(r, kv, arch, ROPE_TYPE_NEOX)
+        n_layer = common["n_layer"]
         sections = kv.get(f"{arch}.rope.dimension_sections")
         if isinstance(sections, list) and len(sections) > 3 and sections[3]:
             # text and injected rows carry positions (p, p, p, 0): with no section reading the
@@ -147,6 +153,9 @@ class DFlashGraph(GraphContext):
 
     @staticmethod
     def create_memory(model, hp: DFlashHParams, cp):
+        if not isinstance(hp, DFlashHParams):      # the DSV4 backbone
+            from .dflash_dsv4 import DSparkDSV4Graph
+            return DSparkDSV4Graph.create_memory(model, hp, cp)
         kw = dict(n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv, n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv,
                   head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv,
                   type_k=cp.type_k, type_v=cp.type_v, v_trans=not cp.flash_attn,
@@ -159,6 +168,9 @@ class DFlashGraph(GraphContext):
         return KVCache(n_layer=hp.n_layer, size=size, n_seq_max=cp.n_seq_max, swa_type=SWA_NONE, **kw)
 
     def build(self):
+        if not isinstance(self.hparams, DFlashHParams):   # the DSV4 backbone
+            from .dflash_dsv4 import DSparkDSV4Graph
+            return DSparkDSV4Graph(self.model, self.params, self.res).build()
         if self.n_embd_head_k != self.n_embd_head_v:
             raise ValueError(f"dflash: head_dim_k={self.n_embd_head_k} must equal head_dim_v")
         self.embedding_scale = self.hparams.embedding_scale
@@ -277,6 +289,7 @@ class DFlashGraph(GraphContext):
             self.markov_head(tokens, n_blocks)
         if selector is not None:
             self.selector(tokens, n_blocks)
+        self.build_sampling()     # greedy drafts read the argmax of every (biased) row
         return self.res
 
     # ---- DSpark ------------------------------------------------------------------------------

@@ -160,4 +160,5 @@ class Eagle3Graph(GraphContext):
             cur = scatter_d2t(self, cur, d2t, hp.n_vocab, -math.inf)
         self.res.t_logits = self.cb(cur, "result_output")
         self.expand(cur)
+        self.build_sampling()
         return self.res

@@ -9,7 +9,12 @@ Each step (the order llama.cpp's server uses):
 5. the drafter's `accept(n_accepted)`;
 6. the target forgets the rejected positions: `seq_rm(seq, pos0 + n_accepted + 1, -1)`.
 
-With a deterministic sampler (greedy by default) every committed token is the target's own
+With greedy sampling (the default) the target's argmax of every verify row is taken in the
+graph, so a step copies k + 1 ids, not k + 1 logits rows (target.py); drafters that pick
+their own argmax do the same in their graphs. `generate_batch` runs several sequences, each
+with its own drafter, verified in one target ubatch when the memory allows.
+
+With a deterministic sampler every committed token is the target's own
 choice, so the stream is `ctx.generate(prompt, n)` exactly as long as the target computes a
 row the same way in a batch of k + 1 tokens as alone (kernels that switch paths with the
 batch width break ties differently: on quantized models a late token can then differ, as
@@ -19,6 +24,7 @@ so n_max is clamped to n_rs_seq (a recurrent target with n_rs_seq = 0 is refused
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import time
 
@@ -26,7 +32,9 @@ import numpy as np
 
 from ..context import Generation
 from ..sampling import Sampler, greedy
+from .draft_length import DraftLength
 from .drafter import Draft, Drafter, drafter_factory
+from .target import StepRows, decode_steps, shares_ubatch
 from .verify import verify_forced, verify_greedy, verify_rejection
 
 __all__ = ["SpeculativeDecoder", "check_same_vocab"]
@@ -101,13 +109,19 @@ class SpeculativeDecoder:
     n_min: shorter drafts are dropped (the step then decodes id_last alone). sampler: None
     or `greedy` for greedy decoding, any deterministic callable logits -> id, or a `Sampler`
     (temperature > 0: rejection sampling). seed: the verifier's random stream (rejection
-    sampling, synthetic acceptance). adaptive: shorten drafts after rejections (to n_accepted
-    + 1, doubling back after a fully accepted one) and, when even one-token drafts fail, skip
-    drafting for 1, 2, 4 .. 16 steps, so a draft that never matches costs little more than
-    plain decoding. Other keyword options go to the drafter."""
+    sampling, synthetic acceptance). adaptive (default True, False for synthetic
+    acceptance): shorten drafts after rejections (to n_accepted + 1, doubling back after a
+    fully accepted one) and skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
+    fail, so a draft that never matches costs about plain decoding; "cost" also caps the
+    draft at the length with the most expected tokens per second by the verify cost per
+    width measured as it runs and the recent acceptance per position (draft_length.py;
+    timing-dependent lengths); False drafts n_max every step. Other keyword options go to the drafter."""
+
+    MAX_BACKOFF = DraftLength.MAX_BACKOFF
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
-                 sampler=None, seed: int | None = 0, seq_id: int = 0, adaptive: bool = False,
+                 sampler=None, seed: int | None = 0, seq_id: int = 0,
+                 adaptive: bool | None = None,
                  **options):
         if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
             factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
@@ -143,6 +157,8 @@ class SpeculativeDecoder:
                 # one class serves several kinds (dflash/dflash2/dspark): it checks the file
                 options.setdefault("kind", kind)
             self.drafter = factory(ctx, draft, **options)
+        self._factory, self._draft_model, self._options = factory, draft, options
+        self._n_bind, self._extra = n_max, []     # drafters of sequences 2.. (generate_batch)
         n_eff = int(self.drafter.bind(ctx, n_max))
         if not 0 < n_eff <= n_max:
             raise ValueError(f"SpeculativeDecoder: the {kind!r} drafter made n_max {n_max} -> "
@@ -152,7 +168,14 @@ class SpeculativeDecoder:
         if names:
             ctx.outputs = tuple(dict.fromkeys(tuple(ctx.outputs) + names))
         self.tap_names = names
-        self.adaptive = bool(adaptive)
+        if adaptive is None:    # on, except where the draft length is what is measured
+            adaptive = getattr(self.drafter, "acceptance_probs", None) is None
+        if adaptive not in (True, False, "cost"):
+            raise ValueError(f"SpeculativeDecoder: adaptive={adaptive!r}; expected True, False "
+                             f"or 'cost'")
+        self.adaptive = adaptive
+        self._length = DraftLength(self.n_max)
+        self._set_draft_mode(self.drafter)
         # verify batches take every width 1..n_max+1: keep one graph per width (and the
         # prompt's) instead of rebuilding graphs as the draft length changes
         ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, self.n_max + 3)
@@ -168,34 +191,37 @@ class SpeculativeDecoder:
     def stochastic(self) -> bool:
         return isinstance(self.sampler, Sampler) and self.sampler.temperature > 0
 
-    def _decode(self, tokens, logits_all: bool):
-        """Target decode that also returns the drafter's taps for every token decoded."""
-        ctx = self.ctx
-        if not self.tap_names:
-            return ctx.decode(tokens, logits_all=logits_all, seq_id=self.seq_id), {}
-        ctx.collected = {}
-        try:
-            logits = ctx.decode(tokens, logits_all=logits_all, seq_id=self.seq_id)
-            parts = ctx.collected
-        finally:
-            ctx.collected = None
-        taps = {}
-        for name in self.tap_names:
-            rows = np.concatenate([p.reshape(p.shape[0], -1) if p.ndim > 1 else p[None]
-                                   for p in parts[name]])
-            if rows.shape[0] != len(tokens):
-                raise RuntimeError(f"SpeculativeDecoder: target tensor {name!r} has {rows.shape[0]} "
-                                   f"rows for {len(tokens)} decoded tokens; a drafter tap must be "
-                                   f"computed for every token (not only for output rows)")
-            taps[name] = rows
-        return logits, taps
+    @property
+    def greedy_in_graph(self) -> bool:
+        """Greedy verification reads the target's argmax ids taken in the graph (one id per
+        row) instead of copying logits rows out; any other sampler needs the rows."""
+        return self.sampler is greedy
+
+    def _new_drafter(self):
+        """A drafter for one more sequence, set up like the first."""
+        if self._factory is None:
+            d = self.drafter.clone()
+        else:
+            d = self._factory(self.ctx, self._draft_model, **self._options)
+        if int(d.bind(self.ctx, self._n_bind)) != self.n_max:
+            raise RuntimeError(f"SpeculativeDecoder: a second {self.kind!r} drafter clamped n_max "
+                               f"differently from the first")
+        self._set_draft_mode(d)
+        return d
+
+    def _set_draft_mode(self, d) -> None:
+        # the decoder never reads draft logits: drafts that pick their argmax can take it in
+        # the graph (a drafter still copies rows when p_min needs their probabilities)
+        if hasattr(d, "sample_in_graph"):
+            d.sample_in_graph = True
 
     def _reset_stats(self) -> None:
         self.stats = {"kind": self.kind, "n_max": self.n_max, "n_drafted": 0, "n_accepted": 0,
                       "n_verify_steps": 0, "n_plain_steps": 0, "mean_acceptance_length": 0.0,
                       "acceptance_rate": 0.0, "acceptance_rate_per_pos": [0.0] * self.n_max,
                       "steps": [], "draft_s": 0.0, "verify_s": 0.0, "prompt_s": 0.0,
-                      "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0,
+                      "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0, "n_seqs": 0,
+                      "n_target_decodes": 0,
                       "valid": bool(getattr(self.drafter, "valid", True))}
         self._acc_per_pos = np.zeros(self.n_max, np.int64)
 
@@ -206,31 +232,31 @@ class SpeculativeDecoder:
         s["acceptance_rate"] = s["n_accepted"] / s["n_drafted"] if s["n_drafted"] else 0.0
         s["acceptance_rate_per_pos"] = [float(x) / steps if steps else 0.0
                                         for x in self._acc_per_pos]
-        s["tokens_per_s"] = max(s["n_tokens"] - 1, 0) / max(s["gen_s"], 1e-9)
+        s["tokens_per_s"] = max(s["n_tokens"] - s["n_seqs"], 0) / max(s["gen_s"], 1e-9)
 
-    # ---- adaptive draft length --------------------------------------------------------------
-    def _reset_control(self) -> None:
-        self._n_cur, self._skip, self._backoff = self.n_max, 0, 1
-
-    def _draft_budget(self) -> int:
+    # ---- adaptive draft length (see draft_length.py) -----------------------------------------
+    def _draft_budget(self, lane) -> int:
         if not self.adaptive:
             return self.n_max
-        if self._skip > 0:
-            self._skip -= 1
+        if lane.skip > 0:
+            lane.skip -= 1
             return 0
-        return self._n_cur
+        if self.adaptive == "cost":
+            return self._length.best_length(lane.n_cur)
+        return lane.n_cur
 
-    def _control(self, n_drafted: int, n_acc: int) -> None:
+    def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
+        self._length.observe_accept(n_drafted, n_acc)
         if n_acc == n_drafted:
-            self._n_cur, self._backoff = min(self.n_max, 2 * self._n_cur), 1
-        elif n_acc == 0 and self._n_cur == 1:
-            self._skip, self._backoff = self._backoff, min(2 * self._backoff, 16)
+            lane.n_cur, lane.backoff = min(self.n_max, 2 * lane.n_cur), 1
+        elif n_acc == 0 and lane.n_cur == 1:
+            lane.skip, lane.backoff = lane.backoff, min(2 * lane.backoff, self.MAX_BACKOFF)
         else:
-            self._n_cur = max(1, n_acc + 1)
+            lane.n_cur = max(1, n_acc + 1)
             if n_acc:
-                self._backoff = 1
+                lane.backoff = 1
 
     def _take_draft(self, d, k_max: int):
         if d is None:
@@ -248,16 +274,21 @@ class SpeculativeDecoder:
         probs = None if d.probs is None else np.asarray(d.probs)[:len(ids)]
         return ids, probs
 
-    def _verify(self, logits, ids, probs):
-        forced = getattr(self.drafter, "acceptance_probs", None)
+    def _verify(self, lane, rows: StepRows, ids, probs):
+        forced = getattr(lane.drafter, "acceptance_probs", None)
+        if rows.ids is not None:          # greedy ids from the graph: "sampling" is reading one
+            if forced is not None:
+                return verify_forced(rows.ids, ids, forced, int, lane.rng, self._is_eog)
+            return verify_greedy(rows.ids, ids, int, self._is_eog)
+        logits = rows.logits
         if forced is not None:
-            return verify_forced(logits, ids, forced, self.sampler, self.rng, self._is_eog)
+            return verify_forced(logits, ids, forced, lane.sampler, lane.rng, self._is_eog)
         if self.stochastic:
-            rows = _SamplerRows(self.sampler, logits, ids)
-            result = verify_rejection(rows, ids, probs, self.rng, self._is_eog)
-            rows.finish(result)
+            target_rows = _SamplerRows(lane.sampler, logits, ids)
+            result = verify_rejection(target_rows, ids, probs, lane.rng, self._is_eog)
+            target_rows.finish(result)
             return result
-        return verify_greedy(logits, ids, self.sampler, self._is_eog)
+        return verify_greedy(logits, ids, lane.sampler, self._is_eog)
 
     # ---- generation -----------------------------------------------------------------------
     def generate(self, prompt_ids, n: int, stop=None) -> Generation:
@@ -265,74 +296,162 @@ class SpeculativeDecoder:
         the last is decoded, and it stops early (stop_reason "n_ctx") when the sequence
         reaches n_ctx. `stop(id)` true ends the generation after that id (stop_reason
         "stop", as TokenStream does). Statistics of this call are in `stats`."""
+        return self.generate_batch([prompt_ids], n, stop=stop, seq_ids=[self.seq_id])[0]
+
+    def generate_batch(self, prompts, n: int, stop=None, seq_ids=None) -> list:
+        """Generate up to n ids after each prompt, one sequence per prompt (seq_ids, default
+        0, 1, ..; the target Context needs n_seq_max >= len(prompts)), all advancing together:
+        each step drafts for every unfinished sequence and verifies all the drafts in one
+        target decode when the memory takes several sequences per ubatch (a KV cache).
+        Each sequence has its own drafter, sampler stream and verifier stream (sequence 0
+        keeps the decoder's), so with greedy sampling result i is exactly
+        ctx.generate(prompts[i], n). Returns one Generation per prompt; `stats` sums them
+        (steps carry "seq")."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
-        ctx, seq = self.ctx, self.seq_id
-        tokens = ctx._check_tokens(prompt_ids)
+        ctx = self.ctx
+        prompts = list(prompts)
+        if not prompts:
+            raise ValueError("generate_batch: no prompts")
+        if seq_ids is None:
+            seq_ids = list(range(len(prompts))) if len(prompts) > 1 else [self.seq_id]
+        seq_ids = [ctx._check_seq(s, "SpeculativeDecoder.generate_batch") for s in seq_ids]
+        if len(seq_ids) != len(prompts) or len(set(seq_ids)) != len(seq_ids):
+            raise ValueError(f"generate_batch: {len(prompts)} prompts need as many distinct "
+                             f"seq_ids, got {seq_ids}")
+        tokens = [ctx._check_tokens(p) for p in prompts]
+        lanes = self._lanes(seq_ids)
         self._reset_stats()
-        self._reset_control()
         st = self.stats
-        t0 = time.perf_counter()
-        pos_prompt = ctx.n_past(seq)
-        logits, taps = self._decode(tokens, logits_all=False)
-        t1 = time.perf_counter()
-        self.drafter.process(tokens, pos_prompt, taps)
-        t2 = time.perf_counter()
-        st["prompt_s"], st["draft_s"] = t1 - t0, t2 - t1
-        out = Generation()
-        if n > 0:
-            id_last = int(self.sampler(logits[-1]))
-            out.append(id_last)
-            if stop is not None and stop(id_last):
-                out.stop_reason = "stop"
-        while len(out) < n and out.stop_reason == "n":
-            pos0 = ctx.n_past(seq)
-            if pos0 >= ctx.n_ctx:
-                out.stop_reason = "n_ctx"
-                break
-            # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
-            k_max = min(self._draft_budget(), n - len(out) - 1, ctx.n_ctx - pos0 - 1)
-            ta = time.perf_counter()
-            ids, probs = ([], None)
-            if k_max > 0:
-                ids, probs = self._take_draft(self.drafter.draft(id_last, pos0, k_max), k_max)
+        st["n_seqs"] = len(lanes)
+        greedy_ids = self.greedy_in_graph
+        t_prompt_draft = 0.0
+        # the prompts: one ubatch for all when they fit (a KV cache), else one by one
+        ta = time.perf_counter()
+        pos_prompt = [ctx.n_past(lane.seq) for lane in lanes]
+        all_rows = decode_steps(ctx, [(lane.seq, tok) for lane, tok in zip(lanes, tokens)],
+                                greedy_ids, self.tap_names, logits_all=False)
+        st["prompt_s"] = time.perf_counter() - ta
+        for lane, tok, p0, rows in zip(lanes, tokens, pos_prompt, all_rows):
             tb = time.perf_counter()
-            batch = [id_last] + ids
-            logits, taps = self._decode(batch, logits_all=True)
-            tc = time.perf_counter()
-            self.drafter.process(np.asarray(batch, np.int32), pos0, taps)
-            td = time.perf_counter()
-            result = self._verify(logits, ids, probs)
+            lane.drafter.process(tok, p0, rows.taps)
+            t_prompt_draft += time.perf_counter() - tb
+            if n > 0:
+                lane.id_last = int(rows.ids[-1]) if rows.ids is not None \
+                    else int(lane.sampler(rows.logits[-1]))
+                lane.out.append(lane.id_last)
+                if stop is not None and stop(lane.id_last):
+                    lane.out.stop_reason = "stop"
+        t1 = time.perf_counter()
+        st["draft_s"] = t_prompt_draft
+        active = [ln for ln in lanes if len(ln.out) < n and ln.out.stop_reason == "n"]
+        while active:
+            self._step(active, n, stop)
+            active = [ln for ln in active if len(ln.out) < n and ln.out.stop_reason == "n"]
+        # generation time counts the drafters' processing of the prompts (as before the
+        # first step of a single sequence)
+        st["gen_s"] = time.perf_counter() - t1 + t_prompt_draft
+        st["n_tokens"] = sum(len(ln.out) for ln in lanes)
+        self._finish_stats()
+        return [ln.out for ln in lanes]
+
+    def _lanes(self, seq_ids) -> list:
+        """Lane i of a call: sequence 0 uses the decoder's drafter and streams; lanes 1.. get
+        their own, made once and kept, so each lane's random streams continue across calls
+        as the first one's do."""
+        while len(self._extra) < len(seq_ids) - 1:
+            i = len(self._extra) + 1
+            sampler = self.sampler
+            if isinstance(sampler, Sampler):   # its own history and random stream
+                sampler = copy.deepcopy(sampler)
+                sampler.reset()
+                sampler.rng = np.random.default_rng(None if sampler.seed is None
+                                                    else [int(sampler.seed), i])
+            rng = np.random.default_rng(None if self.seed is None else [int(self.seed), i])
+            self._extra.append((self._new_drafter(), sampler, rng))
+        lanes = [_Lane(seq_ids[0], self.drafter, self.sampler, self.rng, self.n_max)]
+        for s, (drafter, sampler, rng) in zip(seq_ids[1:], self._extra):
+            lanes.append(_Lane(s, drafter, sampler, rng, self.n_max))
+        return lanes
+
+    def _step(self, lanes, n: int, stop) -> None:
+        """One draft + verify round over the unfinished sequences."""
+        ctx, st = self.ctx, self.stats
+        ta = time.perf_counter()
+        batches, work = [], []
+        for lane in lanes:
+            pos0 = ctx.n_past(lane.seq)
+            if pos0 >= ctx.n_ctx:
+                lane.out.stop_reason = "n_ctx"
+                continue
+            # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
+            k_max = min(self._draft_budget(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
+            ids, probs = [], None
+            if k_max > 0:
+                ids, probs = self._take_draft(lane.drafter.draft(lane.id_last, pos0, k_max),
+                                              k_max)
+            batch = [lane.id_last] + ids        # a short list: decode's quick id check
+            batches.append((lane.seq, batch))
+            work.append((lane, pos0, ids, probs, batch))
+        if not batches:
+            return
+        tb = time.perf_counter()
+        all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
+        tc = time.perf_counter()
+        st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
+        if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
+            self._length.observe_cost(len(batches[0][1]), tc - tb)
+        t_draft = 0.0
+        for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
+            t3 = time.perf_counter()
+            lane.drafter.process(np.asarray(batch, np.int32), pos0, rows.taps)
+            t4 = time.perf_counter()
+            result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)
                 if hit is not None:
                     result = result[:hit + 1]
-                    out.stop_reason = "stop"
+                    lane.out.stop_reason = "stop"
             n_acc = len(result) - 1
-            self._control(len(ids), n_acc)
-            self.drafter.accept(n_acc)
-            if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
+            self._control(lane, len(ids), n_acc)
+            t5 = time.perf_counter()
+            lane.drafter.accept(n_acc)
+            t6 = time.perf_counter()
+            if n_acc < len(ids) and not ctx.seq_rm(lane.seq, pos0 + n_acc + 1, -1):
                 raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove the "
                                    f"{len(ids) - n_acc} rejected positions after {pos0 + n_acc}")
-            te = time.perf_counter()
-            st["draft_s"] += (tb - ta) + (td - tc)
-            st["verify_s"] += (tc - tb) + (te - td)
+            t_draft += (t4 - t3) + (t6 - t5)
             if ids:
                 st["n_verify_steps"] += 1
                 st["n_drafted"] += len(ids)
                 st["n_accepted"] += n_acc
                 self._acc_per_pos[:n_acc] += 1
-                st["steps"].append({"draft": ids, "n_accepted": n_acc})
+                step = {"draft": ids, "n_accepted": n_acc}
+                if len(self._extra):
+                    step["seq"] = lane.seq
+                st["steps"].append(step)
             else:
                 st["n_plain_steps"] += 1
-            out.extend(result)
-            id_last = result[-1]
-        st["gen_s"] = time.perf_counter() - t1
-        st["n_tokens"] = len(out)
-        self._finish_stats()
-        return out
+            lane.out.extend(result)
+            lane.id_last = result[-1]
+        te = time.perf_counter()
+        st["draft_s"] += (tb - ta) + t_draft
+        st["verify_s"] += (tc - tb) + (te - tc - t_draft)
 
     def reset(self) -> None:
-        """Forget the target's sequences and the drafter's state."""
+        """Forget the target's sequences and the drafters' state."""
         self.ctx.reset()
         self.drafter.reset()
+        for d, _, _ in self._extra:
+            d.reset()
+
+
+class _Lane:
+    """One sequence of a generate_batch call: its drafter, sampler and verifier streams, the
+    committed ids and the adaptive draft-length state."""
+
+    def __init__(self, seq: int, drafter, sampler, rng, n_max: int):
+        self.seq, self.drafter, self.sampler, self.rng = seq, drafter, sampler, rng
+        self.out = Generation()
+        self.id_last = None
+        self.n_cur, self.skip, self.backoff = n_max, 0, 1

@@ -14,7 +14,7 @@ import numpy as np
 from ..context_draft import DraftContext
 from ..models import load_hparams
 from .drafter import Draft, Drafter
-from .taps import check_d2t, check_vocab, features, layer_input_names, softmax_rows, top_prob
+from .taps import check_d2t, check_vocab, features, layer_input_names, top_prob
 
 VARIANTS = ("dflash", "dspark", "dflash2")
 
@@ -54,6 +54,8 @@ class DFlashDrafter(Drafter):
                 and draft_model.get("conf_proj.weight", required=False) is None):
             raise ValueError("dspark draft: p_min > 0 needs a confidence head (conf_proj), which "
                              "this draft has not; use p_min=0")
+        self._args = (target_ctx, draft_model, dict(kind=kind, p_min=p_min, n_min=n_min,
+                                                     n_ctx=n_ctx))
         self.mask_id = hp.mask_id
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
         self.p_min, self.n_min = float(p_min), int(n_min)
@@ -87,16 +89,41 @@ class DFlashDrafter(Drafter):
             return Draft([])
         n_block = self.n_max + (0 if self.anchor_first else 1)
         block = [int(id_last)] + [self.mask_id] * (n_block - 1)
+        # greedy slots without a probability cut need only the argmax ids (taken in the
+        # graph); DFlash2's walk reads its lattice and DSpark's cut its confidences instead
+        in_graph = self.sample_in_graph and (self.p_min == 0 or self.variant != "dflash")
         logits = self.ctx.process(np.arange(pos0, pos0 + n_block), token=block,
-                                  output=np.ones(n_block, bool))
-        ids, rows = self.read_block(logits, self.ctx.h_nextn)
+                                  output=np.ones(n_block, bool), sample=in_graph)
+        if in_graph:
+            ids, rows = self.read_block_ids(self.ctx.sampled, self.ctx.h_nextn), None
+        else:
+            ids, rows = self.read_block(logits, self.ctx.h_nextn)
         # the block's own K/V must not outlive the draft (the target's features replace them)
         self.ctx.seq_rm(0, self.pos0, -1)
-        ids, rows = ids[:n_max], rows[:n_max]
+        ids = ids[:n_max]
+        rows = None if rows is None else rows[:n_max]
         if len(ids) < self.n_min:
-            ids, rows = [], rows[:0]
+            ids, rows = [], None
         self.last_block_logits = logits
-        return Draft(ids, softmax_rows(rows) if len(ids) else None, rows)
+        # the ids are the argmax of each slot, not samples of its softmax: for rejection
+        # sampling the draft is a point mass (probs None)
+        return Draft(ids, None, rows if len(ids) else None)
+
+    def read_block_ids(self, sampled, side):
+        """read_block from the in-graph argmax of every block row (no logits copied)."""
+        n_block = len(sampled)
+        if self.variant == "dflash2":
+            return self._walk_lattice(side, None)[0]
+        first = 1
+        if self.variant == "dspark":
+            first = 0 if self.hp.sample_from_anchor else 1
+        ids = []
+        for i in range(first, n_block):
+            if self.variant == "dspark" and self.p_min > 0 and side is not None \
+                    and side[i, 0] < self.p_min:
+                break
+            ids.append(int(sampled[i]))
+        return ids
 
     def read_block(self, logits, side):
         n_block = logits.shape[0]
@@ -122,7 +149,8 @@ class DFlashDrafter(Drafter):
     def _walk_lattice(self, lattice, logits):
         k = self.hp.selector_top_k
         ids, keep, pred = [], [], 0
-        for i in range(1, min(lattice.shape[0], logits.shape[0])):
+        n = lattice.shape[0] if logits is None else min(lattice.shape[0], logits.shape[0])
+        for i in range(1, n):
             row = lattice[i]
             scores = row[k + pred * k: k + pred * k + k].astype(np.float64)
             pred = int(np.argmax(scores))
@@ -130,7 +158,11 @@ class DFlashDrafter(Drafter):
                 break
             ids.append(int(row[pred]))
             keep.append(i)
-        return ids, logits[keep]
+        return ids, None if logits is None else logits[keep]
+
+    def clone(self):
+        target, draft_model, kw = self._args
+        return type(self)(target, draft_model, **kw)
 
     def accept(self, n_accepted):
         # rejected positions keep no injected features

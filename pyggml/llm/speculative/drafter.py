@@ -10,6 +10,7 @@ Kinds are looked up lazily in KINDS so that each draft family lives in its own m
 """
 from __future__ import annotations
 
+import copy
 import importlib
 from dataclasses import dataclass
 
@@ -18,9 +19,10 @@ import numpy as np
 
 @dataclass
 class Draft:
-    """Tokens proposed after id_last. `probs` [len(ids), n_vocab] is the draft's distribution
-    at each proposed position (needed only for sampling verification; None for drafts that
-    have none, such as n-gram lookup, which then count as a point mass). `logits` keeps the
+    """Tokens proposed after id_last. `probs` [len(ids), n_vocab] is the distribution each
+    proposed token was DRAWN from (rejection sampling divides by it); None for drafts that
+    pick their tokens deterministically (n-gram lookup, the argmax of a draft model), which
+    are point masses: giving the softmax of an argmax draft would bias the output. `logits` keeps the
     raw draft logits rows when the drafter has them (tests compare them with llama.cpp)."""
     ids: list
     probs: np.ndarray | None = None
@@ -43,6 +45,9 @@ class Drafter:
     # the drafter is built; a drafter that maps its own vocabulary (EAGLE3's d2t) sets False
     # and checks what it needs itself
     check_vocab: bool = True
+    # set by SpeculativeDecoder, which reads no draft logits: a drafter that picks argmax
+    # tokens may then take them in the graph and copy ids instead of logits rows
+    sample_in_graph: bool = False
 
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max
@@ -65,6 +70,17 @@ class Drafter:
 
     def reset(self) -> None:
         """Forget every sequence (the decoder reset its target)."""
+
+    def clone(self) -> "Drafter":
+        """A fresh drafter configured like this one, for another sequence of
+        SpeculativeDecoder.generate_batch (the target context is shared, the rest copied).
+        Drafters that own a draft context override it."""
+        target = getattr(self, "target", None)
+        try:
+            return copy.deepcopy(self, {} if target is None else {id(target): target})
+        except TypeError as e:
+            raise TypeError(f"{type(self).__name__}: cannot copy this drafter for another "
+                            f"sequence ({e}); override Drafter.clone()") from None
 
 
 # kind -> "module:factory"; the factory is called as factory(target_ctx, draft_model, **options)

@@ -10,7 +10,7 @@ import numpy as np
 from ..context_draft import DraftContext
 from ..models import load_hparams
 from .drafter import Draft, Drafter
-from .taps import check_d2t, check_vocab, features, layer_input_names, softmax_rows, top_prob
+from .taps import check_d2t, check_vocab, features, layer_input_names, top_prob
 
 
 class Eagle3Drafter(Drafter):
@@ -35,6 +35,8 @@ class Eagle3Drafter(Drafter):
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers,
                                                  allow_output=True)
         self.p_min, self.n_min = float(p_min), int(n_min)
+        self._args = (target_ctx, draft_model, dict(kind=kind, p_min=p_min, n_min=n_min,
+                                                     n_ctx=n_ctx))
         cp = target_ctx.cparams
         self.ctx = DraftContext(draft_model, other=target_ctx.model, n_ctx=n_ctx or target_ctx.n_ctx,
                                 n_threads=cp.n_threads, flash_attn=cp.flash_attn,
@@ -88,26 +90,36 @@ class Eagle3Drafter(Drafter):
             return Draft([])
         p = self.pending_pos
         self.ctx.seq_rm(0, p, -1)
-        logits = self.ctx.process([p], token=[int(id_last)], embd=self.pending_g[None], output=[True])
+        # greedy without a probability cut: the argmax is taken in the graph (no logits copy)
+        in_graph = self.sample_in_graph and self.p_min == 0
+        tok_in, h = int(id_last), self.pending_g
         ids, rows = [], []
         while True:
-            tok = int(np.argmax(logits[0]))
-            if top_prob(logits[0]) < self.p_min:
-                break
+            logits = self.ctx.process([p + len(ids)], token=[tok_in], embd=h[None],
+                                      output=[True], sample=in_graph)
+            if in_graph:
+                tok = int(self.ctx.sampled[0])
+            else:
+                tok = int(np.argmax(logits[0]))
+                if top_prob(logits[0]) < self.p_min:
+                    break
+                rows.append(logits[0])
             ids.append(tok)
-            rows.append(logits[0])
             if len(ids) >= n_max:
                 break
-            h = self.ctx.h_nextn[0].copy()
-            logits = self.ctx.process([p + len(ids)], token=[tok], embd=h[None], output=[True])
+            tok_in, h = tok, self.ctx.h_nextn[0].copy()
         # the chained draft positions are speculative: only the target's features stay
         self.ctx.seq_rm(0, self.pos0, -1)
         if len(ids) < self.n_min:
             ids, rows = [], []
         if not ids:
             return Draft([])
-        rows = np.stack(rows)
-        return Draft(ids, softmax_rows(rows), rows)
+        # argmax picks: a point mass for rejection sampling (probs None)
+        return Draft(ids, None, np.stack(rows) if rows else None)
+
+    def clone(self):
+        target, draft_model, kw = self._args
+        return type(self)(target, draft_model, **kw)
 
     def accept(self, n_accepted):
         if self.verify_g is None:

@@ -48,6 +48,7 @@ class MtpDrafter(Drafter):
         # each head has its own graphs (the offset is in the graph key): keep them all
         self.ctx.MAX_GRAPHS = max(Context.MAX_GRAPHS, 4 * n_heads)
         self.p_min, self.n_min, self.seq = float(p_min), int(n_min), int(seq_id)
+        self._args = (target_ctx, dict(p_min=p_min, n_min=n_min, seq_id=seq_id))
         self.width = self.ctx.n_embd_nextn
         self.target = target_ctx
         self.reset()
@@ -105,19 +106,25 @@ class MtpDrafter(Drafter):
         toks, hs = [int(id_last)], [self.pending_h]
         ids, rows = [], []
         step = 0
+        # greedy without a probability cut: the argmax comes out of the graph, no logits copy
+        in_graph = self.sample_in_graph and self.p_min <= 0
         while len(ids) < n_max:
             if self.chain_heads:
                 if step >= self.n_heads:
                     break
                 ctx.seq_rm(seq, pos0, -1)          # head `step` rebuilds its cache from pos0
                 ctx.set_nextn_layer_offset(step)
-                logits = ctx.decode(toks, embd=np.stack(hs), seq_id=seq)[-1]
+                b_tok, b_h = toks, np.stack(hs)
             else:
-                logits = ctx.decode(toks[-1:], embd=hs[-1][None], seq_id=seq)[-1]
-            rows.append(logits.copy())
-            tok, p = top1(logits)
-            if p < self.p_min:
-                break
+                b_tok, b_h = toks[-1:], hs[-1][None]
+            if in_graph:
+                tok = ctx.decode_greedy(b_tok, embd=b_h, seq_id=seq)
+            else:
+                logits = ctx.decode(b_tok, embd=b_h, seq_id=seq)[-1]
+                rows.append(logits.copy())
+                tok, p = top1(logits)
+                if p < self.p_min:
+                    break
             ids.append(tok)
             toks.append(tok)
             hs.append(ctx.embd_nextn[-1].copy())
@@ -127,7 +134,11 @@ class MtpDrafter(Drafter):
         if len(ids) < self.n_min:
             ids = []
         self.last_logits = np.stack(rows) if rows else np.zeros((0, 0), np.float32)
-        return Draft(ids=ids, logits=self.last_logits[:len(ids)] if ids else None)
+        return Draft(ids=ids, logits=self.last_logits[:len(ids)] if ids and rows else None)
+
+    def clone(self):
+        target, kw = self._args
+        return type(self)(target, None, **kw)
 
     def accept(self, n_accepted: int) -> None:
         if self.verify_h is None:
