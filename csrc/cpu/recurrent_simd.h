@@ -58,6 +58,18 @@ inline float wkv7_row_scalar(float* out, const float* prev, const float* w, floa
     return y;
 }
 
+// Mamba-2 state row: st = src*dA + B*xdt (st may equal src); returns st . C.
+inline float ssm_row_scalar(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
+                            int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = src[i] * dA + B[i] * xdt;
+        st[i] = v;
+        s += v * C[i];
+    }
+    return s;
+}
+
 // The contract every level implements. The blocked entries need S % 8 == 0 and are null
 // where a level has none (callers then loop over the row helpers).
 struct RecurrentOps {
@@ -79,6 +91,8 @@ struct RecurrentOps {
     // RWKV-7, four state rows at once.
     void (*wkv7_rows4)(float* cur, const float* prev, const float* w, const float* k, const float* vi,
                        const float* a, const float* b, const float* r, float* y, int64_t S);
+    // Mamba-2 selective-scan row (ssm_row_scalar's contract).
+    float (*ssm_row)(float* st, const float* src, const float* B, const float* C, float dA, float xdt, int64_t n);
 };
 
 const RecurrentOps& recurrent_scalar();   // simd/recurrent_scalar.cpp

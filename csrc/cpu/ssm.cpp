@@ -6,14 +6,15 @@
 //    slot ids[q] by the first token's update, written to plane 0 of the result and updated there
 //    token by token (no separate copy pass); snapshots copy it
 //    into plane j after token n_tokens-1-j. Mamba-2 fuses the state update with the y dot product
-//    (a function table per SIMD level, cpu/seed_simd.h).
+//    one state row at a time (cpu/recurrent_simd.h, a table per SIMD level): two memory streams,
+//    which stay near copy speed when the state comes cold from DRAM.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "cpu/kernels.h"
-#include "cpu/seed_simd.h"
+#include "cpu/recurrent_simd.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -147,7 +148,7 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
     float* y = (float*)dst->data;
     float* planes = y + Ny;
     const int64_t heads_per_group = n_head / n_group;
-    const seed::SeedOps& kern = seed::kernels_for(seed::isa());
+    const recurrent::RecurrentOps& rops = recurrent::kernels();
     int64_t h0, h1;
     split_range(n_head, p.ith, p.nth, h0, h1);
     std::vector<float> dA(mamba1 ? d_state : 0);
@@ -166,15 +167,8 @@ void cpu_forward_SSM_SCAN(const ComputeParams& p, Tensor* dst) {
                 float* yr = y + ((q * n_tokens + t) * n_head + h) * head_dim;
                 if (!mamba1) {
                     const float a = std::exp(dl * *(const float*)A->ptr(0, h));
-                    int64_t pp = 0;
-                    if (kern.ssm_update_dot4) {
-                        for (; pp + 4 <= head_dim; pp += 4) {
-                            const float xdt[4] = {xr[pp] * dl, xr[pp + 1] * dl, xr[pp + 2] * dl, xr[pp + 3] * dl};
-                            kern.ssm_update_dot4(st + pp * d_state, src + pp * d_state, Br, Cr, a, xdt, d_state, yr + pp);
-                        }
-                    }
-                    for (; pp < head_dim; ++pp)
-                        yr[pp] = kern.ssm_update_dot(st + pp * d_state, src + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
+                    for (int64_t pp = 0; pp < head_dim; ++pp)
+                        yr[pp] = rops.ssm_row(st + pp * d_state, src + pp * d_state, Br, Cr, a, xr[pp] * dl, d_state);
                 } else {
                     const float* Ar = (const float*)A->ptr(0, h);
                     for (int64_t n = 0; n < d_state; ++n) dA[n] = std::exp(dl * Ar[n]);

@@ -368,7 +368,7 @@ def test_empty_inputs():
     (128, 64, 4, 1, 1, 2, 1),    # decode shape
 ])
 def test_scan_simd_equals_scalar(d_state, head_dim, n_head, n_group, T, n_seqs, K):
-    """The native SIMD scan (4-row state blocks) equals the plain loop (PYGGML_ISA=scalar) on
+    """The native SIMD scan (AVX2 state rows, four accumulators) equals the plain loop (PYGGML_ISA=scalar) on
     odd sizes, several sequences in a permuted pool and K snapshot planes."""
     ctx = gg.Context(64 << 20)
     rng = np.random.default_rng(1000 + d_state + head_dim)

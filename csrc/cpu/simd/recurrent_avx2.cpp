@@ -200,11 +200,39 @@ void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float*
     for (int q = 0; q < 4; ++q) y[q] = simd::hsum_ps(acc[q]);
 }
 
+// One row at a time with four independent accumulators (32 floats a step): two streams (src,
+// st) plus the shared B and C, which the hardware prefetcher follows even when the state comes
+// from DRAM; the four add chains hide the FMA latency when it is cached.
+float ssm_row_avx2(float* st, const float* src, const float* B, const float* C, float dA, float xdt, int64_t n) {
+    const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) {
+            const int64_t o = i + 8 * j;
+            const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + o), va, _mm256_mul_ps(_mm256_loadu_ps(B + o), vx));
+            _mm256_storeu_ps(st + o, v);
+            acc[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + o), acc[j]);
+        }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
+        _mm256_storeu_ps(st + i, v);
+        acc[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), acc[0]);
+    }
+    float s = simd::hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) {
+        const float v = src[i] * dA + B[i] * xdt;
+        st[i] = v;
+        s += v * C[i];
+    }
+    return s;
+}
+
 }  // namespace
 
 const RecurrentOps& recurrent_avx2() {
     static const RecurrentOps k{decay_dot_avx2, update_dot_avx2, delta_rows4_avx2, row_decay_update_avx2, axpy_avx2,
-                                wkv6_out_avx2, dot_avx2, wkv7_row_avx2, cols8_avx2, wkv7_rows4_avx2};
+                                wkv6_out_avx2, dot_avx2, wkv7_row_avx2, cols8_avx2, wkv7_rows4_avx2, ssm_row_avx2};
     return k;
 }
 
