@@ -7,9 +7,9 @@
 //   pass 2: M_j += delta_j * k and dot with q -> out_j = M_j . q / sqrt(S)
 // (ggml makes four passes over the whole matrix; the arithmetic per element is the same.)
 // Where the SIMD table has them and S % 8 == 0 (cpu/recurrent_simd.h): the first token, which
-// reads the state cold, takes one row a call with four accumulators a pass (two memory
-// streams, near copy speed); later tokens find the state cached and take four rows a call,
-// sharing the loads of k, q and the decay.
+// reads a large state (S >= 64) cold, takes one row a call with four accumulators a pass (two
+// memory streams, near copy speed); later tokens, and small states, which are cached, take
+// four rows a call, sharing the loads of k, q and the decay.
 // Snapshot slot j (1 <= j < K) receives a copy after token T-1-j; slots j >= T are zeroed.
 
 #include <cmath>
@@ -45,9 +45,11 @@ void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
         const int64_t h = r % H, b = r / H, hk = h % Hk, bk = b / rb;
         float* M = slots + (b * H + h) * SS;
         const float* M0 = (const float*)state->ptr(0, 0, h, b);  // read by the first token's pass 1
-        if (T == 0) std::memcpy(M, M0, SS * sizeof(float));
+        // a small state (under 16 KiB a head) is cached anyway: copy it and take the blocks
+        const bool by_rows = ops.delta_row && S % 8 == 0 && S >= 64;
+        if (T == 0 || !by_rows) std::memcpy(M, M0, SS * sizeof(float));
         for (int64_t t = 0; t < T; ++t) {
-            const float* src = t == 0 ? M0 : M;
+            const float* src = t == 0 && by_rows ? M0 : M;
             const float* qt = (const float*)q->ptr(0, hk, t, bk);
             const float* kt = (const float*)k->ptr(0, hk, t, bk);
             const float* vt = (const float*)v->ptr(0, h, t, b);
@@ -58,7 +60,7 @@ void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
             else ds = std::exp(gt[0]);
             const float* dv = kda ? decay.data() : nullptr;
             float* ot = out + ((b * T + t) * H + h) * S;
-            if (t > 0 && ops.delta_rows4 && S % 8 == 0) {
+            if ((t > 0 || !by_rows) && ops.delta_rows4 && S % 8 == 0) {
                 for (int64_t j = 0; j < S; j += 4) ops.delta_rows4(M + j * S, S, dv, ds, kt, qt, vt + j, bt, scale, ot + j);
             } else if (ops.delta_row && S % 8 == 0) {
                 for (int64_t j = 0; j < S; ++j)
