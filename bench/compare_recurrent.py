@@ -1,16 +1,18 @@
-"""Recurrent models: pyggml.llm vs llama.cpp (llama-cpp-python, when importable) on the tiny
-random mamba2 and qwen35 models of pyggml.llm.tiny: prompt processing and decode tokens/s,
-same threads, one run each. llama.cpp's column reads n/a when llama_cpp does not import.
+"""Recurrent models: pyggml.llm vs llama.cpp (llama-cpp-python) on the tiny random mamba2 and
+qwen35 models of pyggml.llm.tiny, with and without rollback snapshots (`n_rs_seq`, the window a
+speculative target keeps): prompt processing and greedy decode tokens/s, same threads, the two
+engines alternating in one run (compare_llama_cpp.py's harness).
 
-    python bench/compare_recurrent.py [-t THREADS] [--prompt 64] [--gen 32]
+    python bench/compare_recurrent.py [-t THREADS] [--rounds 3] [--n-rs-seq 0 4] [--gen 32]
 
-qwen35 runs pyggml's gated_delta_net op when the build has it, else the basic-op fallback
-(the table says which).
+Each figure is the median over `rounds` alternating runs; ratio = pyggml / llama.cpp. The
+machine's load (uptime) is printed before and after: read ratios only on a shared machine.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 
@@ -19,35 +21,70 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see compare_llama_cpp.py
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_llama_cpp import bench_llama_cpp, bench_pyggml  # noqa: E402
+from compare_llama_cpp import Ours, Theirs, model_path, run_case, uptime  # noqa: E402
+
+
+class OursRs(Ours):
+    def __init__(self, path, n_ctx, threads, n_rs_seq):
+        from pyggml.llm import Context, Model
+        self.model = Model.load(path, progress=False)
+        self.ctx = Context(self.model, n_ctx=n_ctx, n_threads=threads, n_batch=512, n_ubatch=512,
+                           n_rs_seq=n_rs_seq)
+        self.n_vocab = self.ctx.hparams.n_vocab
+
+
+class TheirsRs(Theirs):
+    def __init__(self, path, n_ctx, threads, n_rs_seq):
+        import llama_cpp as lc
+        default = lc.llama_context_default_params
+
+        def with_rs():
+            cp = default()
+            cp.n_rs_seq = n_rs_seq
+            return cp
+        lc.llama_context_default_params = with_rs      # Theirs reads the defaults once, here
+        try:
+            super().__init__(path, n_ctx, threads)
+        finally:
+            lc.llama_context_default_params = default
 
 
 def main():
-    import pyggml as gg
-    from pyggml.llm.tiny import write_tiny_mamba2, write_tiny_qwen35
     ap = argparse.ArgumentParser()
     ap.add_argument("-t", "--threads", type=int, default=2)
-    ap.add_argument("--prompt", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--gen", type=int, default=32)
+    ap.add_argument("--n-rs-seq", type=int, nargs="+", default=[0, 4])
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "pyggml-bench"))
     a = ap.parse_args()
     os.makedirs(a.dir, exist_ok=True)
     try:
         import llama_cpp  # noqa: F401
-        have_ref = True
     except ImportError:
-        have_ref = False
-    gdn = "op" if hasattr(gg, "gated_delta_net") else "fallback"
-    cases = {"mamba2": write_tiny_mamba2(os.path.join(a.dir, "mamba2.gguf")),
-             f"qwen35 (gdn {gdn})": write_tiny_qwen35(os.path.join(a.dir, "qwen35.gguf"))}
-    prompt = [int(x) for x in np.random.default_rng(0).integers(3, 256, size=a.prompt)]
-    print(f"{'case':<30s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}   ({a.threads} threads, tokens/s)")
-    for name, path in cases.items():
-        ours = bench_pyggml(path, prompt, a.gen, a.threads)
-        theirs = bench_llama_cpp(path, prompt, a.gen, a.threads) if have_ref else (None, None)
-        for i, what in enumerate((f"pp{a.prompt}", f"tg{a.gen}")):
-            ref = f"{theirs[i]:10.1f} {ours[i] / theirs[i]:7.2f}" if have_ref else f"{'n/a':>10s} {'':>7s}"
-            print(f"{name + ' ' + what:<30s} {ours[i]:10.1f} {ref}")
+        sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
+    print(f"# {uptime()}")
+    print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s")
+    print(f"{'case':<30s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
+    rng = np.random.default_rng(0)
+    for name in ("mamba2", "qwen35"):
+        path = model_path(a.dir, name)
+        for n_rs in a.n_rs_seq:
+            ours, theirs = OursRs(path, 640, a.threads, n_rs), TheirsRs(path, 640, a.threads, n_rs)
+            n_vocab = min(ours.n_vocab, theirs.n_vocab)
+            prompts = {"pp128": [int(x) for x in rng.integers(3, n_vocab, size=128)]}
+            run_case(ours, prompts, 4)                       # warm-up: graphs, pages
+            run_case(theirs, prompts, 4)
+            res = {"ours": [], "theirs": []}
+            for _ in range(a.rounds):
+                for side, engine in (("ours", ours), ("theirs", theirs)):
+                    res[side].append(run_case(engine, prompts, a.gen))
+            theirs.close()
+            for col in res["ours"][0]:
+                o = statistics.median(r[col] for r in res["ours"])
+                t = statistics.median(r[col] for r in res["theirs"])
+                label = f"{name} n_rs_seq={n_rs} {col}"
+                print(f"{label:<30s} {o:10.1f} {t:10.1f} {o / t:7.2f}", flush=True)
+    print(f"# {uptime()}")
 
 
 if __name__ == "__main__":

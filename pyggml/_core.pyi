@@ -609,7 +609,7 @@ def sqrt(ctx: Context, a: Tensor) -> Tensor:
 def sqrt_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
 def ssm_conv(ctx: Context, sx: Tensor, c: Tensor) -> Tensor:
-    """Depth-wise causal conv: sx f32 [d_conv-1+n_t, d_inner, n_s] (dim 0 is time), c f32 [d_conv, d_inner] -> f32 [d_inner, n_t, n_s], out[i,t,s] = sum_k sx[t+k,i,s]*c[k,i]."""
+    """Depth-wise causal conv: sx f32 [d_conv-1+n_t, d_inner, n_s] (dim 0 is time), c f32 [d_conv, d_inner] -> f32 [d_inner, n_t, n_s], out[i,t,s] = sum_k sx[t+k,i,s]*c[k,i]. sx may be any strided view (a transposed [d_inner, d_conv-1+n_t, n_s] buffer is as fast as ggml's packed layout)."""
 def ssm_scan(ctx: Context, s: Tensor, x: Tensor, dt: Tensor, A: Tensor, B: Tensor, C: Tensor, ids: Tensor, K: typing.SupportsInt | typing.SupportsIndex = 1) -> Tensor:
     """Selective state-space scan (Mamba-1: A [d_state, n_head]; Mamba-2: A [1, n_head]). s f32 [d_state, head_dim, n_head, n_slots] is read at slot ids[q] for sequence q; x f32 [head_dim, n_head, n_tokens, n_seqs]; dt f32 [n_head, n_tokens, n_seqs] (softplus, > 20 passes through); B, C f32 [d_state, n_group, n_tokens, n_seqs]; head h uses group h // (n_head/n_group). Returns a 1-D f32 tensor: y packed [head_dim, n_head, n_tokens, n_seqs], then K state planes [d_state, head_dim, n_head, n_seqs] written densely (sequence q at position q): plane 0 is the final state, plane j the state after the first n_tokens-j tokens. Planes j >= n_tokens are zero-filled by pyggml (ggml leaves them unwritten). K > 1 requires Mamba-2."""
 def step(ctx: Context, a: Tensor) -> Tensor:

@@ -1,12 +1,15 @@
 // CPU kernel of GATED_DELTA_NET. (head, sequence) pairs are split across threads. The state of a
 // pair is held as M = S^T (row j = value channel j, contiguous over key channels i), in the
-// result's slot 0, updated in place token by token. Each row is independent within a token, so
-// one row does all four steps in two passes over its S values:
+// result's slot 0, updated in place token by token (the first token reads the input state and
+// writes slot 0: no copy pass). Each row is independent within a token, so one row does all
+// four steps in two passes over its S values while it sits in L1:
 //   pass 1: decay (scalar or per-key exp(g)) and dot with k -> delta_j = (v_j - M_j . k) * beta
 //   pass 2: M_j += delta_j * k and dot with q -> out_j = M_j . q / sqrt(S)
 // (ggml makes four passes over the whole matrix; the arithmetic per element is the same.)
-// Where the SIMD table has it and S % 8 == 0, four rows go together, sharing the loads of k,
-// q and the decay (cpu/recurrent_simd.h).
+// Where the SIMD table has them and S % 8 == 0 (cpu/recurrent_simd.h): the first token, which
+// reads a large state (S >= 64) cold, takes one row a call with four accumulators a pass (two
+// memory streams, near copy speed); later tokens, and small states, which are cached, take
+// four rows a call, sharing the loads of k, q and the decay.
 // Snapshot slot j (1 <= j < K) receives a copy after token T-1-j; slots j >= T are zeroed.
 
 #include <cmath>
@@ -41,8 +44,12 @@ void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t h = r % H, b = r / H, hk = h % Hk, bk = b / rb;
         float* M = slots + (b * H + h) * SS;
-        std::memcpy(M, state->ptr(0, 0, h, b), SS * sizeof(float));
+        const float* M0 = (const float*)state->ptr(0, 0, h, b);  // read by the first token's pass 1
+        // a small state (under 16 KiB a head) is cached anyway: copy it and take the blocks
+        const bool by_rows = ops.delta_row && S % 8 == 0 && S >= 64;
+        if (T == 0 || !by_rows) std::memcpy(M, M0, SS * sizeof(float));
         for (int64_t t = 0; t < T; ++t) {
+            const float* src = t == 0 && by_rows ? M0 : M;
             const float* qt = (const float*)q->ptr(0, hk, t, bk);
             const float* kt = (const float*)k->ptr(0, hk, t, bk);
             const float* vt = (const float*)v->ptr(0, h, t, b);
@@ -53,13 +60,17 @@ void cpu_forward_GATED_DELTA_NET(const ComputeParams& p, Tensor* dst) {
             else ds = std::exp(gt[0]);
             const float* dv = kda ? decay.data() : nullptr;
             float* ot = out + ((b * T + t) * H + h) * S;
-            int64_t j = 0;
-            if (ops.delta_rows4 && S % 8 == 0)
-                for (; j + 4 <= S; j += 4) ops.delta_rows4(M + j * S, S, dv, ds, kt, qt, vt + j, bt, scale, ot + j);
-            for (; j < S; ++j) {
-                float* mj = M + j * S;
-                const float d = (vt[j] - ops.decay_dot(mj, dv, ds, kt, S)) * bt;
-                ot[j] = ops.update_dot(mj, d, kt, qt, S) * scale;
+            if ((t > 0 || !by_rows) && ops.delta_rows4 && S % 8 == 0) {
+                for (int64_t j = 0; j < S; j += 4) ops.delta_rows4(M + j * S, S, dv, ds, kt, qt, vt + j, bt, scale, ot + j);
+            } else if (ops.delta_row && S % 8 == 0) {
+                for (int64_t j = 0; j < S; ++j)
+                    ot[j] = ops.delta_row(M + j * S, src + j * S, S, dv, ds, kt, qt, vt[j], bt, scale);
+            } else {
+                for (int64_t j = 0; j < S; ++j) {
+                    float* mj = M + j * S;
+                    const float d = (vt[j] - ops.decay_dot(mj, src + j * S, dv, ds, kt, S)) * bt;
+                    ot[j] = ops.update_dot(mj, d, kt, qt, S) * scale;
+                }
             }
             const int64_t slot = T - 1 - t;
             if (slot >= 1 && slot < K) std::memcpy(slots + slot * slot_floats + (b * H + h) * SS, M, SS * sizeof(float));

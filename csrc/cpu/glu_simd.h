@@ -39,6 +39,11 @@ inline void swiglu_clamp_scalar(const float* g, const float* u, float* o, int64_
     }
 }
 
+// SiLU alone (the UNARY kernel's f32 rows): o[i] = silu(x[i]).
+inline void silu_scalar(const float* x, float* o, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = silu_f32(x[i]);
+}
+
 // The contract every level implements (packed f32 rows of n elements).
 struct GluOps {
     void (*reglu)(const float* g, const float* u, float* o, int64_t n);
@@ -46,6 +51,7 @@ struct GluOps {
     void (*geglu_quick)(const float* g, const float* u, float* o, int64_t n);
     void (*swiglu_oai)(const float* g, const float* u, float* o, int64_t n, float alpha, float limit);
     void (*swiglu_clamp)(const float* g, const float* u, float* o, int64_t n, float limit);
+    void (*silu)(const float* x, float* o, int64_t n);
 };
 
 const GluOps& glu_scalar();   // simd/glu_scalar.cpp

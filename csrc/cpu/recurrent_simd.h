@@ -11,12 +11,12 @@ namespace pyggml::cpu::recurrent {
 
 // ---- plain loops (reference) ----
 
-// Delta rule pass 1 on a state row: m *= decay (per key dvec[i], or the scalar ds when dvec
-// is null); returns m . k.
-inline float decay_dot_scalar(float* m, const float* dvec, float ds, const float* k, int64_t n) {
+// Delta rule pass 1 on a state row: m = src * decay (per key dvec[i], or the scalar ds when
+// dvec is null; src may be m); returns m . k.
+inline float decay_dot_scalar(float* m, const float* src, const float* dvec, float ds, const float* k, int64_t n) {
     float s = 0.0f;
     for (int64_t i = 0; i < n; ++i) {
-        m[i] *= dvec ? dvec[i] : ds;
+        m[i] = src[i] * (dvec ? dvec[i] : ds);
         s += m[i] * k[i];
     }
     return s;
@@ -58,12 +58,29 @@ inline float wkv7_row_scalar(float* out, const float* prev, const float* w, floa
     return y;
 }
 
+// Mamba-2 state row: st = src*dA + B*xdt (st may equal src); returns st . C.
+inline float ssm_row_scalar(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
+                            int64_t n) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+        const float v = src[i] * dA + B[i] * xdt;
+        st[i] = v;
+        s += v * C[i];
+    }
+    return s;
+}
+
 // The contract every level implements. The blocked entries need S % 8 == 0 and are null
 // where a level has none (callers then loop over the row helpers).
 struct RecurrentOps {
-    float (*decay_dot)(float* m, const float* dvec, float ds, const float* k, int64_t n);
+    float (*decay_dot)(float* m, const float* src, const float* dvec, float ds, const float* k, int64_t n);
     float (*update_dot)(float* m, float d, const float* k, const float* q, int64_t n);
-    // Delta rule, four state rows at once (row stride S): both passes, out[0..4) = M_r . q * scale.
+    // Delta rule on one state row read from src (may be m), both passes while the row is in L1,
+    // four accumulators a pass: returns M_j . q * scale. Needs S % 8 == 0.
+    float (*delta_row)(float* m, const float* src, int64_t S, const float* dvec, float ds, const float* k,
+                       const float* q, float v, float beta, float scale);
+    // Delta rule in place on four state rows at once (row stride S), sharing the loads of k, q
+    // and the decay: out[0..4) = M_r . q * scale. Needs S % 8 == 0.
     void (*delta_rows4)(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,
                         const float* v, float beta, float scale, float* out);
     void (*row_decay_update)(float* out, const float* prev, float g, float kk, const float* v, int64_t n);
@@ -79,6 +96,8 @@ struct RecurrentOps {
     // RWKV-7, four state rows at once.
     void (*wkv7_rows4)(float* cur, const float* prev, const float* w, const float* k, const float* vi,
                        const float* a, const float* b, const float* r, float* y, int64_t S);
+    // Mamba-2 selective-scan row (ssm_row_scalar's contract).
+    float (*ssm_row)(float* st, const float* src, const float* B, const float* C, float dA, float xdt, int64_t n);
 };
 
 const RecurrentOps& recurrent_scalar();   // simd/recurrent_scalar.cpp

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu/glu_simd.h"
 #include "cpu/kernels.h"
 #include "cpu/unary_math.h"
 #include "pyggml/error.h"
@@ -10,6 +11,10 @@
 namespace pyggml::cpu {
 
 namespace {
+// f32 rows with dim 0 packed go through `row(x, o, n)` (a SIMD row kernel); others element-wise.
+template <class F, class R>
+void map_rows_simd(const ComputeParams& p, Tensor* dst, F f, R row);
+
 template <class F>
 void map_rows(const ComputeParams& p, Tensor* dst, F f) {
     const Tensor* a = dst->src[0];
@@ -32,6 +37,19 @@ void map_rows(const ComputeParams& p, Tensor* dst, F f) {
         }
     }
 }
+template <class F, class R>
+void map_rows_simd(const ComputeParams& p, Tensor* dst, F f, R row) {
+    const Tensor* a = dst->src[0];
+    if (a->type != Type::F32 || dst->type != Type::F32 || a->nb[0] != sizeof(float) || dst->nb[0] != sizeof(float))
+        return map_rows(p, dst, f);
+    const int64_t ne0 = dst->ne[0];
+    int64_t r0, r1;
+    split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
+        row((const float*)a->row(i1, i2, i3), (float*)dst->row(i1, i2, i3), ne0);
+    }
+}
 }  // namespace
 
 void cpu_forward_UNARY(const ComputeParams& p, Tensor* dst) {
@@ -46,7 +64,7 @@ void cpu_forward_UNARY(const ComputeParams& p, Tensor* dst) {
         case UnaryOp::SIGMOID: return map_rows(p, dst, sigmoid_f32);
         case UnaryOp::GELU: return map_rows(p, dst, gelu_f32);
         case UnaryOp::GELU_QUICK: return map_rows(p, dst, gelu_quick_f32);
-        case UnaryOp::SILU: return map_rows(p, dst, silu_f32);
+        case UnaryOp::SILU: return map_rows_simd(p, dst, silu_f32, glu::kernels().silu);
         case UnaryOp::HARDSWISH:
             return map_rows(p, dst, [](float x) { return x * std::fmin(1.f, std::fmax(0.f, (x + 3.f) / 6.f)); });
         case UnaryOp::HARDSIGMOID:

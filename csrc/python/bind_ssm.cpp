@@ -6,7 +6,8 @@ namespace pyggml::python {
 void bind_ssm(py::module_& m) {
     def_op(m, "ssm_conv", &ssm_conv, py::arg("ctx"), py::arg("sx"), py::arg("c"),
            "Depth-wise causal conv: sx f32 [d_conv-1+n_t, d_inner, n_s] (dim 0 is time), c f32 "
-           "[d_conv, d_inner] -> f32 [d_inner, n_t, n_s], out[i,t,s] = sum_k sx[t+k,i,s]*c[k,i].");
+           "[d_conv, d_inner] -> f32 [d_inner, n_t, n_s], out[i,t,s] = sum_k sx[t+k,i,s]*c[k,i]. sx may be any "
+           "strided view (a transposed [d_inner, d_conv-1+n_t, n_s] buffer is as fast as ggml's packed layout).");
     def_op(m, "ssm_scan", &ssm_scan, py::arg("ctx"), py::arg("s"), py::arg("x"), py::arg("dt"), py::arg("A"),
            py::arg("B"), py::arg("C"), py::arg("ids"), py::arg("K") = 1,
            "Selective state-space scan (Mamba-1: A [d_state, n_head]; Mamba-2: A [1, n_head]).\n"

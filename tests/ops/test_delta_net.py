@@ -48,6 +48,10 @@ def _check(r, refs, S, H, T, B, K):
     (128, 2, 1, 4, 1, 1, True, 2),
     (19, 4, 2, 6, 3, 1, True, 4),
     (8, 1, 1, 2, 1, 1, False, 5),  # K > T: the slots past T are zero
+    (128, 3, 3, 1, 2, 2, False, 1),  # one token: rows read from the input state (decode)
+    (72, 2, 1, 1, 1, 1, True, 2),    # S % 32 != 0: the row kernel's 8-float rest
+    (64, 2, 2, 7, 1, 1, False, 3),   # first token by rows, the later ones by 4-row blocks
+    (16, 2, 2, 1, 1, 1, False, 2),   # a small state: copied, then 4-row blocks
 ])
 def test_gated_delta_net(simd, S, H, Hk, T, B, Bk, kda, K):
     ctx = gg.Context(32 << 20)

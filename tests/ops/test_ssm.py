@@ -58,9 +58,45 @@ def test_conv_threads_and_rejects():
         gg.ssm_conv(ctx, ctx.new_tensor(gg.F16, [13, 130, 2]), c)
     with pytest.raises(TypeError, match="ssm_conv"):
         gg.ssm_conv(ctx, sx, None)
-    with pytest.raises(ValueError, match="ssm_conv"):
-        gg.ssm_conv(ctx, gg.transpose(ctx, ctx.new_tensor(gg.F32, [130, 13, 2])), c)
     assert list(gg.ssm_conv(ctx, sx, c).ne) == [130, 10, 2, 1]
+
+
+@pytest.mark.parametrize("d_conv", [2, 4, 5, 11])
+@pytest.mark.parametrize("n_t", [1, 3, 70])
+@pytest.mark.parametrize("n_s", [1, 2])
+@pytest.mark.parametrize("d_inner", [7, 64, 131])
+def test_conv_channel_packed_view(d_conv, n_t, n_s, d_inner):
+    """sx as the transposed view of a [d_inner, d_conv-1+n_t, n_s] buffer (channels packed, the
+    layout the recurrent models keep their conv state in) equals the packed-time result bit for
+    bit (the taps are summed in the same order) and the float64 reference."""
+    ctx = gg.Context(16 << 20)
+    rng = np.random.default_rng(d_conv * 1000 + n_t * 10 + n_s + d_inner)
+    buf, bv = new(ctx, gg.F32, [d_inner, d_conv - 1 + n_t, n_s], rng=rng)
+    c, cv = new(ctx, gg.F32, [d_conv, d_inner], rng=rng)
+    x = np.swapaxes(bv[0], 1, 2)                       # (n_s, d_inner, time)
+    packed = ctx.new_tensor(gg.F32, [d_conv - 1 + n_t, d_inner, n_s])
+    packed.set(np.ascontiguousarray(x).astype(np.float32))
+    r_view, r_packed = gg.ssm_conv(ctx, gg.transpose(ctx, buf), c), gg.ssm_conv(ctx, packed, c)
+    for n_threads in (1, 3):
+        compute(ctx, r_view, r_packed, n_threads=n_threads)
+        np.testing.assert_array_equal(values(r_view), values(r_packed))
+    assert_close(values(r_view)[0], ref.ssm_conv(x, cv[0, 0]), 1e-7)
+
+
+def test_conv_other_strides():
+    """A view packed in neither dim (every other channel of a buffer, time outermost)."""
+    ctx = gg.Context(4 << 20)
+    rng = np.random.default_rng(7)
+    d_conv, n_t, d_inner = 4, 5, 9
+    buf, bv = new(ctx, gg.F32, [2 * d_inner, d_conv - 1 + n_t], rng=rng)
+    c, cv = new(ctx, gg.F32, [d_conv, d_inner], rng=rng)
+    v = gg.view_3d(ctx, buf, 1, d_inner, d_conv - 1 + n_t, 8, buf.nb[1], 0)   # channel 2i
+    sx = gg.permute(ctx, v, 2, 1, 0, 3)
+    assert list(sx.ne[:3]) == [d_conv - 1 + n_t, d_inner, 1] and sx.nb[0] != 4 and sx.nb[1] != 4
+    r = gg.ssm_conv(ctx, sx, c)
+    compute(ctx, r)
+    x = np.swapaxes(bv[0, 0][:, 0::2], 0, 1)[None]    # (1, d_inner, time)
+    assert_close(values(r)[0], ref.ssm_conv(x, cv[0, 0]), 1e-7)
 
 
 # ---------------------------------------------------------------- ssm_scan
@@ -332,7 +368,7 @@ def test_empty_inputs():
     (128, 64, 4, 1, 1, 2, 1),    # decode shape
 ])
 def test_scan_simd_equals_scalar(d_state, head_dim, n_head, n_group, T, n_seqs, K):
-    """The native SIMD scan (4-row state blocks) equals the plain loop (PYGGML_ISA=scalar) on
+    """The native SIMD scan (AVX2 state rows, four accumulators) equals the plain loop (PYGGML_ISA=scalar) on
     odd sizes, several sequences in a permuted pool and K snapshot planes."""
     ctx = gg.Context(64 << 20)
     rng = np.random.default_rng(1000 + d_state + head_dim)

@@ -213,3 +213,32 @@ def test_xielu(params, tname):
     assert_close(values(r), want, {"f32": 1e-7, "f16": 1e-6, "bf16": 5e-5}[tname], "xielu")
     with pytest.raises(ValueError, match="xielu"):
         gg.xielu(ctx, gg.transpose(ctx, ctx.new_tensor(gg.F32, [4, 3])), *params)
+
+
+@pytest.mark.parametrize("simd", ["native", "scalar"], indirect=True)
+@pytest.mark.parametrize("n", [1, 7, 8, 37, 1000])
+def test_silu_rows_simd_and_edges(simd, n):
+    """SiLU's SIMD row kernel (f32 rows packed in dim 0) on odd lengths, a strided view and edge
+    values: the float64 reference, with -0 for large negative inputs, NaN for -inf and NaN."""
+    ctx = _ctx()
+    rng = np.random.default_rng(n)
+    x = rng.uniform(-30, 30, size=(3, n)).astype(np.float32)
+    edges = np.array([0.0, -0.0, 88.0, 89.0, -88.0, -89.0, -100.0, -1e30, 1e30, np.inf, -np.inf, np.nan],
+                     np.float32)
+    x[1, :min(n, edges.size)] = edges[:min(n, edges.size)]
+    a = ctx.new_tensor(gg.F32, [n, 3])
+    a.set(x)
+    wide = ctx.new_tensor(gg.F32, [n + 5, 3])                  # rows of n inside wider rows
+    wide.set(np.pad(x, ((0, 0), (0, 5))))
+    view = gg.view_2d(ctx, wide, n, 3, wide.nb[1], 0)
+    r, rv = gg.silu(ctx, a), gg.silu(ctx, view)
+    compute(ctx, r, rv)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x64 = x.astype(np.float64)
+        want = x64 / (1.0 + np.exp(-x64))
+    got = values(r).reshape(3, n)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=4e-7, atol=1e-30)  # e^89 overflows f32
+    assert np.all(np.signbit(got[ok & (x < -88.8)]))          # x / inf: a negative zero
+    np.testing.assert_array_equal(values(rv).reshape(3, n), got)

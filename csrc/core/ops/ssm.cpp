@@ -32,7 +32,6 @@ Tensor* ssm_conv(Context* ctx, Tensor* sx, Tensor* c) {
     PG_SHAPE_CHECK(sx->ne[0] >= d_conv - 1,
                    (OpMessage(op) << "sx.ne[0]=" << sx->ne[0] << " must be at least d_conv-1=" << d_conv - 1)
                        .with("sx", sx).with("c", c));
-    PG_SHAPE_CHECK(rows01_packed(sx), (OpMessage(op) << "sx must have packed dims 0/1 (nb[1] == ne[0]*4)").with("sx", sx));
     PG_SHAPE_CHECK(c->nb[0] == sizeof(float), (OpMessage(op) << "c rows must be contiguous").with("c", c));
     const int64_t ne[3] = {d_inner, sx->ne[0] - d_conv + 1, sx->ne[2]};
     Tensor* r = ctx->new_tensor(Type::F32, 3, ne);

@@ -81,6 +81,18 @@ void swiglu(const float* g, const float* u, float* o, int64_t n) {
     swiglu_scalar(g + i, u + i, o + i, n - i);
 }
 
+// SiLU rows with SwiGLU's arithmetic (ggml's exp, a true division): equal to ggml's silu.
+void silu(const float* x, float* o, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 den = _mm256_add_ps(one, exp_ggml_ps(_mm256_sub_ps(_mm256_setzero_ps(), v)));
+        _mm256_storeu_ps(o + i, _mm256_div_ps(v, den));
+    }
+    silu_scalar(x + i, o + i, n - i);
+}
+
 void geglu_quick(const float* g, const float* u, float* o, int64_t n) {
     const __m256 a = _mm256_set1_ps(1.702f);
     int64_t i = 0;
@@ -115,7 +127,7 @@ void swiglu_clamp(const float* g, const float* u, float* o, int64_t n, float lim
 }  // namespace
 
 const GluOps& glu_avx2() {
-    static const GluOps k{reglu, swiglu, geglu_quick, swiglu_oai, swiglu_clamp};
+    static const GluOps k{reglu, swiglu, geglu_quick, swiglu_oai, swiglu_clamp, silu};
     return k;
 }
 

@@ -13,26 +13,26 @@ namespace pyggml::cpu::recurrent {
 
 namespace {
 
-float decay_dot_avx2(float* m, const float* dvec, float ds, const float* k, int64_t n) {
+float decay_dot_avx2(float* m, const float* src, const float* dvec, float ds, const float* k, int64_t n) {
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     const __m256 vds = _mm256_set1_ps(ds);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         const __m256 d0 = dvec ? _mm256_loadu_ps(dvec + i) : vds, d1 = dvec ? _mm256_loadu_ps(dvec + i + 8) : vds;
-        const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(m + i), d0), m1 = _mm256_mul_ps(_mm256_loadu_ps(m + i + 8), d1);
+        const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(src + i), d0), m1 = _mm256_mul_ps(_mm256_loadu_ps(src + i + 8), d1);
         _mm256_storeu_ps(m + i, m0);
         _mm256_storeu_ps(m + i + 8, m1);
         acc0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(k + i), acc0);
         acc1 = _mm256_fmadd_ps(m1, _mm256_loadu_ps(k + i + 8), acc1);
     }
     for (; i + 8 <= n; i += 8) {
-        const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(m + i), dvec ? _mm256_loadu_ps(dvec + i) : vds);
+        const __m256 m0 = _mm256_mul_ps(_mm256_loadu_ps(src + i), dvec ? _mm256_loadu_ps(dvec + i) : vds);
         _mm256_storeu_ps(m + i, m0);
         acc0 = _mm256_fmadd_ps(m0, _mm256_loadu_ps(k + i), acc0);
     }
     float s = simd::hsum_ps(_mm256_add_ps(acc0, acc1));
     for (; i < n; ++i) {
-        m[i] *= dvec ? dvec[i] : ds;
+        m[i] = src[i] * (dvec ? dvec[i] : ds);
         s += m[i] * k[i];
     }
     return s;
@@ -61,6 +61,38 @@ float update_dot_avx2(float* m, float d, const float* k, const float* q, int64_t
         s += m[i] * q[i];
     }
     return s;
+}
+
+// acc[0..3] += x * w over the row, 32 floats a step (8 for the S % 32 rest): x = src * decay
+// (pass 1, stored to m) or m + d * k (pass 2, stored to m).
+template <bool kPass1>
+inline __m256 delta_pass(float* m, const float* src, int64_t S, const float* dvec, __m256 vds, __m256 d,
+                         const float* k, const float* w) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    auto step = [&](int64_t i, __m256& acc) {
+        __m256 x;
+        if (kPass1) x = _mm256_mul_ps(_mm256_loadu_ps(src + i), dvec ? _mm256_loadu_ps(dvec + i) : vds);
+        else x = _mm256_fmadd_ps(d, _mm256_loadu_ps(k + i), _mm256_loadu_ps(m + i));
+        _mm256_storeu_ps(m + i, x);
+        acc = _mm256_fmadd_ps(x, _mm256_loadu_ps(w + i), acc);
+    };
+    int64_t i = 0;
+    for (; i + 32 <= S; i += 32) {
+        step(i, a0);
+        step(i + 8, a1);
+        step(i + 16, a2);
+        step(i + 24, a3);
+    }
+    for (; i < S; i += 8) step(i, a0);
+    return _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+}
+
+float delta_row_avx2(float* m, const float* src, int64_t S, const float* dvec, float ds, const float* k,
+                     const float* q, float v, float beta, float scale) {
+    const __m256 vds = _mm256_set1_ps(ds), zero = _mm256_setzero_ps();
+    const float mk = simd::hsum_ps(delta_pass<true>(m, src, S, dvec, vds, zero, k, k));
+    const __m256 dl = _mm256_set1_ps((v - mk) * beta);
+    return simd::hsum_ps(delta_pass<false>(m, m, S, dvec, vds, dl, k, q)) * scale;
 }
 
 void delta_rows4_avx2(float* m, int64_t S, const float* dvec, float ds, const float* k, const float* q,
@@ -200,11 +232,39 @@ void wkv7_rows4_avx2(float* cur, const float* prev, const float* w, const float*
     for (int q = 0; q < 4; ++q) y[q] = simd::hsum_ps(acc[q]);
 }
 
+// One row at a time with four independent accumulators (32 floats a step): two streams (src,
+// st) plus the shared B and C, which the hardware prefetcher follows even when the state comes
+// from DRAM; the four add chains hide the FMA latency when it is cached.
+float ssm_row_avx2(float* st, const float* src, const float* B, const float* C, float dA, float xdt, int64_t n) {
+    const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        for (int j = 0; j < 4; ++j) {
+            const int64_t o = i + 8 * j;
+            const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + o), va, _mm256_mul_ps(_mm256_loadu_ps(B + o), vx));
+            _mm256_storeu_ps(st + o, v);
+            acc[j] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + o), acc[j]);
+        }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
+        _mm256_storeu_ps(st + i, v);
+        acc[0] = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), acc[0]);
+    }
+    float s = simd::hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+    for (; i < n; ++i) {
+        const float v = src[i] * dA + B[i] * xdt;
+        st[i] = v;
+        s += v * C[i];
+    }
+    return s;
+}
+
 }  // namespace
 
 const RecurrentOps& recurrent_avx2() {
-    static const RecurrentOps k{decay_dot_avx2, update_dot_avx2, delta_rows4_avx2, row_decay_update_avx2, axpy_avx2,
-                                wkv6_out_avx2, dot_avx2, wkv7_row_avx2, cols8_avx2, wkv7_rows4_avx2};
+    static const RecurrentOps k{decay_dot_avx2, update_dot_avx2, delta_row_avx2, delta_rows4_avx2, row_decay_update_avx2, axpy_avx2,
+                                wkv6_out_avx2, dot_avx2, wkv7_row_avx2, cols8_avx2, wkv7_rows4_avx2, ssm_row_avx2};
     return k;
 }
 

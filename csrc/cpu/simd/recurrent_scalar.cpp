@@ -4,8 +4,8 @@
 namespace pyggml::cpu::recurrent {
 
 const RecurrentOps& recurrent_scalar() {
-    static const RecurrentOps k{decay_dot_scalar, update_dot_scalar, nullptr, row_decay_update_scalar, axpy_scalar,
-                                wkv6_out_scalar, dot_scalar, wkv7_row_scalar, nullptr, nullptr};
+    static const RecurrentOps k{decay_dot_scalar, update_dot_scalar, nullptr, nullptr, row_decay_update_scalar, axpy_scalar,
+                                wkv6_out_scalar, dot_scalar, wkv7_row_scalar, nullptr, nullptr, ssm_row_scalar};
     return k;
 }
 

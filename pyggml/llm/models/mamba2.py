@@ -8,6 +8,8 @@ D*x, gates with SiLU(z), RMS-normalizes per group and projects out.
 With n_rs_seq snapshots (K = n_rs_seq + 1) the scan returns K states, most recent first,
 and the conv windows ending 0..K-1 tokens before the end are kept too: the graph copies
 slot k into plane k of the sequence's cell (only min(T, K) slots exist for T tokens).
+Conv states are stored channel-packed ([conv_dim, d_conv-1] per row, the transpose of
+upstream's rows).
 """
 from __future__ import annotations
 
@@ -106,7 +108,7 @@ def build_mamba2_layer(g: GraphContext, inp, cur, L, il: int, hp):
     conv_all, ssm_all = r.get_r_l(il), r.get_s_l(il)
 
     conv = g.build_rs(inp, conv_all, hp.n_embd_r)
-    conv = gg.reshape_3d(c, conv, d_conv - 1, conv_dim, n_seqs)
+    conv = gg.reshape_3d(c, conv, conv_dim, d_conv - 1, n_seqs)
 
     zxbcdt = g.build_lora_mm(L.ssm_in, cur)
     zxbcdt = gg.reshape_3d(c, zxbcdt, zxbcdt.ne[0], T, n_seqs)
@@ -117,17 +119,18 @@ def build_mamba2_layer(g: GraphContext, inp, cur, L, il: int, hp):
     dt = gg.view_3d(c, zxbcdt, n_head, T, n_seqs, zxbcdt.nb[1], zxbcdt.nb[2],
                     (d_inner + conv_dim) * es)
 
-    # conv input = [conv state | this ubatch's xBC] along time; keep its windows as states
-    conv_x = gg.concat(c, conv, gg.transpose(c, xbc), 0)
+    # conv input = [conv state | this ubatch's xBC] along time, channel-packed
+    # ([conv_dim, d_conv-1+T]: the join and the windows kept as states are whole-row copies);
+    # the conv reads its transposed view
+    conv_x = gg.concat(c, conv, xbc, 1)
     row_count = (d_conv - 1) * conv_dim
     row_size = gg.row_size(conv_all.type, row_count)
     for slot in range(n_written):
-        last = gg.view_3d(c, conv_x, d_conv - 1, conv_dim, n_seqs, conv_x.nb[1], conv_x.nb[2],
-                          (T - slot) * conv_x.nb[0])
+        last = gg.view_2d(c, conv_x, row_count, n_seqs, conv_x.nb[2], (T - slot) * conv_x.nb[1])
         dst = gg.view_2d(c, conv_all, row_count, n_seqs, conv_all.nb[1],
                          (slot * size + head) * row_size)
         g.expand(gg.cpy(c, last, dst))
-    xbc = gg.ssm_conv(c, conv_x, L.ssm_conv1d)
+    xbc = gg.ssm_conv(c, gg.transpose(c, conv_x), L.ssm_conv1d)
     xbc = gg.silu(c, gg.add(c, xbc, L.ssm_conv1d_b))
 
     es = gg.type_size(xbc.type)

@@ -13,7 +13,8 @@ post-norm hidden state as `h_nextn` (every row, or only the output rows when mas
 
 With n_rs_seq snapshots (K = n_rs_seq + 1) the delta-net op returns K states, most recent
 first; conv windows ending 0..K-1 tokens before the end are written too (their start is
-clamped at the ubatch's first conv input, as upstream does).
+clamped at the ubatch's first conv input, as upstream does). Conv states are stored
+channel-packed (see build_conv_state), the transpose of upstream's rows.
 """
 from __future__ import annotations
 
@@ -262,22 +263,23 @@ class Qwen35Graph(GraphContext):
 
     # ---- gated delta-net ---------------------------------------------------------------
     def build_conv_state(self, inp, conv_all, qkv_mixed, d_conv, conv_dim):
-        """[conv state | this ubatch's inputs] along time, writing the state planes."""
+        """[conv state | this ubatch's inputs] along time, writing the state planes. A state row
+        holds its d_conv-1 inputs channel-packed ([conv_dim, d_conv-1]), so the join and every
+        window written back are whole-row copies; the conv reads the transposed view."""
         c, r = self.ctx0, inp.rctx
         conv = self.build_rs(inp, conv_all, self.hparams.n_embd_r)
-        conv = gg.reshape_3d(c, conv, d_conv - 1, conv_dim, r.n_seqs)
-        conv_in = gg.concat(c, conv, gg.transpose(c, qkv_mixed), 0)
+        conv = gg.reshape_3d(c, conv, conv_dim, d_conv - 1, r.n_seqs)
+        conv_in = gg.concat(c, conv, qkv_mixed, 1)       # [conv_dim, d_conv-1+T, n_seqs]
         row_count = (d_conv - 1) * conv_dim
         row_size = gg.row_size(conv_all.type, row_count)
-        T = conv_in.ne[0] - (d_conv - 1)
+        T = conv_in.ne[1] - (d_conv - 1)
         for slot in range(r.K):                        # every plane, windows clamped at 0
             start = max(0, T - slot)
-            last = gg.view_3d(c, conv_in, d_conv - 1, conv_dim, r.n_seqs, conv_in.nb[1],
-                              conv_in.nb[2], start * conv_in.nb[0])
+            last = gg.view_2d(c, conv_in, row_count, r.n_seqs, conv_in.nb[2], start * conv_in.nb[1])
             dst = gg.view_2d(c, conv_all, row_count, r.n_seqs, conv_all.nb[1],
                              (slot * r.size + r.head) * row_size)
             self.expand(gg.cpy(c, last, dst))
-        return conv_in
+        return gg.transpose(c, conv_in)
 
     def build_layer_attn_linear(self, inp, cur, L, il):
         c, hp, r = self.ctx0, self.hparams, inp.rctx
