@@ -109,15 +109,23 @@ struct alignas(64) ShareCounters {
 // How long a thread waiting for the previous step spins before it sleeps.
 constexpr int64_t kStepSpinNs = 20000;
 
+// PYGGML_CPU_SHARES=0 runs barrier-free nodes as gang steps too (every thread its own share,
+// all waiting for the slowest): the lockstep schedule, kept for benchmarks.
+bool shares_enabled() {
+    const char* e = std::getenv("PYGGML_CPU_SHARES");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
 std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
     const double solo_below = (double)min_work_per_thread() * n_threads;
+    const bool shares = shares_enabled();
     std::vector<Step> steps;
     steps.reserve(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) {
         Tensor* n = nodes[i];
         if (!runs(n)) continue;
         Mode m = Mode::Solo;
-        if (n_threads > 1 && node_work(n) >= solo_below) m = barrier_free(n) ? Mode::Shared : Mode::Gang;
+        if (n_threads > 1 && node_work(n) >= solo_below) m = shares && barrier_free(n) ? Mode::Shared : Mode::Gang;
         steps.push_back({i, m});
     }
     return steps;
