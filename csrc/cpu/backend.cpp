@@ -1,5 +1,5 @@
-// The CPU backend: host buffers, dispatch through the op table, a barrier between nodes and an
-// abort check before each node.
+// The CPU backend: host buffers, dispatch through the op table, a schedule of steps (one per
+// node that runs) and an abort check after each.
 #include "cpu/backend.h"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -73,6 +74,62 @@ double node_work(const Tensor* n) {
     }
     return w;
 }
+
+// Ops whose kernels split their work by (ith, nth) alone and never meet the other threads:
+// their thread shares may run in any order, several on one thread.
+bool barrier_free(const Tensor* n) {
+    switch (n->op) {
+        case Op::ADD: case Op::ADD1: case Op::ADD_ID: case Op::SUB: case Op::MUL: case Op::DIV:
+        case Op::SCALE: case Op::CLAMP: case Op::UNARY: case Op::SQR: case Op::SQRT: case Op::LOG:
+        case Op::SIN: case Op::COS: case Op::LEAKY_RELU:
+        case Op::RMS_NORM: case Op::NORM: case Op::L2_NORM: case Op::ROPE: case Op::GLU:
+        case Op::SOFT_MAX: case Op::GET_ROWS: case Op::SET_ROWS: case Op::CPY: case Op::DUP:
+        case Op::CONT: case Op::FILL:
+            return true;
+        case Op::MUL_MAT:
+            return mul_mat_barrier_free(n);
+        default:
+            return false;
+    }
+}
+
+// How a scheduled node runs: on thread 0 alone (too little work to split), as thread shares
+// any thread may take (barrier-free kernels), or on every thread at once (its kernel has
+// barriers of its own).
+enum class Mode : uint8_t { Solo, Shared, Gang };
+struct Step {
+    size_t node;
+    Mode mode;
+};
+struct alignas(64) ShareCounters {
+    std::atomic<int> taken{0};
+    std::atomic<int> finished{0};
+};
+
+// How long a thread waiting for the previous step spins before it sleeps.
+constexpr int64_t kStepSpinNs = 20000;
+
+// PYGGML_CPU_SHARES=0 runs barrier-free nodes as gang steps too (every thread its own share,
+// all waiting for the slowest): the lockstep schedule, kept for benchmarks.
+bool shares_enabled() {
+    const char* e = std::getenv("PYGGML_CPU_SHARES");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
+    const double solo_below = (double)min_work_per_thread() * n_threads;
+    const bool shares = shares_enabled();
+    std::vector<Step> steps;
+    steps.reserve(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        Tensor* n = nodes[i];
+        if (!runs(n)) continue;
+        Mode m = Mode::Solo;
+        if (n_threads > 1 && node_work(n) >= solo_below) m = shares && barrier_free(n) ? Mode::Shared : Mode::Gang;
+        steps.push_back({i, m});
+    }
+    return steps;
+}
 }  // namespace
 
 DeviceInfo CpuBackend::info() const {
@@ -108,32 +165,24 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
 
     std::vector<double>* times = opts.node_times;
     if (times) times->assign(nodes.size(), 0.0);
-    // The schedule: which nodes run on thread 0 alone (too little work to split), and after
-    // which nodes the threads meet. Two solo nodes in a row need no barrier between them
-    // (thread 0 runs both, in order), so a stretch of small ops costs no synchronization.
-    const double solo_below = (double)min_work_per_thread() * n_threads;
-    std::vector<int32_t> order;
-    std::vector<uint8_t> solo, sync_after;
-    order.reserve(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i)
-        if (runs(nodes[i])) order.push_back((int32_t)i);
-    solo.resize(order.size());
-    sync_after.resize(order.size());
-    for (size_t k = 0; k < order.size(); ++k)
-        solo[k] = n_threads == 1 || node_work(nodes[order[k]]) < solo_below;
-    for (size_t k = 0; k < order.size(); ++k)
-        sync_after[k] = n_threads > 1 && k + 1 < order.size() && !(solo[k] && solo[k + 1]);
-    // Nothing to split: the workers are not woken at all (and no node waits at a barrier).
-    const bool all_solo = std::all_of(solo.begin(), solo.end(), [](uint8_t x) { return x != 0; });
+    const std::vector<Step> steps = plan_steps(nodes, n_threads);
+    // Nothing to split: the workers are not woken at all.
+    const bool all_solo = std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Solo; });
     const int n_run = all_solo ? 1 : n_threads;
 
     ThreadPool& pool = ThreadPool::instance();
     const simd::Isa isa = simd::cpu_isa();  // one level for every thread of this compute
-    // Thread 0 polls the abort callback after its share of every node; the others see the flag
-    // after the next barrier and stop there, thread 0 with them (skipping the kernels of the
-    // solo nodes before it). Nodes are never cut in half (kernels may have barriers of their
-    // own), and all threads pass the same barriers, because the schedule is the same for all.
-    std::atomic<bool> aborted{false};
+    // Per-step counters: shares taken and shares finished. `completed` counts the steps whose
+    // every share has finished; a step starts once all steps before it completed (steps run in
+    // graph order, so no dependency is ever crossed).
+    std::unique_ptr<ShareCounters[]> counters(new ShareCounters[steps.size()]);
+    WaitWord completed;
+    // Thread 0 polls the abort callback after its part of every big step. After an abort or a
+    // kernel error every thread still walks the schedule (taking and finishing shares) but runs
+    // no kernel, so nobody waits forever; nodes are never cut in half. `stop` changes only when
+    // a step is published, before the count moves: all threads of a step read the same value,
+    // so a step whose kernel has barriers is run by all of them or by none.
+    std::atomic<bool> aborted{false}, stop{false};
     size_t done = 0;
     auto job = [&](int ith) {
         simd::IsaPin pin(isa);
@@ -143,30 +192,63 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         p.wdata = wdata;
         p.wsize = wsize;
         p.pool = &pool;
-        ComputeParams p_solo = p;
-        p_solo.nth = 1;
-        for (size_t k = 0; k < order.size(); ++k) {
-            const size_t i = (size_t)order[k];
-            Tensor* n = nodes[i];
-            auto t0 = std::chrono::steady_clock::now();
-            // after thread 0 aborted in a stretch of solo nodes it skips their kernels until the
-            // next barrier, where the others learn of it (they wait there meanwhile)
-            const bool skip = pool.has_error() || aborted.load(std::memory_order_relaxed);
-            if (!skip && (!solo[k] || ith == 0)) {
-                try {
-                    kDispatch[(int)n->op].forward(solo[k] ? p_solo : p, n);
-                } catch (...) {
-                    pool.set_error(std::current_exception());
+        auto kernel = [&](Tensor* n, const ComputeParams& q) {
+            if (stop.load(std::memory_order_relaxed)) return;
+            try {
+                kDispatch[(int)n->op].forward(q, n);
+            } catch (...) {
+                pool.set_error(std::current_exception());
+            }
+        };
+        // The thread that finishes step k publishes it. Sleepers are woken only when one may be
+        // waiting for it: before a solo step only thread 0 waits, so thread 0 publishing a step
+        // that a solo one follows wakes nobody (a stretch of solo steps costs no system call).
+        auto publish = [&](size_t k) {
+            if (aborted.load(std::memory_order_relaxed) || pool.has_error()) stop.store(true, std::memory_order_relaxed);
+            completed.value.store((uint32_t)(k + 1), std::memory_order_seq_cst);
+            const bool next_solo = k + 1 < steps.size() && steps[k + 1].mode == Mode::Solo;
+            if (!(next_solo && ith == 0)) completed.wake_all();
+        };
+        auto wait_for = [&](size_t k) {
+            for (uint32_t v; (v = completed.value.load(std::memory_order_acquire)) < (uint32_t)k;)
+                completed.wait_while(v, kStepSpinNs);
+        };
+        for (size_t k = 0; k < steps.size(); ++k) {
+            const Step& st = steps[k];
+            Tensor* n = nodes[st.node];
+            const auto t0 = times && ith == 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+            if (st.mode == Mode::Solo) {
+                if (ith != 0) continue;
+                wait_for(k);
+                ComputeParams q = p;
+                q.nth = 1;
+                kernel(n, q);
+                publish(k);
+            } else if (st.mode == Mode::Shared) {
+                // Shares are taken, not assigned: a thread that is late (descheduled, asleep)
+                // finds them done by the others and moves on, nobody waits for it to arrive.
+                wait_for(k);
+                ComputeParams q = p;
+                q.no_barrier = true;
+                for (int s; (s = counters[k].taken.fetch_add(1, std::memory_order_relaxed)) < n_threads;) {
+                    q.ith = s;
+                    kernel(n, q);
+                    if (counters[k].finished.fetch_add(1, std::memory_order_acq_rel) + 1 == n_threads) publish(k);
                 }
+            } else {  // Gang: every thread runs its own share, the kernel's barriers need them all
+                wait_for(k);
+                kernel(n, p);
+                if (counters[k].finished.fetch_add(1, std::memory_order_acq_rel) + 1 == n_threads) publish(k);
             }
-            if (ith == 0 && !aborted.load(std::memory_order_relaxed) && opts.abort && opts.abort()) {
+            // solo steps are small: polling after every 8th of them keeps Ctrl-C prompt and
+            // saves a clock read per node of a decode step
+            const bool poll = st.mode != Mode::Solo || (k & 7) == 7 || k + 1 == steps.size();
+            if (ith == 0 && poll && !aborted.load(std::memory_order_relaxed) && opts.abort && opts.abort()) {
                 aborted.store(true, std::memory_order_relaxed);
-                done = i + 1;
+                done = st.node + 1;
             }
-            if (sync_after[k]) pool.barrier();
             if (times && ith == 0)
-                (*times)[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            if (sync_after[k] && aborted.load(std::memory_order_relaxed)) break;
+                (*times)[st.node] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         }
     };
     pool.run(n_run, job);

@@ -1,5 +1,8 @@
 // The CPU backend: host buffers, every op of the op table, nodes run on the persistent thread
-// pool (every thread calls each node's kernel, then all meet at a barrier).
+// pool as a schedule of steps in graph order: small nodes on thread 0 alone, barrier-free
+// kernels as thread shares that any thread may take (a late thread finds them done), kernels
+// with barriers of their own on every thread at once. A step starts when the one before it
+// has finished, so the graph's dependencies always hold.
 #pragma once
 #include "cpu/threadpool.h"
 #include "pyggml/backend.h"

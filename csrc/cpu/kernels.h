@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 
 #include "cpu/threadpool.h"
 #include "pyggml/tensor.h"
@@ -16,8 +17,18 @@ struct ComputeParams {
     void* wdata = nullptr;  // shared by all threads of the node
     size_t wsize = 0;
     ThreadPool* pool = nullptr;
-    void barrier() const { if (pool && nth > 1) pool->barrier(); }
+    // Set when this share may run on any thread, after or before the node's other shares (the
+    // backend does so only for kernels that never meet the other threads): a barrier then
+    // is a bug in the schedule's list of barrier-free ops, reported instead of a hang.
+    bool no_barrier = false;
+    void barrier() const {
+        if (no_barrier) throw std::logic_error("cpu: a kernel scheduled as barrier-free met a barrier");
+        if (pool && nth > 1) pool->barrier();
+    }
 };
+
+// True when this MUL_MAT node's kernel never meets the other threads (defined with the kernel).
+bool mul_mat_barrier_free(const Tensor* dst);
 
 // Contiguous split of [0, n) among threads: [r0, r1) for thread ith.
 inline void split_range(int64_t n, int ith, int nth, int64_t& r0, int64_t& r1) {

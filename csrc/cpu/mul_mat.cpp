@@ -158,6 +158,11 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     else dot_forward(p, dst, kr, scale);
 }
 
+// The dot path with no shared conversion has no barrier (see dot_forward).
+bool mul_mat_barrier_free(const Tensor* dst) {
+    return !use_gemm(dst) && (private_conversion(dst) || !dot_needs_conversion(dst));
+}
+
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;

@@ -22,6 +22,11 @@ from .models import build_graph, builder_for, load_hparams
 from .sampling import greedy
 
 
+# The output flags of a one-token ubatch, shared by every decode step (read-only).
+_ONE_OUTPUT = np.ones(1, bool)
+_ONE_OUTPUT.flags.writeable = False
+
+
 @dataclass(frozen=True)
 class ContextParams:
     """llama_context_params that shape the memory and the graphs."""
@@ -308,7 +313,7 @@ class Context:
         n_out_max = self.cparams.n_outputs_max
         if n == 1:    # a decoded token (small arrays from lists: cheaper than arange/full)
             ubs.append(UBatch(pos=np.array([pos0], np.int32), seq_id=np.array([seq_id], np.int32),
-                              output=np.ones(1, bool), token=tok, embd=rows_h))
+                              output=_ONE_OUTPUT, token=tok, embd=rows_h))
             wanted.append(True)
         elif len(sizes) == 1:
             out = np.ones(n, bool) if logits_all else np.zeros(n, bool)

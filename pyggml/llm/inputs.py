@@ -102,6 +102,7 @@ class InpEmbd(GraphInput):
         self.n_embd = n_embd
         self.tokens = None if use_embd else _input(ctx, gg.I32, [n_tokens], "inp_tokens")
         self.embd = _input(ctx, gg.F32, [n_embd, n_tokens], "inp_embd") if use_embd else None
+        self.n_tokens = n_tokens   # shapes kept here: reading them back from a tensor costs more
         self._views = None
 
     def set_input(self, ub):
@@ -116,8 +117,8 @@ class InpEmbd(GraphInput):
     def can_reuse(self, params):
         ub = params.ubatch
         if self.tokens is not None:
-            return ub.token is not None and self.tokens.ne[0] == ub.n_tokens
-        return ub.embd is not None and self.embd.ne[1] == ub.n_tokens
+            return ub.token is not None and self.n_tokens == ub.n_tokens
+        return ub.embd is not None and self.n_tokens == ub.n_tokens
 
 
 class InpPos(GraphInput):
@@ -125,6 +126,7 @@ class InpPos(GraphInput):
 
     def __init__(self, ctx, n_tokens: int):
         self.pos = _input(ctx, gg.I32, [n_tokens], "inp_pos")
+        self.n_tokens = n_tokens
         self._view = False
 
     def set_input(self, ub):
@@ -134,7 +136,7 @@ class InpPos(GraphInput):
             self._view[...] = ub.pos
 
     def can_reuse(self, params):
-        return self.pos.ne[0] == params.ubatch.n_tokens
+        return self.n_tokens == params.ubatch.n_tokens
 
 
 class InpOutIds(GraphInput):
@@ -143,6 +145,7 @@ class InpOutIds(GraphInput):
 
     def __init__(self, ctx, n_outputs: int):
         self.out_ids = _input(ctx, gg.I32, [n_outputs], "out_ids")
+        self.n_outputs = n_outputs
         self._view = False
 
     def set_input(self, ub):
@@ -155,7 +158,7 @@ class InpOutIds(GraphInput):
                 self._view[...] = ub.out_ids
 
     def can_reuse(self, params):
-        return self.out_ids.ne[0] == params.n_outputs
+        return self.n_outputs == params.n_outputs
 
 
 def mask_type(flash_attn: bool):
@@ -180,7 +183,7 @@ class InpAttn(GraphInput):
 
     def __init__(self, ctx, mctx, n_tokens: int, flash_attn: bool, causal: bool = True):
         self.mctx, self.causal, self.n_tokens = mctx, causal, n_tokens
-        self.tensors = []
+        self.tensors, self._shapes = [], []
         for part in mctx.parts():
             nk, nv = part.k_idxs_len(n_tokens), part.v_idxs_len(n_tokens)
             sfx = part.suffix
@@ -189,6 +192,7 @@ class InpAttn(GraphInput):
             name = f"attn_inp_kq_mask{sfx}" if nk else f"self_kq_mask{sfx}"
             mask = _input(ctx, mask_type(flash_attn), [part.n_kv, n_tokens, 1, 1], name)
             self.tensors.append((k_idxs, v_idxs, mask))
+            self._shapes.append((nk, part.n_kv))   # checked by can_reuse without tensor reads
 
     @property
     def kq_mask(self):
@@ -228,8 +232,7 @@ class InpAttn(GraphInput):
         T = params.ubatch.n_tokens
         ok = T == self.n_tokens and len(parts) == len(self.tensors)
         if ok:
-            for part, (k, v, m) in zip(parts, self.tensors):
-                ok = ok and (k.ne[0] if k is not None else 0) == part.k_idxs_len(T) \
-                    and m.ne[:2] == [part.n_kv, T]
+            for part, (nk, n_kv) in zip(parts, self._shapes):
+                ok = ok and nk == part.k_idxs_len(T) and n_kv == part.n_kv
         self.mctx = mctx  # re-bind to this step's memory state
         return ok
