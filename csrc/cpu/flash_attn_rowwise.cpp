@@ -15,9 +15,10 @@
 // and fold after a barrier; otherwise a thread folds its own chunks. Same arithmetic.
 //
 // A work item holds up to kMaxVectors query vectors (heads that share one K and one V head,
-// times consecutive tokens); each K/V row is widened to F32 once for all of them (exact), and
+// times consecutive tokens); each K row is widened to F32 once for all of them (exact), and
 // the F16 V accumulators are held as F32 values that are F16-representable (rounded through
-// F16 after each update), which gives ggml's bits with fewer conversions.
+// F16 after each update, in registers across a block of columns), which gives ggml's bits
+// with fewer conversions and memory round trips.
 //
 // Used on AVX2 CPUs at the default precision when the op has no sparse hint; flash_attn.cpp
 // is the general kernel (F32 accumulation, which GGML_PREC_F32 asks for; tiles, sparse columns).
@@ -43,6 +44,7 @@ namespace {
 constexpr int64_t kRowwiseMaxTokens = 64;  // up to this many query tokens (ggml tiles from 64 on)
 constexpr int64_t kChunk = 512;            // KV columns per chunk (fixed boundaries)
 constexpr int64_t kMaxVectors = 16;        // query vectors per work item
+constexpr int kBlock = 32;                 // columns scored before the accumulators move
 
 // Shapes of the work items; the work size and the kernel must agree.
 struct RowPlan {
@@ -129,23 +131,6 @@ float dot_f16_values(int64_t n, const float* x, const float* y) {
 inline __m256 round_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, 0)); }
 inline float round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
 
-// y = f16(y + x*v) elementwise (fused multiply-add); y holds F16 values.
-void mad_f16_values(int64_t n, float* y, const float* x, float v) {
-    const __m256 vv = _mm256_set1_ps(v);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, round_f16(_mm256_fmadd_ps(_mm256_loadu_ps(x + i), vv, _mm256_loadu_ps(y + i))));
-    for (; i < n; ++i) y[i] = round_f16(std::fma(x[i], v, y[i]));
-}
-
-// y = f16(y*v) elementwise.
-void scale_f16_values(int64_t n, float* y, float v) {
-    const __m256 vv = _mm256_set1_ps(v);
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, round_f16(_mm256_mul_ps(_mm256_loadu_ps(y + i), vv)));
-    for (; i < n; ++i) y[i] = round_f16(y[i] * v);
-}
-
 void widen(const uint16_t* s, float* d, int64_t n) {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
@@ -192,8 +177,7 @@ public:
         fS_ = w; w += nq;
         slope_ = w; w += nq;
         mv_ = w; w += nq;
-        kf_ = w; w += D;
-        vf_ = w;
+        kf_ = w;
     }
 
     void run() {
@@ -288,7 +272,10 @@ private:
         std::fill(fold_V_, fold_V_ + x.nq * plan_.Dv, 0.0f);
     }
 
-    // The online softmax of every query vector over chunk c, from scratch.
+    // The online softmax of every query vector over chunk c, from scratch, kBlock columns at
+    // a time: first every score of the block (each K row widened once for all vectors), then
+    // per vector the scalar recurrence of ggml's order (max, rescale factor, weight, sum),
+    // then the accumulator update over the block with the accumulator held in registers.
     void chunk(const Item& x, int64_t c) {
         const int64_t D = plan_.D, Dv = plan_.Dv, nq = x.nq;
         const int64_t j0 = c * kChunk, j1 = std::min(plan_.KV, j0 + kChunk);
@@ -297,36 +284,94 @@ private:
             S_[i] = 0.0f;
         }
         std::fill(acc_, acc_ + nq * Dv, 0.0f);
-        for (int64_t ic = j0; ic < j1; ++ic) {
-            bool any = false;
-            for (int64_t i = 0; i < nq; ++i) {
-                mv_[i] = mrow_[i] ? slope_[i] * _cvtsh_ss(mrow_[i][ic]) : 0.0f;
-                any |= mv_[i] != kNegInf;
-            }
-            if (!any) continue;
-            widen((const uint16_t*)k_->ptr(0, ic, x.hk, x.s), kf_, D);
-            widen((const uint16_t*)v_->ptr(0, ic, x.hv, x.s), vf_, Dv);
-            for (int64_t i = 0; i < nq; ++i) {
-                const float mv = mv_[i];
-                if (mv == kNegInf) continue;
-                float s = dot_f16_values(D, kf_, qf_ + i * D);
-                s = s * scale_;
-                if (cap_ != 0.0f) s = cap_ * tanhf(s);
-                s += mv;
-                float* acc = acc_ + i * Dv;
-                const float Mold = M_[i];
-                float ms = 1.0f, vs = 1.0f;
-                if (s > M_[i]) {
-                    M_[i] = s;
-                    ms = expf(Mold - s);
-                    scale_f16_values(Dv, acc, ms);
-                } else {
-                    vs = expf(s - M_[i]);
+        for (int64_t jb = j0; jb < j1; jb += kBlock) {
+            const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
+            int na = 0;  // columns of the block some vector sees
+            for (int jj = 0; jj < nb; ++jj) {
+                const int64_t ic = jb + jj;
+                bool any = false;
+                for (int64_t i = 0; i < nq; ++i) {
+                    const float mv = mrow_[i] ? slope_[i] * _cvtsh_ss(mrow_[i][ic]) : 0.0f;
+                    mv_[i] = mv;
+                    any |= mv != kNegInf;
                 }
-                mad_f16_values(Dv, acc, vf_, vs);
-                S_[i] = S_[i] * ms + vs;
+                if (!any) continue;
+                widen((const uint16_t*)k_->ptr(0, ic, x.hk, x.s), kf_, D);
+                for (int64_t i = 0; i < nq; ++i) {
+                    float& sc = score_[i * kBlock + na];
+                    if (mv_[i] == kNegInf) {
+                        sc = kNegInf;
+                        continue;
+                    }
+                    float s = dot_f16_values(D, kf_, qf_ + i * D);
+                    s = s * scale_;
+                    if (cap_ != 0.0f) s = cap_ * tanhf(s);
+                    s += mv_[i];
+                    sc = s;
+                }
+                vrow_[na++] = (const uint16_t*)v_->ptr(0, ic, x.hv, x.s);
+            }
+            for (int64_t i = 0; i < nq; ++i) {
+                // ggml's recurrence: a new maximum rescales the accumulator (then weight 1),
+                // otherwise the weight is exp(s - M); entries at -inf are skipped.
+                int n = 0;
+                for (int a = 0; a < na; ++a) {
+                    const float s = score_[i * kBlock + a];
+                    if (s == kNegInf) continue;
+                    const float Mold = M_[i];
+                    float ms = 1.0f, vs = 1.0f;
+                    bool rescale = false;
+                    if (s > M_[i]) {
+                        M_[i] = s;
+                        ms = expf(Mold - s);
+                        rescale = true;
+                    } else {
+                        vs = expf(s - M_[i]);
+                    }
+                    S_[i] = S_[i] * ms + vs;
+                    step_v_[n] = vrow_[a];
+                    step_vs_[n] = vs;
+                    step_ms_[n] = ms;
+                    step_rs_[n] = rescale;
+                    ++n;
+                }
+                if (n) accumulate(acc_ + i * Dv, Dv, n);
             }
         }
+    }
+
+    // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), for the n steps.
+    void accumulate(float* acc, int64_t Dv, int n) const {
+        int64_t d = 0;
+        for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, d, n);
+        for (; d + 8 <= Dv; d += 8) acc_block<1>(acc, d, n);
+        for (; d < Dv; ++d) {
+            float y = acc[d];
+            for (int a = 0; a < n; ++a) {
+                if (step_rs_[a]) y = round_f16(y * step_ms_[a]);
+                y = round_f16(std::fma(_cvtsh_ss(step_v_[a][d]), step_vs_[a], y));
+            }
+            acc[d] = y;
+        }
+    }
+
+    template <int NR>
+    void acc_block(float* acc, int64_t d, int n) const {
+        __m256 y[NR];
+        for (int r = 0; r < NR; ++r) y[r] = _mm256_loadu_ps(acc + d + 8 * r);
+        for (int a = 0; a < n; ++a) {
+            if (step_rs_[a]) {
+                const __m256 ms = _mm256_set1_ps(step_ms_[a]);
+                for (int r = 0; r < NR; ++r) y[r] = round_f16(_mm256_mul_ps(y[r], ms));
+            }
+            const __m256 vs = _mm256_set1_ps(step_vs_[a]);
+            const uint16_t* vr = step_v_[a] + d;
+            for (int r = 0; r < NR; ++r) {
+                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
+                y[r] = round_f16(_mm256_fmadd_ps(xv, vs, y[r]));
+            }
+        }
+        for (int r = 0; r < NR; ++r) _mm256_storeu_ps(acc + d + 8 * r, y[r]);
     }
 
     // Sinks, normalisation and the permuted output row [D_v, H, N, S].
@@ -355,8 +400,14 @@ private:
     float scale_, max_bias_, cap_, m0_, m1_;
     uint32_t n_head_log2_;
     float* partials_;
-    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *mv_, *kf_, *vf_;
+    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *mv_, *kf_;
     const uint16_t* mrow_[kMaxVectors];
+    // one block of columns: scores per vector, V rows, and one vector's update steps
+    float score_[kMaxVectors * kBlock];
+    const uint16_t* vrow_[kBlock];
+    const uint16_t* step_v_[kBlock];
+    float step_vs_[kBlock], step_ms_[kBlock];
+    bool step_rs_[kBlock];
 };
 
 }  // namespace
