@@ -6,7 +6,7 @@ one run, the two sides alternating on identical inputs (same weight bytes, same 
 Rows: mul_mat GEMV (n=1) and GEMM (n=128, 512) per weight type at K=4096 x M=4096 / 14336
 (GEMV also as a fraction of the memcpy bandwidth measured in this run: weight bytes read per
 second over read+write memcpy GB/s, bench_ops' convention), gated_delta_net and ssm_scan
-GFLOP/s, F32 GEMM against numpy (OpenBLAS limited to the same threads), and the FMA peak
+GFLOP/s, flash_attn_ext over an F16 cache (decode n1 and a verify batch n9; K/V GB/s), F32 GEMM against numpy (OpenBLAS limited to the same threads), and the FMA peak
 (build/bench_ops fma_peak, when built). FILTER words select rows by substring (any match).
 Reported, never asserted. Prints `uptime` first: figures on a loaded machine are noisy.
 """
@@ -161,6 +161,41 @@ def ssm_scan_case(gg, np, ref, T, n_threads, reps):
     return flops / to / 1e9, flops / tt / 1e9
 
 
+def flash_attn_case(gg, np, ref, KV, N, n_threads, reps):
+    """F16 K/V cache of KV cells (all visible), D 128, 32 query / 8 KV heads, N query tokens:
+    K/V GB/s (each KV head's rows once)."""
+    D, H, Hkv = 128, 32, 8
+    rng = np.random.default_rng(6)
+    q = rng.uniform(-1, 1, size=(1, H, N, D)).astype(np.float32)
+    k = rng.uniform(-1, 1, size=(1, Hkv, KV, D)).astype(np.float16)
+    v = rng.uniform(-1, 1, size=(1, Hkv, KV, D)).astype(np.float16)
+    m = np.zeros((1, 1, N, KV), dtype=np.float16)
+    scale = 1.0 / np.sqrt(D)
+    ctx = gg.Context(mem_size=k.nbytes + v.nbytes + q.nbytes * 2 + m.nbytes + (16 << 20))
+    tq = ctx.new_tensor(gg.F32, [D, N, H, 1]); tq.set(q)
+    tk = ctx.new_tensor(gg.F16, [D, KV, Hkv, 1]); tk.set(k)
+    tv = ctx.new_tensor(gg.F16, [D, KV, Hkv, 1]); tv.set(v)
+    tm = ctx.new_tensor(gg.F16, [KV, N, 1, 1]); tm.set(m)
+    out = gg.flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, 0.0)
+    g = gg.Graph(ctx); g.build_forward_expand(out)
+    ours = lambda: g.compute(n_threads=n_threads)  # noqa: E731
+    nbytes = k.nbytes + v.nbytes
+    if ref is None:
+        return nbytes / _alternate(ours, ours, reps)[0] / 1e9, None
+    rc = ref.context(k.nbytes + v.nbytes + q.nbytes * 2 + m.nbytes + (16 << 20))
+    rq, rk, rv = rc.tensor(ref.TYPE["f32"], [D, N, H, 1], q), rc.tensor(ref.TYPE["f16"], [D, KV, Hkv, 1], k), \
+        rc.tensor(ref.TYPE["f16"], [D, KV, Hkv, 1], v)
+    rm = rc.tensor(ref.TYPE["f16"], [KV, N, 1, 1], m)
+    theirs = rc.graph(ref.ggml_flash_attn_ext(rc.ptr, rq, rk, rv, rm, scale, 0.0, 0.0), n_threads)
+    to, tt = _alternate(ours, theirs, reps)
+    mine, other = out.numpy().reshape(-1), rc.read_f32(theirs.out, D * H * N)
+    err = float(np.sum((mine - other) ** 2) / max(np.sum(other ** 2), 1e-30))
+    if err > 1e-3:  # F16 accumulators over a long, flat softmax: ~1e-4 apart is normal
+        print(f"# WARNING flash_attn kv{KV} n{N}: pyggml and ggml differ, NMSE {err:.2e}", flush=True)
+    rc.free()
+    return nbytes / to / 1e9, nbytes / tt / 1e9
+
+
 def numpy_gemm_case(gg, np, K, M, N, n_threads, reps):
     rng = np.random.default_rng(5)
     a = rng.uniform(-1, 1, size=(M, K)).astype(np.float32)
@@ -231,6 +266,11 @@ def main():
     for T in (1, 256):
         if want(f"ssm_scan T{T}"):
             row(f"ssm_scan ds128 hd64 h32 T{T} ggml", *ssm_scan_case(gg, np, ref, T, a.threads, a.reps), "GFLOP/s")
+    for KV in (4096, 16384):
+        for N in (1, 9):
+            case = f"flash_attn f16 D128 h32/8 kv{KV} n{N} ggml"
+            if want(case):
+                row(case, *flash_attn_case(gg, np, ref, KV, N, a.threads, a.reps), "GB/s")
     for K, M, N in ((1024, 1024, 1024), (4096, 4096, 512)):
         case = f"f32 gemm K{K} M{M} N{N} numpy"
         if want(case):

@@ -65,6 +65,7 @@ class Ggml:
             (base, "ggml_mul_mat"): (P, [P, P, P]),
             (base, "ggml_gated_delta_net"): (P, [P, P, P, P, P, P, P, I64]),
             (base, "ggml_ssm_scan"): (P, [P, P, P, P, P, P, P, P, I64]),
+            (base, "ggml_flash_attn_ext"): (P, [P, P, P, P, P, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
             (base, "ggml_new_graph"): (P, [P]),
             (base, "ggml_build_forward_expand"): (None, [P, P]),
             (base, "ggml_threadpool_params_init"): (None, [P, I]),

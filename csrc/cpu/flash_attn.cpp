@@ -18,8 +18,15 @@
 // single-token tile has nothing to share and reads its rows in place, tile by tile). The
 // result is the dense result (the same entries, the same mask values); a row breaking the
 // promise is still computed exactly, or raises ValueError in debug mode.
-// Few units (decode): the KV range is split into chunks computed independently and merged
-// with the log-sum-exp rule after a barrier.
+// Dense: every query vector's result depends only on its own inputs (not on the other query
+// vectors of its unit, the batch size, the thread count or -inf columns anywhere), so a
+// speculative verify batch reproduces one-token decoding bit for bit. The KV axis is cut into
+// chunks at fixed multiples of kChunk, tiles at fixed multiples of kTile inside them; each
+// chunk runs the online softmax from scratch; the sum of a tile's weights is taken over lanes
+// fixed by the column index (so columns another query brought in add exact zeros), and the
+// chunks are folded in ascending order with the log-sum-exp rule. With few units (decode) the
+// threads take (unit, chunk) pieces and fold after a barrier, otherwise a unit folds its own
+// chunks: the same instructions either way. (The sparse hint keeps its own KV split.)
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -38,6 +45,7 @@ namespace pyggml::cpu {
 namespace {
 
 constexpr int kTile = 64;   // K/V rows per tile
+constexpr int64_t kChunk = 256;  // dense KV chunk (a multiple of kTile), fixed boundaries
 constexpr int kMaxQ = 64;   // query vectors per unit
 constexpr int kSparseTokens = 16;  // tokens per unit with the sparse hint
 constexpr int64_t kGatherBytes = 256 << 10;  // widened union rows of one sparse window
@@ -60,6 +68,7 @@ struct Bump {
 
 struct Scratch {
     float *kt, *vt, *P, *O, *M, *Z, *slope, *mval;
+    float *Oa, *Ma, *Za, *lanes;  // folded chunks of a unit; a tile's weights by column lane
     uint16_t* mraw;
     const float** qp;
     const uint16_t** mrow;   // mask row of each query vector (null: no mask)
@@ -77,6 +86,18 @@ struct Scratch {
     const float **gkp, **gvp;  // union slot -> K/V row (in place for F32, else in gk/gv)
     const float **skp, **svp;  // per-group column -> K/V row
 };
+
+// Folds a chunk's softmax state (Mc, Zc, Oc) into the running (M, Z, O); chunks go in
+// ascending order. Never inlined: the split and the in-unit fold run the same instructions.
+__attribute__((noinline)) void fold_state(float& M, float& Z, float* O, float Mc, float Zc, const float* Oc,
+                                          int64_t Dv) {
+    if (Zc == 0.0f) return;
+    const float Mn = std::max(M, Mc);
+    const float so = std::exp(M - Mn), sn = std::exp(Mc - Mn);
+    for (int64_t d = 0; d < Dv; ++d) O[d] = O[d] * so + Oc[d] * sn;
+    Z = Z * so + Zc * sn;
+    M = Mn;
+}
 
 struct Plan;
 void layout_scratch(Bump& b, const Plan& plan, Scratch& sc);
@@ -110,12 +131,18 @@ struct Plan {
         n_tb = (N + tpu - 1) / tpu;
         n_units0 = S * (H / r) * n_tb * n_hb;
         nsplit = 1;
-        if (n_units0 > 0 && n_units0 < 4 * nth && KV >= 512) {
-            nsplit = std::min<int64_t>((4 * nth + n_units0 - 1) / n_units0, KV / 256);
-            nsplit = std::max<int64_t>(nsplit, 1);
+        if (!sparse) {
+            const int64_t nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
+            if (n_units0 > 0 && n_units0 < 4 * nth) nsplit = nchunks;
+            chunk = nsplit > 1 ? kChunk : std::max<int64_t>(kTile, round_up(KV, kTile));
+        } else {
+            if (n_units0 > 0 && n_units0 < 4 * nth && KV >= 512) {
+                nsplit = std::min<int64_t>((4 * nth + n_units0 - 1) / n_units0, KV / 256);
+                nsplit = std::max<int64_t>(nsplit, 1);
+            }
+            chunk = round_up((KV + nsplit - 1) / std::max<int64_t>(nsplit, 1), kTile);
+            if (chunk == 0) chunk = kTile;
         }
-        chunk = round_up((KV + nsplit - 1) / std::max<int64_t>(nsplit, 1), kTile);
-        if (chunk == 0) chunk = kTile;
         nsplit = std::max<int64_t>(1, (KV + chunk - 1) / chunk);
         ldk = round_up(D, 16);
         ldv = round_up(Dv, 16);
@@ -146,6 +173,10 @@ void layout_scratch(Bump& b, const Plan& plan, Scratch& sc) {
     sc.O = b.take<float>(nq * plan.ldv);
     sc.M = b.take<float>(nq);
     sc.Z = b.take<float>(nq);
+    sc.Oa = b.take<float>(nq * plan.ldv);
+    sc.Ma = b.take<float>(nq);
+    sc.Za = b.take<float>(nq);
+    sc.lanes = b.take<float>(kTile);
     sc.slope = b.take<float>(nq);
     sc.mval = b.take<float>(kTile);
     sc.mraw = b.take<uint16_t>(kTile);
@@ -334,16 +365,39 @@ private:
             };
             int32_t *cur = sc_.list[0], *nxt = sc_.list[1];
             int ncur = x.c0 < x.c1 ? build(x.c0, cur) : 0;
+            const bool folds = plan_.nsplit == 1;  // this unit covers every chunk
+            if (folds) {
+                std::fill(sc_.Ma, sc_.Ma + nq, kNegInf);
+                std::fill(sc_.Za, sc_.Za + nq, 0.0f);
+                std::fill(sc_.Oa, sc_.Oa + nq * plan_.ldv, 0.0f);
+            }
             for (int64_t j0 = x.c0; j0 < x.c1; j0 += kTile) {
+                if (folds && j0 > x.c0 && j0 % kChunk == 0) fold_chunk(nq);
                 const int nnxt = j0 + kTile < x.c1 ? build(j0 + kTile, nxt) : 0;
-                if (ncur) tile(0, nq, cur, ncur, hk, hv, x.s, nxt, nnxt);
+                if (ncur) tile(0, nq, cur, ncur, hk, hv, x.s, nxt, nnxt, j0);
                 std::swap(cur, nxt);
                 ncur = nnxt;
+            }
+            if (folds) {
+                fold_chunk(nq);
+                finish(x, sc_.Oa, sc_.Ma, sc_.Za);
+                return;
             }
         } else {
             sparse_unit(x, hk, hv);
         }
-        finish(x);
+        finish(x, sc_.O, sc_.M, sc_.Z);
+    }
+
+    // Folds the unit's current chunk state into its running (Ma, Za, Oa) and starts afresh.
+    void fold_chunk(int nq) {
+        const int64_t Dv = plan_.Dv, ld = plan_.ldv;
+        for (int i = 0; i < nq; ++i) {
+            fold_state(sc_.Ma[i], sc_.Za[i], sc_.Oa + i * ld, sc_.M[i], sc_.Z[i], sc_.O + i * ld, Dv);
+            sc_.M[i] = kNegInf;
+            sc_.Z[i] = 0.0f;
+            std::fill(sc_.O + i * ld, sc_.O + i * ld + Dv, 0.0f);
+        }
     }
 
     // Windows of the unit's KV range, each holding at most ucap - kTile union columns.
@@ -407,7 +461,7 @@ private:
                 const bool last = off + kTile >= ncur;
                 const int32_t* next = last ? nxt : cur + off + kTile;
                 const int nn = (int)std::min<int64_t>(kTile, last ? nnxt : ncur - off - kTile);
-                tile(0, nq, cur + off, m, hk, hv, x.s, next, nn);
+                tile(0, nq, cur + off, m, hk, hv, x.s, next, nn, -1);
             }
             std::swap(cur, nxt);
             ncur = nnxt;
@@ -503,7 +557,10 @@ private:
 
     // Logits (scale, softcap, mask) of the tile's scores P[va..vb) and the online-softmax
     // update: P becomes exp(logit - M), O is rescaled where M grew, Z accumulates.
-    void softmax_step(int va, int vb, const int32_t* idx, int n) {
+    // j0 >= 0: a dense tile of columns [j0, j0 + kTile); the weights are then summed over lanes
+    // fixed by the column (columns that only other queries need add exact zeros in their own
+    // lanes); j0 < 0: summed in list order.
+    void softmax_step(int va, int vb, const int32_t* idx, int n, int64_t j0) {
         const int64_t Dv = plan_.Dv;
         const bool contiguous = idx[n - 1] - idx[0] == n - 1;
         const uint16_t* last_mrow = nullptr;
@@ -536,7 +593,8 @@ private:
                 sc_.Z[i] *= ratio;
                 sc_.M[i] = Mnew;
             }
-            sc_.Z[i] += kern_.exp_sum(srow, n, Mnew);
+            const float z = kern_.exp_sum(srow, n, Mnew);
+            sc_.Z[i] += j0 >= 0 ? kern_.lane_sum(srow, idx, n, (int32_t)j0, sc_.lanes) : z;
         }
     }
 
@@ -545,14 +603,14 @@ private:
         const int nq = vb - va;
         float* P = sc_.P + (int64_t)va * kTile;
         kern_.qk(sc_.qp + va, nq, kp, n, plan_.D, P, kTile);
-        softmax_step(va, vb, idx, n);
+        softmax_step(va, vb, idx, n, -1);
         kern_.pv(P, kTile, nq, vp, n, plan_.Dv, sc_.O + (int64_t)va * plan_.ldv, (int)plan_.ldv);
     }
 
     // One tile of n columns idx[0..n) for the query vectors [va, vb); next[0..nnext) are the
-    // columns of the tile that follows (prefetched).
+    // columns of the tile that follows (prefetched); j0: see softmax_step.
     void tile(int va, int vb, const int32_t* idx, int n, int64_t hk, int64_t hv, int64_t s,
-              const int32_t* next, int nnext) {
+              const int32_t* next, int nnext, int64_t j0) {
         const int64_t D = plan_.D, Dv = plan_.Dv;
         const int nq = vb - va;
         // Few query vectors: read F16 rows in place; otherwise widen the tile once.
@@ -569,7 +627,7 @@ private:
             if (nnext) prefetch_rows(k_, next, nnext, hk, s);
             kern_.qk(sc_.qp + va, nq, sc_.kp, n, D, P, kTile);
         }
-        softmax_step(va, vb, idx, n);
+        softmax_step(va, vb, idx, n, j0);
         float* O = sc_.O + (int64_t)va * plan_.ldv;
         if (v_direct) {
             for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);
@@ -605,24 +663,24 @@ private:
         return partials_ + ((u0 * plan_.nsplit + c) * plan_.nq_max() + i) * (plan_.ldv + 2);
     }
 
-    void finish(const Unit& x) {
+    void finish(const Unit& x, float* O, const float* M, const float* Z) {
         for (int64_t t = x.t0; t < x.t1; ++t)
             for (int64_t h = x.h0; h < x.h1; ++h) {
                 const int64_t i = (t - x.t0) * x.nh + (h - x.h0);
-                float* o = sc_.O + i * plan_.ldv;
+                float* o = O + i * plan_.ldv;
                 if (plan_.nsplit == 1) {
-                    write_out(o, sc_.M[i], sc_.Z[i], h, t, x.s);
+                    write_out(o, M[i], Z[i], h, t, x.s);
                 } else {
                     float* pp = partial((x.s * (plan_.H / plan_.r) + x.g) * plan_.n_tb * plan_.n_hb +
                                             x.tb * plan_.n_hb + x.hb, x.c, i);
-                    pp[0] = sc_.M[i];
-                    pp[1] = sc_.Z[i];
+                    pp[0] = M[i];
+                    pp[1] = Z[i];
                     std::copy(o, o + plan_.Dv, pp + 2);
                 }
             }
     }
 
-    // Combine the chunks of every (unit, query vector) pair with the log-sum-exp rule.
+    // Fold the chunks of every (unit, query vector) pair in ascending order.
     void merge() {
         const int64_t nq = plan_.nq_max();
         const int64_t total = plan_.n_units0 * nq;
@@ -633,18 +691,11 @@ private:
             const int64_t u0 = w / nq, i = w % nq;
             const Unit x = decode(u0 * plan_.nsplit);
             if (i >= x.nq) continue;
-            float M = kNegInf;
-            for (int64_t c = 0; c < plan_.nsplit; ++c) M = std::max(M, partial(u0, c, i)[0]);
-            float Z = 0.0f;
+            float M = kNegInf, Z = 0.0f;
             std::fill(o, o + plan_.Dv, 0.0f);
-            if (M != kNegInf) {
-                for (int64_t c = 0; c < plan_.nsplit; ++c) {
-                    const float* pp = partial(u0, c, i);
-                    if (pp[0] == kNegInf) continue;
-                    const float f = std::exp(pp[0] - M);
-                    Z += pp[1] * f;
-                    for (int64_t d = 0; d < plan_.Dv; ++d) o[d] += pp[2 + d] * f;
-                }
+            for (int64_t c = 0; c < plan_.nsplit; ++c) {
+                const float* pp = partial(u0, c, i);
+                fold_state(M, Z, o, pp[0], pp[1], pp + 2, plan_.Dv);
             }
             const int64_t t = x.t0 + i / x.nh, h = x.h0 + i % x.nh;
             write_out(o, M, Z, h, t, x.s);

@@ -27,6 +27,7 @@
 namespace pyggml::cpu::fa {
 
 constexpr uint16_t kF16NegInf = 0xFC00;
+constexpr int kLanes = 64;  // columns of a dense tile (flash_attn.cpp's kTile)
 
 // The contract every variant implements.
 struct Kernels {
@@ -46,6 +47,10 @@ struct Kernels {
     float (*logits)(float* s, const float* m, int n, float scale, float cap, float slope);
     // x = exp(x - M) in place (M finite); returns the sum.
     float (*exp_sum)(float* x, int n, float M);
+    // Sum of x[0:n] with x[jj] put in lane idx[jj] - j0 of kLanes lanes (the others 0), added
+    // in an order fixed by the lanes: entries that are exact zeros change nothing, wherever
+    // they sit in x. lanes: kLanes floats of scratch.
+    float (*lane_sum)(const float* x, const int32_t* idx, int n, int32_t j0, float* lanes);
     // x *= f
     void (*scale)(float* x, int64_t n, float f);
     void (*f16_to_f32)(const uint16_t* src, float* dst, int64_t n);
@@ -100,6 +105,14 @@ inline float exp_sum(float* x, int n, float M) {
 }
 
 inline void scale(float* x, int64_t n, float f) { for (int64_t i = 0; i < n; ++i) x[i] *= f; }
+
+inline float lane_sum(const float* x, const int32_t* idx, int n, int32_t j0, float* lanes) {
+    std::fill(lanes, lanes + kLanes, 0.0f);
+    for (int jj = 0; jj < n; ++jj) lanes[idx[jj] - j0] = x[jj];
+    float s = 0.0f;
+    for (int l = 0; l < kLanes; ++l) s += lanes[l];
+    return s;
+}
 
 inline void f16_to_f32(const uint16_t* s, float* d, int64_t n) {
     for (int64_t i = 0; i < n; ++i) d[i] = fp16_to_fp32(s[i]);
@@ -329,6 +342,18 @@ PG_AVX512 static float exp_sum(float* x, int n, float M) {
     return _mm512_reduce_add_ps(sum);
 }
 
+PG_AVX512 static float lane_sum(const float* x, const int32_t* idx, int n, int32_t j0, float* lanes) {
+    const float* src = x;
+    if (n < kLanes) {
+        for (int l = 0; l < kLanes; l += 16) _mm512_storeu_ps(lanes + l, _mm512_setzero_ps());
+        for (int jj = 0; jj < n; ++jj) lanes[idx[jj] - j0] = x[jj];
+        src = lanes;
+    }
+    const __m512 a = _mm512_add_ps(_mm512_loadu_ps(src), _mm512_loadu_ps(src + 16));
+    const __m512 b = _mm512_add_ps(_mm512_loadu_ps(src + 32), _mm512_loadu_ps(src + 48));
+    return _mm512_reduce_add_ps(_mm512_add_ps(a, b));
+}
+
 PG_AVX512 static void scale(float* x, int64_t n, float f) {
     const __m512 vf = _mm512_set1_ps(f);
     for (int64_t j = 0; j < n; j += 16) {
@@ -538,9 +563,18 @@ PG_AVX2 static float logits(float* s, const float* m, int n, float scale, float 
         _mm256_storeu_ps(s + j, x);
         mx = _mm256_max_ps(mx, x);
     }
-    float r = hmax(mx);
-    if (j < n) r = std::max(r, ref::logits(s + j, m ? m + j : nullptr, n - j, scale, cap, slope));
-    return r;
+    if (j < n) {  // the same operations, masked: a column's logit must not depend on its lane
+        const __m256i k = tail_mask(n - j);
+        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(s + j, k), vs);
+        if (cap != 0.0f) x = _mm256_mul_ps(vc, tanh_ps(x));
+        if (m) {
+            const __m256 mv = _mm256_maskload_ps(m + j, k);
+            x = _mm256_blendv_ps(_mm256_fmadd_ps(vsl, mv, x), ninf, _mm256_cmp_ps(mv, ninf, _CMP_EQ_OQ));
+        }
+        _mm256_maskstore_ps(s + j, k, x);
+        mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(k)));
+    }
+    return hmax(mx);
 }
 
 PG_AVX2 static float exp_sum(float* x, int n, float M) {
@@ -560,6 +594,20 @@ PG_AVX2 static float exp_sum(float* x, int n, float M) {
         s += hsum(_mm256_and_ps(e, _mm256_castsi256_ps(k)));
     }
     return s;
+}
+
+PG_AVX2 static float lane_sum(const float* x, const int32_t* idx, int n, int32_t j0, float* lanes) {
+    const float* src = x;  // n == kLanes: every lane present, in order
+    if (n < kLanes) {
+        for (int l = 0; l < kLanes; l += 8) _mm256_storeu_ps(lanes + l, _mm256_setzero_ps());
+        for (int jj = 0; jj < n; ++jj) lanes[idx[jj] - j0] = x[jj];
+        src = lanes;
+    }
+    __m256 v[8];
+    for (int z = 0; z < 8; ++z) v[z] = _mm256_loadu_ps(src + 8 * z);
+    const __m256 a = _mm256_add_ps(_mm256_add_ps(v[0], v[1]), _mm256_add_ps(v[2], v[3]));
+    const __m256 b = _mm256_add_ps(_mm256_add_ps(v[4], v[5]), _mm256_add_ps(v[6], v[7]));
+    return hsum(_mm256_add_ps(a, b));
 }
 
 PG_AVX2 static void scale(float* x, int64_t n, float f) {
@@ -609,7 +657,7 @@ PG_AVX2 static int64_t count_finite(const uint16_t* row, int64_t n) {
 #endif  // x86
 
 inline const Kernels& ref_kernels() {
-    static const Kernels k{"scalar", ref::qk, ref::pv, nullptr, nullptr, ref::logits, ref::exp_sum, ref::scale,
+    static const Kernels k{"scalar", ref::qk, ref::pv, nullptr, nullptr, ref::logits, ref::exp_sum, ref::lane_sum, ref::scale,
                            ref::f16_to_f32, ref::scan, ref::count_finite};
     return k;
 }
@@ -619,8 +667,9 @@ inline const Kernels& ref_kernels() {
 inline const Kernels& select_kernels() {
 #ifdef PG_FA_X86
     static const Kernels k512{"avx512", avx512::qk, avx512::pv, avx512::qk_f16, avx512::pv_f16, avx512::logits, avx512::exp_sum,
-                              avx512::scale, avx512::f16_to_f32, avx512::scan, avx512::count_finite};
-    static const Kernels k2{"avx2", avx2::qk, avx2::pv, nullptr, nullptr, avx2::logits, avx2::exp_sum, avx2::scale,
+                              avx512::lane_sum, avx512::scale, avx512::f16_to_f32, avx512::scan, avx512::count_finite};
+    static const Kernels k2{"avx2", avx2::qk, avx2::pv, nullptr, nullptr, avx2::logits, avx2::exp_sum, avx2::lane_sum,
+                            avx2::scale,
                             avx2::f16_to_f32, avx2::scan, avx2::count_finite};
     switch (simd::cpu_isa()) {
         case simd::Isa::Avx512: return k512;

@@ -1,18 +1,32 @@
-// FLASH_ATTN_EXT over F16 K/V for few query rows (fewer than 64 tokens, the dense case), one
-// query vector at a time over the whole KV range, in ggml's CPU order of operations: Q rounded
-// to F16; each score a dot of F16 rows with four 8-lane F32 accumulators, reduced pairwise;
-// scale, soft cap (tanh), mask; an online softmax whose V accumulator is kept in F16 (each
-// update rounds to F16); the sum divided out at the end. Its results are then bit-identical
-// to ggml's for those shapes, which matters for quantized models: their matmuls re-quantize
-// the attention output, and any rounding difference is amplified layer after layer.
+// FLASH_ATTN_EXT over F16 K/V for up to 64 query tokens (the dense case), in ggml's CPU
+// order of operations for one query vector: Q rounded to F16; each score a dot of F16 values
+// with four 8-lane F32 accumulators, reduced pairwise; scale, soft cap (tanh), mask; an online
+// softmax whose V accumulator is rounded to F16 after every update; the sum divided out at
+// the end. Over a single KV chunk the results are bit-identical to ggml's, which matters for
+// quantized models: their matmuls re-quantize the attention output, and any rounding
+// difference is amplified layer after layer.
 //
-// Used on AVX2 CPUs at the default precision when the op has no sparse hint and ggml would
-// not split the KV range (a single query over 512+ KV rows); flash_attn.cpp is the general
-// kernel (F32 accumulation, which GGML_PREC_F32 asks for; tiles, sparse columns, KV splits).
+// Every query vector's result depends only on its own inputs: not on the batch size, the
+// thread count, or -inf columns anywhere. That is what lets a speculative decoder's verify
+// batch reproduce plain one-token decoding bit for bit. So the KV axis is cut into chunks at
+// fixed multiples of kChunk (never where the threads would like), each chunk runs the online
+// softmax from scratch, and the chunks are folded in ascending order with the log-sum-exp
+// rule in F32. When there are few query vectors (decode) threads take (vectors, chunk) items
+// and fold after a barrier; otherwise a thread folds its own chunks. Same arithmetic.
+//
+// A work item holds up to kMaxVectors query vectors (heads that share one K and one V head,
+// times consecutive tokens); each K row is widened to F32 once for all of them (exact), and
+// the F16 V accumulators are held as F32 values that are F16-representable (rounded through
+// F16 after each update, in registers across a block of columns), which gives ggml's bits
+// with fewer conversions and memory round trips.
+//
+// Used on AVX2 CPUs at the default precision when the op has no sparse hint; flash_attn.cpp
+// is the general kernel (F32 accumulation, which GGML_PREC_F32 asks for; tiles, sparse columns).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "cpu/flash_attn_rowwise.h"
 #include "cpu/simd/isa.h"
@@ -25,8 +39,44 @@
 
 namespace pyggml::cpu {
 
-constexpr int64_t kRowwiseMaxTokens = 64;   // from here on ggml tiles the queries
-constexpr int64_t kRowwiseSplitKv = 512;    // a single query over this many rows: KV split
+namespace {
+
+constexpr int64_t kRowwiseMaxTokens = 64;  // up to this many query tokens (ggml tiles from 64 on)
+constexpr int64_t kChunk = 512;            // KV columns per chunk (fixed boundaries)
+constexpr int64_t kMaxVectors = 16;        // query vectors per work item
+constexpr int kBlock = 32;                 // columns scored before the accumulators move
+
+// Shapes of the work items; the work size and the kernel must agree.
+struct RowPlan {
+    int64_t D, Dv, N, H, S, KV;
+    int64_t rk, rv, r, hpi, n_hb, tpi, n_tb, ng;
+    int64_t n_base;   // items without the chunk split
+    int64_t nchunks;  // chunks of the KV axis
+    bool split;       // items are (base item, chunk), folded after a barrier
+    int64_t per_thread;  // floats
+
+    RowPlan(const Tensor* dst, int nth) {
+        const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
+        D = q->ne[0]; Dv = v->ne[0]; N = q->ne[1]; H = q->ne[2]; S = q->ne[3]; KV = k->ne[1];
+        rk = H / k->ne[2];
+        rv = H / v->ne[2];
+        r = std::gcd(rk, rv);
+        hpi = std::min(r, kMaxVectors);
+        n_hb = (r + hpi - 1) / hpi;
+        tpi = std::min<int64_t>(std::max<int64_t>(1, kMaxVectors / hpi), std::max<int64_t>(N, 1));
+        n_tb = (N + tpi - 1) / tpi;
+        ng = H / r;
+        n_base = S * n_tb * ng * n_hb;
+        nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
+        split = nchunks > 1 && n_base < 4 * nth;
+        const int64_t nq = hpi * tpi;
+        per_thread = nq * (D + 2 * Dv + 8) + D + Dv + 64;
+    }
+    int64_t nq() const { return hpi * tpi; }
+    size_t partial_floats() const { return split ? size_t(n_base * nchunks * nq() * (Dv + 2)) : 0; }
+};
+
+}  // namespace
 
 bool fa_rowwise_applies(const Tensor* dst) {
 #ifdef PYGGML_FA_ROWWISE
@@ -35,8 +85,7 @@ bool fa_rowwise_applies(const Tensor* dst) {
     if (q->type != Type::F32 || k->type != Type::F16 || v->type != Type::F16) return false;
     if (mask && mask->type != Type::F16) return false;
     if (dst->param_i32(kFaNKvMax) > 0 || dst->param_i32(kFaPrec) == kPrecF32) return false;
-    if (q->ne[1] >= kRowwiseMaxTokens) return false;
-    if (q->ne[1] == 1 && q->ne[3] == 1 && k->ne[1] >= kRowwiseSplitKv) return false;
+    if (q->ne[1] > kRowwiseMaxTokens) return false;
     return q->nb[0] == sizeof(float) && k->nb[0] == 2 && v->nb[0] == 2;
 #else
     (void)dst;
@@ -45,8 +94,8 @@ bool fa_rowwise_applies(const Tensor* dst) {
 }
 
 size_t fa_rowwise_work_size(const Tensor* dst, int n_threads) {
-    const int64_t D = dst->src[0]->ne[0], Dv = dst->src[2]->ne[0];
-    return size_t(n_threads) * size_t(D + 2 * Dv + 64) * sizeof(float);
+    const RowPlan plan(dst, n_threads);
+    return (size_t(n_threads) * size_t(plan.per_thread) + plan.partial_floats()) * sizeof(float) + 64;
 }
 
 #ifdef PYGGML_FA_ROWWISE
@@ -55,17 +104,17 @@ size_t fa_rowwise_work_size(const Tensor* dst, int n_threads) {
 
 namespace {
 
-// F16 dot of n values: lanes j*8..j*8+7 of every 32 go to accumulator j, then (a0 + a2) +
-// (a1 + a3), halves, two horizontal adds; the last n % 32 products are added one by one in f64.
-float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Dot of n values that are F16 numbers held as F32: lanes j*8..j*8+7 of every 32 go to
+// accumulator j, then (a0 + a2) + (a1 + a3), halves, two horizontal adds; the last n % 32
+// products are added one by one in f64 (ggml's F16 dot, term for term).
+float dot_f16_values(int64_t n, const float* x, const float* y) {
     const int64_t np = n & ~int64_t(31);
     __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
     for (int64_t i = 0; i < np; i += 32)
-        for (int j = 0; j < 4; ++j) {
-            const __m256 ax = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(x + i + 8 * j)));
-            const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i + 8 * j)));
-            acc[j] = _mm256_fmadd_ps(ax, ay, acc[j]);
-        }
+        for (int j = 0; j < 4; ++j)
+            acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * j), _mm256_loadu_ps(y + i + 8 * j), acc[j]);
     acc[0] = _mm256_add_ps(acc[0], acc[2]);
     acc[1] = _mm256_add_ps(acc[1], acc[3]);
     acc[0] = _mm256_add_ps(acc[0], acc[1]);
@@ -73,115 +122,297 @@ float dot_f16(int64_t n, const uint16_t* x, const uint16_t* y) {
     const __m128 t1 = _mm_hadd_ps(t0, t0);
     double sum = (double)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));
     for (int64_t i = np; i < n; ++i) {
-        const float prod = _cvtsh_ss(x[i]) * _cvtsh_ss(y[i]);
+        const float prod = x[i] * y[i];
         sum += (double)prod;
     }
     return (float)sum;
 }
 
-// y = f16(y + x*v), elementwise (fused multiply-add, 32 at a time and then one by one).
-void mad_f16(int64_t n, uint16_t* y, const uint16_t* x, float v) {
-    const int64_t np = n & ~int64_t(31);
-    const __m256 vv = _mm256_set1_ps(v);
-    for (int64_t i = 0; i < np; i += 8) {
-        const __m256 ax = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(x + i)));
-        const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i)));
-        _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_fmadd_ps(ax, vv, ay), 0));
-    }
-    for (int64_t i = np; i < n; ++i)
-        y[i] = _cvtss_sh(std::fma(_cvtsh_ss(x[i]), v, _cvtsh_ss(y[i])), _MM_FROUND_TO_NEAREST_INT);
+inline __m256 round_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, 0)); }
+inline float round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
+
+void widen(const uint16_t* s, float* d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+    for (; i < n; ++i) d[i] = _cvtsh_ss(s[i]);
 }
 
-// y = f16(y*v), elementwise.
-void scale_f16(int64_t n, uint16_t* y, float v) {
-    const int64_t np = n & ~int64_t(31);
-    const __m256 vv = _mm256_set1_ps(v);
-    for (int64_t i = 0; i < np; i += 8) {
-        const __m256 ay = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(y + i)));
-        _mm_storeu_si128((__m128i*)(y + i), _mm256_cvtps_ph(_mm256_mul_ps(ay, vv), 0));
-    }
-    for (int64_t i = np; i < n; ++i) y[i] = _cvtss_sh(_cvtsh_ss(y[i]) * v, _MM_FROUND_TO_NEAREST_INT);
+// Folds chunk state (Mc, Sc, Vc) into the running (M, S, V), chunks in ascending order.
+// Never inlined: the split and the in-thread fold must run the very same instructions.
+__attribute__((noinline)) void fold(float& M, float& S, float* V, float Mc, float Sc, const float* Vc, int64_t Dv) {
+    if (Sc == 0.0f) return;
+    const float Mn = std::max(M, Mc);
+    const float so = expf(M - Mn), sn = expf(Mc - Mn);
+    for (int64_t d = 0; d < Dv; ++d) V[d] = V[d] * so + Vc[d] * sn;
+    S = S * so + Sc * sn;
+    M = Mn;
 }
 
-float f16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
+struct Item {
+    int64_t s, t0, t1, h0, h1, nh, nq, hk, hv;
+};
 
-void one_row(const Tensor* dst, int64_t ir, float scale, float cap, float m0, float m1,
-             uint32_t n_head_log2, float max_bias, float* scratch) {
-    const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3],
-                 *sinks = dst->src[4];
-    const int64_t D = q->ne[0], Dv = v->ne[0], N = q->ne[1], H = q->ne[2], KV = k->ne[1];
-    const int64_t iq3 = ir / (H * N), iq2 = (ir - iq3 * H * N) / N, iq1 = ir - iq3 * H * N - iq2 * N;
-    const int64_t ik2 = iq2 / (H / k->ne[2]), ik3 = iq3 / (q->ne[3] / k->ne[3]);
-    const int64_t iv2 = iq2 / (H / v->ne[2]), iv3 = iq3 / (q->ne[3] / v->ne[3]);
-    const uint32_t h = (uint32_t)iq2;
-    const float slope = max_bias > 0.0f
-        ? (h < n_head_log2 ? std::pow(m0, (float)(h + 1)) : std::pow(m1, (float)(2 * (h - n_head_log2) + 1)))
-        : 1.0f;
+class Rowwise {
+public:
+    Rowwise(const ComputeParams& p, Tensor* dst) : p_(p), dst_(dst), plan_(dst, p.nth) {
+        q_ = dst->src[0]; k_ = dst->src[1]; v_ = dst->src[2]; mask_ = dst->src[3]; sinks_ = dst->src[4];
+        scale_ = dst->param_f32(kFaScale);
+        max_bias_ = dst->param_f32(kFaMaxBias);
+        cap_ = dst->param_f32(kFaLogitSoftcap);
+        if (cap_ != 0.0f) scale_ /= cap_;
+        const uint32_t n_head = (uint32_t)plan_.H;
+        n_head_log2_ = 1u << (uint32_t)std::floor(std::log2((double)n_head));
+        m0_ = std::pow(2.0f, -(max_bias_) / (float)n_head_log2_);
+        m1_ = std::pow(2.0f, -(max_bias_ / 2.0f) / (float)n_head_log2_);
+        float* base = (float*)(((uintptr_t)p.wdata + 63) & ~uintptr_t(63));
+        partials_ = base;
+        float* w = base + plan_.partial_floats() + size_t(p.ith) * size_t(plan_.per_thread);
+        const int64_t nq = plan_.nq(), D = plan_.D, Dv = plan_.Dv;
+        qf_ = w; w += nq * D;
+        acc_ = w; w += nq * Dv;
+        fold_V_ = w; w += nq * Dv;
+        M_ = w; w += nq;
+        S_ = w; w += nq;
+        fM_ = w; w += nq;
+        fS_ = w; w += nq;
+        slope_ = w; w += nq;
+        mv_ = w; w += nq;
+        kf_ = w;
+    }
 
-    float* out32 = scratch;                              // Dv
-    uint16_t* acc16 = (uint16_t*)(scratch + Dv);         // Dv halves
-    uint16_t* q16 = (uint16_t*)(scratch + 2 * Dv);       // D halves
-    std::memset(acc16, 0, size_t(Dv) * sizeof(uint16_t));
-    const float* pq = (const float*)q->ptr(0, iq1, iq2, iq3);
-    for (int64_t i = 0; i < D; ++i) q16[i] = _cvtss_sh(pq[i], _MM_FROUND_TO_NEAREST_INT);
-    const uint16_t* mp = mask ? (const uint16_t*)mask->ptr(0, iq1, iq2 % mask->ne[2], iq3 % mask->ne[3]) : nullptr;
-
-    float S = 0.0f, M = -std::numeric_limits<float>::infinity();
-    for (int64_t ic = 0; ic < KV; ++ic) {
-        const float mv = mp ? slope * f16_to_f32(mp[ic]) : 0.0f;
-        if (mv == -std::numeric_limits<float>::infinity()) continue;
-        float s = dot_f16(D, (const uint16_t*)k->ptr(0, ic, ik2, ik3), q16);
-        s = s * scale;
-        if (cap != 0.0f) s = cap * tanhf(s);
-        s += mv;
-        const float Mold = M;
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            M = s;
-            ms = expf(Mold - M);
-            scale_f16(Dv, acc16, ms);
-        } else {
-            vs = expf(s - M);
+    void run() {
+        const int nth = p_.nth, ith = p_.ith;
+        if (!plan_.split) {
+            for (int64_t u = ith; u < plan_.n_base; u += nth) {
+                const Item x = item(u);
+                load_queries(x);
+                begin_fold(x);
+                for (int64_t c = 0; c < plan_.nchunks; ++c) {
+                    chunk(x, c);
+                    for (int64_t i = 0; i < x.nq; ++i)
+                        fold(fM_[i], fS_[i], fold_V_ + i * plan_.Dv, M_[i], S_[i], acc_ + i * plan_.Dv, plan_.Dv);
+                }
+                for (int64_t i = 0; i < x.nq; ++i) finish(x, i, fM_[i], fS_[i], fold_V_ + i * plan_.Dv);
+            }
+            return;
         }
-        mad_f16(Dv, acc16, (const uint16_t*)v->ptr(0, ic, iv2, iv3), vs);
-        S = S * ms + vs;
-    }
-    for (int64_t d = 0; d < Dv; ++d) out32[d] = f16_to_f32(acc16[d]);
-    if (sinks) {
-        const float s = ((const float*)sinks->data)[h];
-        float ms = 1.0f, vs = 1.0f;
-        if (s > M) {
-            ms = expf(M - s);
-            for (int64_t d = 0; d < Dv; ++d) out32[d] *= ms;
-        } else {
-            vs = expf(s - M);
+        const int64_t nc = plan_.nchunks, nq = plan_.nq(), Dv = plan_.Dv;
+        for (int64_t w = ith; w < plan_.n_base * nc; w += nth) {
+            const int64_t u = w / nc, c = w % nc;
+            const Item x = item(u);
+            load_queries(x);
+            chunk(x, c);
+            for (int64_t i = 0; i < x.nq; ++i) {
+                float* pp = partial(u, c, i);
+                pp[0] = M_[i];
+                pp[1] = S_[i];
+                std::memcpy(pp + 2, acc_ + i * Dv, size_t(Dv) * sizeof(float));
+            }
         }
-        S = S * ms + vs;
+        p_.barrier();
+        for (int64_t w = ith; w < plan_.n_base * nq; w += nth) {
+            const int64_t u = w / nq, i = w % nq;
+            const Item x = item(u);
+            if (i >= x.nq) continue;
+            float M = kNegInf, S = 0.0f;
+            float* V = fold_V_;
+            std::fill(V, V + Dv, 0.0f);
+            for (int64_t c = 0; c < nc; ++c) {
+                const float* pp = partial(u, c, i);
+                fold(M, S, V, pp[0], pp[1], pp + 2, Dv);
+            }
+            finish(x, i, M, S, V);
+        }
     }
-    const float inv = S == 0.0f ? 0.0f : 1.0f / S;
-    float* o = (float*)dst->ptr(0, iq2, iq1, iq3);
-    for (int64_t d = 0; d < Dv; ++d) o[d] = out32[d] * inv;
-}
+
+private:
+    Item item(int64_t u) const {
+        Item x;
+        const int64_t hb = u % plan_.n_hb; u /= plan_.n_hb;
+        const int64_t g = u % plan_.ng; u /= plan_.ng;
+        const int64_t tb = u % plan_.n_tb; u /= plan_.n_tb;
+        x.s = u;
+        x.t0 = tb * plan_.tpi;
+        x.t1 = std::min(plan_.N, x.t0 + plan_.tpi);
+        x.h0 = g * plan_.r + hb * plan_.hpi;
+        x.h1 = std::min(g * plan_.r + plan_.r, x.h0 + plan_.hpi);
+        x.nh = x.h1 - x.h0;
+        x.nq = (x.t1 - x.t0) * x.nh;
+        x.hk = x.h0 / plan_.rk;
+        x.hv = x.h0 / plan_.rv;
+        return x;
+    }
+
+    float* partial(int64_t u, int64_t c, int64_t i) const {
+        return partials_ + ((u * plan_.nchunks + c) * plan_.nq() + i) * (plan_.Dv + 2);
+    }
+
+    // Query vector i of the item: token x.t0 + i / nh, head x.h0 + i % nh.
+    int64_t tok(const Item& x, int64_t i) const { return x.t0 + i / x.nh; }
+    int64_t head(const Item& x, int64_t i) const { return x.h0 + i % x.nh; }
+
+    void load_queries(const Item& x) {
+        for (int64_t i = 0; i < x.nq; ++i) {
+            const uint32_t h = (uint32_t)head(x, i);
+            slope_[i] = max_bias_ > 0.0f
+                ? (h < n_head_log2_ ? std::pow(m0_, (float)(h + 1)) : std::pow(m1_, (float)(2 * (h - n_head_log2_) + 1)))
+                : 1.0f;
+            const float* pq = (const float*)q_->ptr(0, tok(x, i), h, x.s);
+            float* qf = qf_ + i * plan_.D;
+            for (int64_t d = 0; d < plan_.D; ++d) qf[d] = round_f16(pq[d]);
+            mrow_[i] = mask_ ? (const uint16_t*)mask_->ptr(0, tok(x, i), h % mask_->ne[2], x.s % mask_->ne[3]) : nullptr;
+        }
+    }
+
+    void begin_fold(const Item& x) {
+        for (int64_t i = 0; i < x.nq; ++i) {
+            fM_[i] = kNegInf;
+            fS_[i] = 0.0f;
+        }
+        std::fill(fold_V_, fold_V_ + x.nq * plan_.Dv, 0.0f);
+    }
+
+    // The online softmax of every query vector over chunk c, from scratch, kBlock columns at
+    // a time: first every score of the block (each K row widened once for all vectors), then
+    // per vector the scalar recurrence of ggml's order (max, rescale factor, weight, sum),
+    // then the accumulator update over the block with the accumulator held in registers.
+    void chunk(const Item& x, int64_t c) {
+        const int64_t D = plan_.D, Dv = plan_.Dv, nq = x.nq;
+        const int64_t j0 = c * kChunk, j1 = std::min(plan_.KV, j0 + kChunk);
+        for (int64_t i = 0; i < nq; ++i) {
+            M_[i] = kNegInf;
+            S_[i] = 0.0f;
+        }
+        std::fill(acc_, acc_ + nq * Dv, 0.0f);
+        for (int64_t jb = j0; jb < j1; jb += kBlock) {
+            const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
+            int na = 0;  // columns of the block some vector sees
+            for (int jj = 0; jj < nb; ++jj) {
+                const int64_t ic = jb + jj;
+                bool any = false;
+                for (int64_t i = 0; i < nq; ++i) {
+                    const float mv = mrow_[i] ? slope_[i] * _cvtsh_ss(mrow_[i][ic]) : 0.0f;
+                    mv_[i] = mv;
+                    any |= mv != kNegInf;
+                }
+                if (!any) continue;
+                widen((const uint16_t*)k_->ptr(0, ic, x.hk, x.s), kf_, D);
+                for (int64_t i = 0; i < nq; ++i) {
+                    float& sc = score_[i * kBlock + na];
+                    if (mv_[i] == kNegInf) {
+                        sc = kNegInf;
+                        continue;
+                    }
+                    float s = dot_f16_values(D, kf_, qf_ + i * D);
+                    s = s * scale_;
+                    if (cap_ != 0.0f) s = cap_ * tanhf(s);
+                    s += mv_[i];
+                    sc = s;
+                }
+                vrow_[na++] = (const uint16_t*)v_->ptr(0, ic, x.hv, x.s);
+            }
+            for (int64_t i = 0; i < nq; ++i) {
+                // ggml's recurrence: a new maximum rescales the accumulator (then weight 1),
+                // otherwise the weight is exp(s - M); entries at -inf are skipped.
+                int n = 0;
+                for (int a = 0; a < na; ++a) {
+                    const float s = score_[i * kBlock + a];
+                    if (s == kNegInf) continue;
+                    const float Mold = M_[i];
+                    float ms = 1.0f, vs = 1.0f;
+                    bool rescale = false;
+                    if (s > M_[i]) {
+                        M_[i] = s;
+                        ms = expf(Mold - s);
+                        rescale = true;
+                    } else {
+                        vs = expf(s - M_[i]);
+                    }
+                    S_[i] = S_[i] * ms + vs;
+                    step_v_[n] = vrow_[a];
+                    step_vs_[n] = vs;
+                    step_ms_[n] = ms;
+                    step_rs_[n] = rescale;
+                    ++n;
+                }
+                if (n) accumulate(acc_ + i * Dv, Dv, n);
+            }
+        }
+    }
+
+    // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), for the n steps.
+    void accumulate(float* acc, int64_t Dv, int n) const {
+        int64_t d = 0;
+        for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, d, n);
+        for (; d + 8 <= Dv; d += 8) acc_block<1>(acc, d, n);
+        for (; d < Dv; ++d) {
+            float y = acc[d];
+            for (int a = 0; a < n; ++a) {
+                if (step_rs_[a]) y = round_f16(y * step_ms_[a]);
+                y = round_f16(std::fma(_cvtsh_ss(step_v_[a][d]), step_vs_[a], y));
+            }
+            acc[d] = y;
+        }
+    }
+
+    template <int NR>
+    void acc_block(float* acc, int64_t d, int n) const {
+        __m256 y[NR];
+        for (int r = 0; r < NR; ++r) y[r] = _mm256_loadu_ps(acc + d + 8 * r);
+        for (int a = 0; a < n; ++a) {
+            if (step_rs_[a]) {
+                const __m256 ms = _mm256_set1_ps(step_ms_[a]);
+                for (int r = 0; r < NR; ++r) y[r] = round_f16(_mm256_mul_ps(y[r], ms));
+            }
+            const __m256 vs = _mm256_set1_ps(step_vs_[a]);
+            const uint16_t* vr = step_v_[a] + d;
+            for (int r = 0; r < NR; ++r) {
+                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
+                y[r] = round_f16(_mm256_fmadd_ps(xv, vs, y[r]));
+            }
+        }
+        for (int r = 0; r < NR; ++r) _mm256_storeu_ps(acc + d + 8 * r, y[r]);
+    }
+
+    // Sinks, normalisation and the permuted output row [D_v, H, N, S].
+    void finish(const Item& x, int64_t i, float M, float S, float* V) const {
+        const int64_t Dv = plan_.Dv, h = head(x, i), t = tok(x, i);
+        if (sinks_) {
+            const float s = ((const float*)sinks_->data)[h];
+            float ms = 1.0f, vs = 1.0f;
+            if (s > M) {
+                ms = expf(M - s);
+                for (int64_t d = 0; d < Dv; ++d) V[d] *= ms;
+            } else {
+                vs = expf(s - M);
+            }
+            S = S * ms + vs;
+        }
+        const float inv = S == 0.0f ? 0.0f : 1.0f / S;
+        float* o = (float*)dst_->ptr(0, h, t, x.s);
+        for (int64_t d = 0; d < Dv; ++d) o[d] = V[d] * inv;
+    }
+
+    const ComputeParams& p_;
+    Tensor* dst_;
+    RowPlan plan_;
+    const Tensor *q_, *k_, *v_, *mask_, *sinks_;
+    float scale_, max_bias_, cap_, m0_, m1_;
+    uint32_t n_head_log2_;
+    float* partials_;
+    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *mv_, *kf_;
+    const uint16_t* mrow_[kMaxVectors];
+    // one block of columns: scores per vector, V rows, and one vector's update steps
+    float score_[kMaxVectors * kBlock];
+    const uint16_t* vrow_[kBlock];
+    const uint16_t* step_v_[kBlock];
+    float step_vs_[kBlock], step_ms_[kBlock];
+    bool step_rs_[kBlock];
+};
 
 }  // namespace
 
-void fa_rowwise_forward(const ComputeParams& p, Tensor* dst) {
-    const Tensor* q = dst->src[0];
-    float scale = dst->param_f32(kFaScale);
-    const float max_bias = dst->param_f32(kFaMaxBias), cap = dst->param_f32(kFaLogitSoftcap);
-    if (cap != 0.0f) scale /= cap;
-    const uint32_t n_head = (uint32_t)q->ne[2];
-    const uint32_t n_head_log2 = 1u << (uint32_t)std::floor(std::log2((double)n_head));
-    const float m0 = std::pow(2.0f, -(max_bias) / (float)n_head_log2);
-    const float m1 = std::pow(2.0f, -(max_bias / 2.0f) / (float)n_head_log2);
-    const int64_t D = q->ne[0], Dv = dst->src[2]->ne[0];
-    float* scratch = (float*)p.wdata + size_t(p.ith) * size_t(D + 2 * Dv + 64);
-    const int64_t nr = q->ne[1] * q->ne[2] * q->ne[3];
-    // rows are independent: a static split keeps every result the same for any thread count
-    const int64_t per = (nr + p.nth - 1) / p.nth;
-    const int64_t r0 = per * p.ith, r1 = std::min(nr, r0 + per);
-    for (int64_t ir = r0; ir < r1; ++ir) one_row(dst, ir, scale, cap, m0, m1, n_head_log2, max_bias, scratch);
-}
+void fa_rowwise_forward(const ComputeParams& p, Tensor* dst) { Rowwise(p, dst).run(); }
 
 #pragma GCC pop_options
 #else
