@@ -8,6 +8,8 @@ the fused lightning indexer reads).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import pyggml as gg
@@ -54,12 +56,20 @@ class CompInput:
         return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)
 
 
-def hadamard(n: int) -> np.ndarray:
-    """Orthonormal Walsh-Hadamard matrix in Sylvester order: R[i, j] = (-1)^popcount(i & j) / sqrt(n)."""
+@functools.lru_cache(maxsize=8)
+def _hadamard(n: int) -> np.ndarray:
     r = np.ones((1, 1))
     while r.shape[0] < n:
         r = np.block([[r, r], [r, -r]])
-    return (r / np.sqrt(n)).astype(np.float32)
+    r = (r / np.sqrt(n)).astype(np.float32)
+    r.flags.writeable = False
+    return r
+
+
+def hadamard(n: int) -> np.ndarray:
+    """Orthonormal Walsh-Hadamard matrix in Sylvester order: R[i, j] = (-1)^popcount(i & j) / sqrt(n)
+    (built once per size: every ubatch's input copies it)."""
+    return _hadamard(n)
 
 
 def hadamard_size(head_dim: int) -> int:

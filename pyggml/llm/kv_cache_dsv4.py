@@ -17,9 +17,10 @@ Per ubatch, a `CompPlan` holds for each ratio the host-computed indices the grap
 row], the compressed row it writes and its RoPE position, the ring restore, snapshot and
 persist lists) and the visibility of compressed rows (a token at position p sees rows
 j < (p+1)//ratio). Shapes are stable across steps: every
-ubatch writes ceil(T/ratio) blocks per sequence (blocks that do not complete are dummies
-that write the last row of the sequence's cache, which no token can see before it becomes
-a real row), and compressed masks are at least 256 wide.
+ubatch where a block completes writes ceil(T/ratio) blocks per sequence (blocks that do not
+complete are dummies that write the last row of the sequence's cache, which no token can see
+before it becomes a real row); one where none completes (most decode steps) writes none and
+its graph has no compression; compressed masks are at least 256 wide.
 """
 from __future__ import annotations
 
@@ -133,7 +134,7 @@ def build_comp_plan(cache: CompCache, ub, overlap: bool, rs: int) -> CompPlan:
         if overlap:
             prev += [src(b - r + j) for j in range(r)]
         cur += [src(b + j) for j in range(r)]
-    n_slots = -(-T // r)
+    n_slots = -(-T // r) if w_idx else 0   # no block completes (most decode steps): no compression
     while len(w_idx) < n_slots:  # dummies: finite garbage into a row no token sees yet
         w_idx.append(s * cache.size + cache.size - 1)
         w_pos.append(0)
