@@ -94,7 +94,7 @@ class CompPlan:
     write_pos: np.ndarray      # I32 [nb]  block start position (RoPE position of its key)
     persist_src: np.ndarray    # I32       ubatch token whose row each touched ring slot takes
     persist_dst: np.ndarray    # I64       its ring row (plane 0), sorted
-    restore_src: np.ndarray    # I32 [S]   plane rs -> plane 0 of the stream (n_rs > 0)
+    restore_src: np.ndarray    # I32 [S]   plane rs -> plane 0 of the stream (empty when rs == 0)
     restore_dst: np.ndarray    # I64 [S]
     snap_src: np.ndarray       # I32 [n_rs*S] rows of [all planes | this ubatch's rows]
     snap_dst: np.ndarray       # I64 [n_rs*S]
@@ -103,72 +103,65 @@ class CompPlan:
     stream: int                # the sequence whose compressed rows the graph views
 
     def key(self) -> tuple:
-        return (self.ratio, len(self.write_idxs), len(self.persist_src), self.n_kv, self.stream)
+        return (self.ratio, len(self.write_idxs), len(self.persist_src), len(self.restore_src),
+                len(self.snap_src), self.n_kv, self.stream)
 
 
 def build_comp_plan(cache: CompCache, ub, overlap: bool, rs: int) -> CompPlan:
     """The plan of one ubatch of one sequence; `rs` is the rollback depth its first token
-    continues from (the ring is restored from plane rs)."""
-    r, S, T = cache.ratio, cache.S, ub.n_tokens
+    continues from (the ring is restored from plane rs; nothing to restore when rs is 0)."""
+    r, S, T, n_seq = cache.ratio, cache.S, ub.n_tokens, cache.n_seq_max
     pos = np.asarray(ub.pos, np.int64)
     seqs = np.asarray(ub.seq_id, np.int64)
-    if len(set(seqs.tolist())) != 1 or np.any(np.diff(pos) != 1):
+    s, p_start, p_end = int(seqs[0]), int(pos[0]), int(pos[-1])
+    if T > 1 and (np.any(seqs != s) or np.any(np.diff(pos) != 1)):
         raise ValueError("dsv4 memory: a ubatch must hold consecutive positions of one sequence")
-    s, p_start = int(seqs[0]), int(pos[0])
     scratch, syn = cache.rows_state, cache.rows_state + T
+    ring0 = s * S                                    # row (plane 0, seq s, slot 0)
 
     def src(p):
-        if p < 0:
-            return syn
-        if p >= p_start:
-            return scratch + p - p_start
-        return cache.row(0, s, p % S)
+        """Rows of positions p in [ring plane 0 | this ubatch's rows | synthetic row]."""
+        return np.where(p < 0, syn, np.where(p >= p_start, scratch + p - p_start, ring0 + p % S))
 
-    prev, cur, w_idx, w_pos = [], [], [], []
-    for p in pos.tolist():
-        if (p + 1) % r:
-            continue
-        b = p + 1 - r
-        w_idx.append(s * cache.size + p // r)
-        w_pos.append(b)
-        if overlap:
-            prev += [src(b - r + j) for j in range(r)]
-        cur += [src(b + j) for j in range(r)]
-    n_slots = -(-T // r) if w_idx else 0   # no block completes (most decode steps): no compression
-    while len(w_idx) < n_slots:  # dummies: finite garbage into a row no token sees yet
-        w_idx.append(s * cache.size + cache.size - 1)
-        w_pos.append(0)
-        if overlap:
-            prev += [scratch] * r
-        cur += [scratch] * r
-    last = {}
-    for i, p in enumerate(pos.tolist()):
-        last[p % S] = i
-    slots = sorted(last)
+    ends = pos[(pos + 1) % r == 0]                   # positions that complete a block
+    starts = ends + 1 - r
+    n_pad = (-(-T // r) - len(ends)) if len(ends) else 0   # none completes: no compression
+    j = np.arange(r)
+    # dummies: finite garbage into a row no token sees yet
+    w_idx = np.concatenate([s * cache.size + ends // r, np.full(n_pad, s * cache.size + cache.size - 1)])
+    w_pos = np.concatenate([starts, np.zeros(n_pad, np.int64)])
+    cur = np.concatenate([src(starts[:, None] + j).ravel(), np.full(r * n_pad, scratch)])
+    if overlap:
+        prev = np.concatenate([src(starts[:, None] - r + j).ravel(), np.full(r * n_pad, scratch)])
+        cur = np.concatenate([prev, cur])
+    last = np.arange(max(0, T - S), T)               # the last token of each ring slot touched
+    slot = pos[last] % S
+    order = np.argsort(slot, kind="stable")
     q = np.arange(S)
-    snap_src, snap_dst = [], []
-    p_end = int(pos[-1])
-    for d in range(1, cache.n_rs + 1):
-        for qq in range(S):
-            snap_dst.append(cache.row(d, s, qq))
-            if d < T:
-                top = p_end - d                    # latest position kept in that snapshot
-                p_q = top - ((top - qq) % S)       # latest position <= top in slot qq
-                snap_src.append(scratch_all(cache) + p_q - p_start if p_q >= p_start
-                                else cache.row(0, s, qq))
-            else:                                  # before this ubatch: an older snapshot
-                plane = rs + d - T
-                snap_src.append(cache.row(plane if plane <= cache.n_rs else 0, s, qq))
+    if rs:
+        restore_src, restore_dst = (rs * n_seq + s) * S + q, ring0 + q
+    else:
+        restore_src = restore_dst = np.zeros(0, np.int64)
+    if cache.n_rs:
+        d = np.arange(1, cache.n_rs + 1)[:, None]
+        top = p_end - d                              # latest position kept in that snapshot
+        p_q = top - ((top - q) % S)                  # latest position <= top in slot q
+        in_ub = np.where(p_q >= p_start, scratch_all(cache) + p_q - p_start, ring0 + q)
+        plane = rs + d - T                           # before this ubatch: an older snapshot
+        older = (np.where(plane <= cache.n_rs, plane, 0) * n_seq + s) * S + q
+        snap_src = np.where(d < T, in_ub, older).ravel()
+        snap_dst = ((d * n_seq + s) * S + q).ravel()
+    else:
+        snap_src = snap_dst = np.zeros(0, np.int64)
     n_visible = (pos + 1) // r
-    n_kv = min(cache.size, max(N_PAD, pad_to(int(n_visible.max()), N_PAD)))
+    n_kv = min(cache.size, max(N_PAD, pad_to(int(n_visible[-1]), N_PAD)))
     return CompPlan(ratio=r, state_pos=(pos % r).astype(np.int32),
-                    read_idxs=np.array(prev + cur, np.int32),
-                    write_idxs=np.array(w_idx, np.int64), write_pos=np.array(w_pos, np.int32),
-                    persist_src=np.array([last[k] for k in slots], np.int32),
-                    persist_dst=np.array([cache.row(0, s, k) for k in slots], np.int64),
-                    restore_src=np.array([cache.row(rs, s, k) for k in q], np.int32),
-                    restore_dst=np.array([cache.row(0, s, k) for k in q], np.int64),
-                    snap_src=np.array(snap_src, np.int32), snap_dst=np.array(snap_dst, np.int64),
+                    read_idxs=cur.astype(np.int32),
+                    write_idxs=w_idx.astype(np.int64), write_pos=w_pos.astype(np.int32),
+                    persist_src=last[order].astype(np.int32),
+                    persist_dst=(ring0 + slot[order]).astype(np.int64),
+                    restore_src=restore_src.astype(np.int32), restore_dst=restore_dst.astype(np.int64),
+                    snap_src=snap_src.astype(np.int32), snap_dst=snap_dst.astype(np.int64),
                     n_visible=n_visible, n_kv=n_kv, stream=s)
 
 
