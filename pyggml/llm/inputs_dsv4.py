@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 import pyggml as gg
+from pyggml import _core
 
 from .inputs import GraphInput, InpAttn, _allocated, _input, mask_type
 from .kv_cache_dsv4 import CSA_RATIO
@@ -44,13 +45,9 @@ class CompInput:
             t = getattr(self, f)
             if _allocated(t):
                 t.numpy()[...] = getattr(plan, f)
-        m = None
         for t in (self.kq_mask, self.lid_mask):
             if _allocated(t):
-                if m is None:
-                    j = np.arange(plan.n_kv)[None, :]
-                    m = np.where(j < plan.n_visible[:, None], np.float32(0), np.float32(-np.inf))
-                t.numpy()[...] = m.reshape(t.numpy().shape)
+                _core.dsv4_fill_comp_mask(t, plan.pos, plan.ratio)
 
     def matches(self, plan) -> bool:
         return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)

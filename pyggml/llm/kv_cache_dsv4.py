@@ -2,7 +2,8 @@
 
 It composes:
 * `raw`: a K-only unified cache with the sliding window `n_swa` (every dsv4 layer attends
-  its raw keys through the window; K = V);
+  its raw keys through the window; K = V), of n_swa * n_seq_max + n_ubatch cells (padded):
+  cells whose keys left every window are reused;
 * compressed K caches, zero-initialised, one row per completed block of `ratio` positions:
   CSA (ratio 4, head d) and LID (ratio 4, the indexer head di) on ratio-4 layers, HCA
   (ratio 128, head d) on ratio-128 layers. Sequence s owns rows [s*size, (s+1)*size);
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import pyggml as gg
+from pyggml import _core
 
 from .kv_cache import N_PAD, SWA_STANDARD, KVCache, KVCacheContext, pad_to
 from .memory import Memory, MemoryContext
@@ -98,9 +100,14 @@ class CompPlan:
     restore_dst: np.ndarray    # I64 [S]
     snap_src: np.ndarray       # I32 [n_rs*S] rows of [all planes | this ubatch's rows]
     snap_dst: np.ndarray       # I64 [n_rs*S]
-    n_visible: np.ndarray      # [T] compressed rows visible to each token
+    pos: np.ndarray            # I32 [T]   the ubatch's positions
     n_kv: int                  # mask width
     stream: int                # the sequence whose compressed rows the graph views
+
+    @property
+    def n_visible(self) -> np.ndarray:
+        """[T] compressed rows visible to each token."""
+        return (self.pos.astype(np.int64) + 1) // self.ratio
 
     def key(self) -> tuple:
         return (self.ratio, len(self.write_idxs), len(self.persist_src), len(self.restore_src),
@@ -109,60 +116,16 @@ class CompPlan:
 
 def build_comp_plan(cache: CompCache, ub, overlap: bool, rs: int) -> CompPlan:
     """The plan of one ubatch of one sequence; `rs` is the rollback depth its first token
-    continues from (the ring is restored from plane rs; nothing to restore when rs is 0)."""
-    r, S, T, n_seq = cache.ratio, cache.S, ub.n_tokens, cache.n_seq_max
-    pos = np.asarray(ub.pos, np.int64)
-    seqs = np.asarray(ub.seq_id, np.int64)
-    s, p_start, p_end = int(seqs[0]), int(pos[0]), int(pos[-1])
-    if T > 1 and (np.any(seqs != s) or np.any(np.diff(pos) != 1)):
-        raise ValueError("dsv4 memory: a ubatch must hold consecutive positions of one sequence")
-    scratch, syn = cache.rows_state, cache.rows_state + T
-    ring0 = s * S                                    # row (plane 0, seq s, slot 0)
-
-    def src(p):
-        """Rows of positions p in [ring plane 0 | this ubatch's rows | synthetic row]."""
-        return np.where(p < 0, syn, np.where(p >= p_start, scratch + p - p_start, ring0 + p % S))
-
-    ends = pos[(pos + 1) % r == 0]                   # positions that complete a block
-    starts = ends + 1 - r
-    n_pad = (-(-T // r) - len(ends)) if len(ends) else 0   # none completes: no compression
-    j = np.arange(r)
-    # dummies: finite garbage into a row no token sees yet
-    w_idx = np.concatenate([s * cache.size + ends // r, np.full(n_pad, s * cache.size + cache.size - 1)])
-    w_pos = np.concatenate([starts, np.zeros(n_pad, np.int64)])
-    cur = np.concatenate([src(starts[:, None] + j).ravel(), np.full(r * n_pad, scratch)])
-    if overlap:
-        prev = np.concatenate([src(starts[:, None] - r + j).ravel(), np.full(r * n_pad, scratch)])
-        cur = np.concatenate([prev, cur])
-    last = np.arange(max(0, T - S), T)               # the last token of each ring slot touched
-    slot = pos[last] % S
-    order = np.argsort(slot, kind="stable")
-    q = np.arange(S)
-    if rs:
-        restore_src, restore_dst = (rs * n_seq + s) * S + q, ring0 + q
-    else:
-        restore_src = restore_dst = np.zeros(0, np.int64)
-    if cache.n_rs:
-        d = np.arange(1, cache.n_rs + 1)[:, None]
-        top = p_end - d                              # latest position kept in that snapshot
-        p_q = top - ((top - q) % S)                  # latest position <= top in slot q
-        in_ub = np.where(p_q >= p_start, scratch_all(cache) + p_q - p_start, ring0 + q)
-        plane = rs + d - T                           # before this ubatch: an older snapshot
-        older = (np.where(plane <= cache.n_rs, plane, 0) * n_seq + s) * S + q
-        snap_src = np.where(d < T, in_ub, older).ravel()
-        snap_dst = ((d * n_seq + s) * S + q).ravel()
-    else:
-        snap_src = snap_dst = np.zeros(0, np.int64)
-    n_visible = (pos + 1) // r
-    n_kv = min(cache.size, max(N_PAD, pad_to(int(n_visible[-1]), N_PAD)))
-    return CompPlan(ratio=r, state_pos=(pos % r).astype(np.int32),
-                    read_idxs=cur.astype(np.int32),
-                    write_idxs=w_idx.astype(np.int64), write_pos=w_pos.astype(np.int32),
-                    persist_src=last[order].astype(np.int32),
-                    persist_dst=(ring0 + slot[order]).astype(np.int64),
-                    restore_src=restore_src.astype(np.int32), restore_dst=restore_dst.astype(np.int64),
-                    snap_src=snap_src.astype(np.int32), snap_dst=snap_dst.astype(np.int64),
-                    n_visible=n_visible, n_kv=n_kv, stream=s)
+    continues from (the ring is restored from plane rs; nothing to restore when rs is 0).
+    The lists are built in C++ (csrc/python/bind_dsv4_host.cpp): they are rebuilt for every
+    decoded token."""
+    pos = np.asarray(ub.pos, np.int32)
+    lists = _core.dsv4_comp_plan(pos, np.asarray(ub.seq_id, np.int32), cache.ratio, cache.S, cache.size,
+                                 cache.rows_state, cache.rows_all, cache.n_seq_max, cache.n_rs,
+                                 overlap, rs)
+    n_vis = (int(pos[-1]) + 1) // cache.ratio
+    n_kv = min(cache.size, max(N_PAD, pad_to(n_vis, N_PAD)))
+    return CompPlan(cache.ratio, *lists, pos=pos, n_kv=n_kv, stream=int(ub.seq_id[0]))
 
 
 def scratch_all(cache: CompCache) -> int:
@@ -172,13 +135,16 @@ def scratch_all(cache: CompCache) -> int:
 
 class DSV4Memory(Memory):
     def __init__(self, *, n_layer: int, ratios, head_dim: int, indexer_head_dim: int, n_swa: int,
-                 n_ctx: int, n_seq_max: int = 1, type_k=gg.F16, n_rs_seq: int = 0):
+                 n_ctx: int, n_seq_max: int = 1, type_k=gg.F16, n_rs_seq: int = 0,
+                 n_ubatch: int = 512):
         self.ratios = tuple(int(r) for r in ratios[:n_layer])
         bad = [r for r in self.ratios if r not in (0, CSA_RATIO, HCA_RATIO)]
         if bad:
             raise ValueError(f"dsv4 memory: compress ratios must be 0, 4 or 128, got {bad}")
         self.n_seq_max, self.n_rs_seq = n_seq_max, n_rs_seq
-        size = pad_to(n_ctx, N_PAD)
+        # the window cache's size (as an iSWA cache's): cells whose keys left every window
+        # are reused, so attention reads a window's worth of raw keys, not the whole context
+        size = min(pad_to(n_ctx, N_PAD), pad_to(n_swa * n_seq_max + n_ubatch, N_PAD))
         self.raw = KVCache(n_layer=n_layer, n_embd_k_gqa=head_dim, n_embd_v_gqa=head_dim,
                            head_dim_k=head_dim, head_dim_v=head_dim, n_head_kv=1, size=size,
                            type_k=type_k, n_seq_max=n_seq_max, n_swa=n_swa, swa_type=SWA_STANDARD,
@@ -326,8 +292,3 @@ class DSV4Context(MemoryContext):
         k = cache.k[il]
         return gg.view_4d(ctx, k, cache.width, 1, n_kv, 1, k.nb[1], k.nb[1], k.nb[1] * n_kv,
                           k.nb[1] * cache.size * stream)
-
-    @staticmethod
-    def comp_mask(plan: CompPlan, n_kv: int) -> np.ndarray:
-        j = np.arange(n_kv)[None, :]
-        return np.where(j < plan.n_visible[:, None], np.float32(0), np.float32(-np.inf))

@@ -1,4 +1,4 @@
-"""The dsv4 memory's per-ubatch compressor plan (vectorised) against a position-by-position
+"""The dsv4 memory's per-ubatch compressor plan (built in C++) against a position-by-position
 reference: every index list of every ratio, for ubatches of 1..300 tokens at block-aligned
 and unaligned starts, several sequences, with and without snapshot planes and a pending
 rollback."""
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import pyggml as gg
+from pyggml import _core
 from pyggml.llm.inputs import UBatch
 from pyggml.llm.kv_cache_dsv4 import CSA_RATIO, HCA_RATIO, CompCache, build_comp_plan
 
@@ -95,3 +96,29 @@ def test_a_ubatch_of_two_sequences_or_a_gap_is_refused():
         ub = UBatch(pos=np.array(pos, np.int32), seq_id=np.array(seq, np.int32), output=np.ones(3, bool))
         with pytest.raises(ValueError, match="consecutive positions of one sequence"):
             build_comp_plan(cache, ub, overlap=True, rs=0)
+
+
+@pytest.mark.parametrize("type", [gg.F16, gg.F32])
+def test_comp_mask_shows_the_completed_blocks_of_each_token(type):
+    ctx = gg.Context(1 << 20)
+    pos = np.array([0, 2, 3, 4, 7, 8, 1030, 2000], np.int32)   # 2000 // 4 > n_kv: all visible
+    for ratio in (4, 128):
+        t = ctx.new_tensor(type, [300, len(pos), 1, 1])
+        t.numpy()[...] = 7                                          # every value is rewritten
+        _core.dsv4_fill_comp_mask(t, pos, ratio)
+        want = np.where(np.arange(300)[None, :] < ((pos + 1) // ratio)[:, None], 0.0, -np.inf)
+        assert np.array_equal(np.asarray(t.numpy(), np.float64).reshape(len(pos), 300), want)
+    with pytest.raises(ValueError, match="one entry per mask row"):
+        _core.dsv4_fill_comp_mask(t, pos[:3], 4)
+    with pytest.raises(TypeError, match="dst"):
+        _core.dsv4_fill_comp_mask(np.zeros(4), pos, 4)
+
+
+def test_plan_arguments_are_checked():
+    pos, seq = np.array([5, 6], np.int32), np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="rs=2 is outside"):
+        _core.dsv4_comp_plan(pos, seq, 4, 8, 256, 8, 8, 1, 1, True, 2)
+    with pytest.raises(ValueError, match="seq_id 3 is outside"):
+        _core.dsv4_comp_plan(pos, seq + 3, 4, 8, 256, 8, 8, 1, 0, True, 0)
+    with pytest.raises(ValueError, match="non-zero length"):
+        _core.dsv4_comp_plan(pos[:0], seq[:0], 4, 8, 256, 8, 8, 1, 0, True, 0)

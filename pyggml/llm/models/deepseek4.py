@@ -207,7 +207,8 @@ class DeepSeek4Graph(GraphContext):
                                type_k=cp.type_k, type_v=cp.type_k, k_only=True)
         return DSV4Memory(n_layer=hp.n_layer, ratios=hp.compress_ratios, head_dim=hp.head_dim_k,
                           indexer_head_dim=hp.indexer_head_size, n_swa=hp.n_swa, n_ctx=cp.n_ctx,
-                          n_seq_max=cp.n_seq_max, type_k=cp.type_k, n_rs_seq=cp.n_rs_seq)
+                          n_seq_max=cp.n_seq_max, type_k=cp.type_k, n_rs_seq=cp.n_rs_seq,
+                          n_ubatch=cp.n_ubatch)
 
     def __init__(self, model, params, res):
         super().__init__(model, params, res)
