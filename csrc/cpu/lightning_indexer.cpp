@@ -21,16 +21,21 @@ namespace {
 constexpr int64_t kJ = seed::kLiBlock;  // kv rows per block
 
 struct Dims {
-    int64_t D, H, N, n_kv, S, ldk;
+    int64_t D, H, N, n_kv, S, n_jb, ldk;
 };
 
+// KT rows hold n_jb blocks of kJ values plus 16 unused ones: a row stride that is a multiple
+// of 4 KiB would put every d row of a block in the same L1 set.
 inline Dims dims_of(const Tensor* dst) {
     const Tensor* q = dst->src[0];
     const Tensor* k = dst->src[1];
-    Dims d{q->ne[0], q->ne[1], q->ne[2], k->ne[2], q->ne[3], 0};
-    d.ldk = (d.n_kv + kJ - 1) / kJ * kJ;
+    Dims d{q->ne[0], q->ne[1], q->ne[2], k->ne[2], q->ne[3], 0, 0};
+    d.n_jb = (d.n_kv + kJ - 1) / kJ;
+    d.ldk = d.n_jb * kJ + 16;
     return d;
 }
+
+inline int64_t n_jb_rows(const Dims& d) { return d.n_jb * kJ; }
 
 }  // namespace
 
@@ -48,11 +53,12 @@ void cpu_forward_LIGHTNING_INDEXER(const ComputeParams& p, Tensor* dst) {
     // values (one short contiguous store per d instead of a scattered one per value).
     {
         constexpr int64_t kTr = 8;  // divides kJ, so a group never straddles two streams
+        const int64_t n_used = n_jb_rows(dm);
         std::vector<float> rows(kTr * D);
         int64_t g0, g1;
-        split_range(ldk * S / kTr, p.ith, p.nth, g0, g1);
+        split_range(n_used * S / kTr, p.ith, p.nth, g0, g1);
         for (int64_t g = g0; g < g1; ++g) {
-            const int64_t j0 = (g * kTr) % ldk, s = (g * kTr) / ldk;
+            const int64_t j0 = (g * kTr) % n_used, s = (g * kTr) / n_used;
             for (int64_t i = 0; i < kTr; ++i) {
                 float* row = rows.data() + i * D;
                 if (j0 + i < n_kv) to_float_row(k->type, k->row(0, j0 + i, s), row, D);
@@ -65,7 +71,7 @@ void cpu_forward_LIGHTNING_INDEXER(const ComputeParams& p, Tensor* dst) {
     }
     p.barrier();
     // Phase 2: units (stream, kv block, token), token fastest so a thread reuses its K block.
-    const int64_t n_jb = ldk / kJ;
+    const int64_t n_jb = dm.n_jb;
     int64_t u0, u1;
     split_range(S * n_jb * N, p.ith, p.nth, u0, u1);
     const seed::SeedOps& kern = seed::kernels_for(seed::isa());
