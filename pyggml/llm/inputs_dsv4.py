@@ -34,15 +34,16 @@ class CompInput:
         self.lid_mask = (_input(ctx, gg.F16, [plan.n_kv, n_tokens, 1, 1], "dsv4_lid_kq_mask")
                          if with_lid else None)
         self.n_kv, self.stream, self.n_blocks = plan.n_kv, plan.stream, len(plan.write_idxs)
-        self.lens = self._lens(plan)
+        self.key = self._key(plan)
+        self._lists = [(f, getattr(self, f)) for f, _ in self.FIELDS if getattr(self, f) is not None]
 
-    @classmethod
-    def _lens(cls, plan):
-        return tuple(len(getattr(plan, f)) for f, _ in cls.FIELDS)
+    @staticmethod
+    def _key(plan):
+        """Every list's length follows from the plan's key and the token count."""
+        return plan.key() + (len(plan.pos),)
 
     def set_input(self, plan):
-        for f, _ in self.FIELDS:
-            t = getattr(self, f)
+        for f, t in self._lists:
             if _allocated(t):
                 t.numpy()[...] = getattr(plan, f)
         for t in (self.kq_mask, self.lid_mask):
@@ -50,7 +51,7 @@ class CompInput:
                 _core.dsv4_fill_comp_mask(t, plan.pos, plan.ratio)
 
     def matches(self, plan) -> bool:
-        return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)
+        return self._key(plan) == self.key
 
 
 @functools.lru_cache(maxsize=8)

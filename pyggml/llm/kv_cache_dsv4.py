@@ -110,8 +110,12 @@ class CompPlan:
         return (self.pos.astype(np.int64) + 1) // self.ratio
 
     def key(self) -> tuple:
-        return (self.ratio, len(self.write_idxs), len(self.persist_src), len(self.restore_src),
-                len(self.snap_src), self.n_kv, self.stream)
+        k = self.__dict__.get("_key")
+        if k is None:
+            k = self.__dict__["_key"] = (self.ratio, len(self.write_idxs), len(self.persist_src),
+                                         len(self.restore_src), len(self.snap_src), self.n_kv,
+                                         self.stream)
+        return k
 
 
 def build_comp_plan(cache: CompCache, ub, overlap: bool, rs: int) -> CompPlan:
