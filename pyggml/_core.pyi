@@ -312,6 +312,10 @@ def div(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Element-wise op; b tiles (repeats) into a; result has a's type and shape."""
 def div_inplace(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     ...
+def dsv4_comp_plan(pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], seq_id: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], ratio: typing.SupportsInt | typing.SupportsIndex, S: typing.SupportsInt | typing.SupportsIndex, size: typing.SupportsInt | typing.SupportsIndex, rows_state: typing.SupportsInt | typing.SupportsIndex, rows_all: typing.SupportsInt | typing.SupportsIndex, n_seq: typing.SupportsInt | typing.SupportsIndex, n_rs: typing.SupportsInt | typing.SupportsIndex, overlap: bool, rs: typing.SupportsInt | typing.SupportsIndex) -> tuple:
+    """The dsv4 compressor plan of one ubatch (consecutive positions of one sequence): (state_pos i32, read_idxs i32, write_idxs i64, write_pos i32, persist_src i32, persist_dst i64, restore_src i32, restore_dst i64, snap_src i32, snap_dst i64)."""
+def dsv4_fill_comp_mask(dst: Tensor, pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int32], ratio: typing.SupportsInt | typing.SupportsIndex) -> None:
+    """Fill dst [n_kv, T, 1, 1] (f16 or f32, host memory): 0 where token t sees compressed row j (j < (pos[t] + 1) // ratio), -inf elsewhere."""
 def dsv4_hc_comb(ctx: Context, mixes: Tensor, scale: Tensor, base: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex, n_iter: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Sinkhorn-normalised stream-mixing matrix f32 [hc, hc, T] = [dst, src, t] from mixes f32 [(2+hc)*hc, T] (hc must be 4), scale f32 [>=3] (only scale[2] used), base f32 [(2+hc)*hc]: softmax over dst + eps, one src normalisation, then n_iter-1 rounds of dst and src normalisation; every denominator is eps + sum."""
 def dsv4_hc_post(ctx: Context, x: Tensor, residual: Tensor, post: Tensor, comb: Tensor) -> Tensor:

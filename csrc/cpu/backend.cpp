@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -65,9 +66,17 @@ double node_work(const Tensor* n) {
             // q [D, T, H, S] against n_kv keys and values
             if (a && b) w += 0.5 * (double)a->ne[0] * (double)b->ne[1] * (double)a->ne[1] * a->ne[2] * a->ne[3];
             break;
+        case Op::SET_ROWS:
+            // writes only the source rows into the (often cache-sized) destination
+            return 2.0 * (double)a->nbytes() + (b ? (double)b->nbytes() : 0.0);
+        case Op::GET_ROWS:
+            // reads only the rows it gathers from the (often table-sized) source
+            return 2.0 * (double)n->nbytes() + (b ? (double)b->nbytes() : 0.0);
+        case Op::ARGSORT:
+            // n log n comparisons per row, costly ones: a row of a few values is not worth a split
+            return w * 16.0 * std::log2(std::max<double>(2.0, (double)n->ne[0]));
         case Op::IM2COL: case Op::IM2COL_3D: case Op::CONV_2D: case Op::CONV_3D: case Op::CONV_2D_DW:
         case Op::CONV_TRANSPOSE_1D: case Op::CONV_TRANSPOSE_2D: case Op::COL2IM_1D: case Op::SOLVE_TRI:
-        case Op::ARGSORT:
             return 1e30;  // arithmetic-bound in ways bytes do not show: always split
         default:
             break;

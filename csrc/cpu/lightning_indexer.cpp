@@ -21,16 +21,21 @@ namespace {
 constexpr int64_t kJ = seed::kLiBlock;  // kv rows per block
 
 struct Dims {
-    int64_t D, H, N, n_kv, S, ldk;
+    int64_t D, H, N, n_kv, S, n_jb, ldk;
 };
 
+// KT rows hold n_jb blocks of kJ values plus 16 unused ones: a row stride that is a multiple
+// of 4 KiB would put every d row of a block in the same L1 set.
 inline Dims dims_of(const Tensor* dst) {
     const Tensor* q = dst->src[0];
     const Tensor* k = dst->src[1];
-    Dims d{q->ne[0], q->ne[1], q->ne[2], k->ne[2], q->ne[3], 0};
-    d.ldk = (d.n_kv + kJ - 1) / kJ * kJ;
+    Dims d{q->ne[0], q->ne[1], q->ne[2], k->ne[2], q->ne[3], 0, 0};
+    d.n_jb = (d.n_kv + kJ - 1) / kJ;
+    d.ldk = d.n_jb * kJ + 16;
     return d;
 }
+
+inline int64_t n_jb_rows(const Dims& d) { return d.n_jb * kJ; }
 
 }  // namespace
 
@@ -43,22 +48,30 @@ void cpu_forward_LIGHTNING_INDEXER(const ComputeParams& p, Tensor* dst) {
     const Dims dm = dims_of(dst);
     const int64_t D = dm.D, N = dm.N, n_kv = dm.n_kv, S = dm.S, ldk = dm.ldk, S_m = mask->ne[3];
     float* KT = (float*)p.wdata;
-    // Phase 1: widen K rows (and zero the padding rows) into KT, transposed.
+    // Phase 1: widen K rows (and zero the padding rows) into KT, transposed, kTr rows at a
+    // time: the rows are widened into a small buffer, then every d gets kTr consecutive
+    // values (one short contiguous store per d instead of a scattered one per value).
     {
-        std::vector<float> row(D);
-        int64_t r0, r1;
-        split_range(ldk * S, p.ith, p.nth, r0, r1);
-        for (int64_t r = r0; r < r1; ++r) {
-            const int64_t j = r % ldk, s = r / ldk;
-            if (j < n_kv) to_float_row(k->type, k->row(0, j, s), row.data(), D);
-            else std::fill(row.begin(), row.end(), 0.0f);
-            float* col = KT + s * D * ldk + j;
-            for (int64_t d = 0; d < D; ++d) col[d * ldk] = row[d];
+        constexpr int64_t kTr = 8;  // divides kJ, so a group never straddles two streams
+        const int64_t n_used = n_jb_rows(dm);
+        std::vector<float> rows(kTr * D);
+        int64_t g0, g1;
+        split_range(n_used * S / kTr, p.ith, p.nth, g0, g1);
+        for (int64_t g = g0; g < g1; ++g) {
+            const int64_t j0 = (g * kTr) % n_used, s = (g * kTr) / n_used;
+            for (int64_t i = 0; i < kTr; ++i) {
+                float* row = rows.data() + i * D;
+                if (j0 + i < n_kv) to_float_row(k->type, k->row(0, j0 + i, s), row, D);
+                else std::fill(row, row + D, 0.0f);
+            }
+            float* col = KT + s * D * ldk + j0;
+            for (int64_t d = 0; d < D; ++d)
+                for (int64_t i = 0; i < kTr; ++i) col[d * ldk + i] = rows[i * D + d];
         }
     }
     p.barrier();
     // Phase 2: units (stream, kv block, token), token fastest so a thread reuses its K block.
-    const int64_t n_jb = ldk / kJ;
+    const int64_t n_jb = dm.n_jb;
     int64_t u0, u1;
     split_range(S * n_jb * N, p.ith, p.nth, u0, u1);
     const seed::SeedOps& kern = seed::kernels_for(seed::isa());

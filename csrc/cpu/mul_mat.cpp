@@ -3,7 +3,7 @@
 // Numerics follow ggml's CPU: b is first converted to the weights' vec_dot_type (f16 / bf16
 // rounding, or q8_0 / q8_1 / q8_K quantization for block weights), products accumulate in f32.
 // Two paths:
-//   - dot path (few columns, or any MUL_MAT_ID): b converted once into wdata, barrier, then
+//   - dot path (few columns; MUL_MAT_ID's in mul_mat_id.cpp): b converted once into wdata, barrier, then
 //     chunks of weight rows are taken from a shared counter (small b: converted by every
 //     thread, rows split evenly, no barrier); each row, or pair of rows where the kernel set
 //     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
@@ -168,91 +168,6 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (!dot_needs_conversion(dst)) return kCounterBytes;
     const size_t one = align64(dot_conv_bytes(dst));
     return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);
-}
-
-// MUL_MAT_ID: the (slot e, token t) pairs are grouped by expert; every thread builds the same
-// grouping, converts its share of the b columns straight into expert order (so each expert's
-// columns are contiguous), then (expert, column block, rows) units are taken from a shared
-// counter: an expert's tokens share every weight row load (the dot kernels take 4 columns).
-void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
-    const Tensor* as = dst->src[0];
-    const Tensor* b = dst->src[1];
-    const Tensor* ids = dst->src[2];
-    const Kernels& kr = kernels_for(simd::cpu_isa());
-    const Type w = as->type;
-    const int64_t K = as->ne[0], M = as->ne[1], E = as->ne[2];
-    const int64_t U = ids->ne[0], T = ids->ne[1], Nb = b->ne[1];
-
-    // Validation and grouping run on every thread before the barrier, so an error is symmetric.
-    std::vector<int64_t> count(E + 1, 0);
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t e = 0; e < U; ++e) {
-            const int32_t x = *(const int32_t*)((const char*)ids->data + e * ids->nb[0] + t * ids->nb[1]);
-            if (x < 0 || x >= E)
-                throw_shape(OpMessage("mul_mat_id") << "ids[" << e << ", " << t << "]=" << x
-                                                    << " is out of range [0, " << E << ")");
-            ++count[x];
-        }
-    std::vector<int64_t> start(E + 1, 0);
-    for (int64_t x = 0; x < E; ++x) start[x + 1] = start[x] + count[x];
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    std::vector<int32_t> slot_e(U * T), slot_t(U * T);  // sorted slot -> (e, t)
-    for (int64_t t = 0; t < T; ++t)
-        for (int64_t e = 0; e < U; ++e) {
-            const int32_t x = *(const int32_t*)((const char*)ids->data + e * ids->nb[0] + t * ids->nb[1]);
-            const int64_t s = fill[x]++;
-            slot_e[s] = (int32_t)e;
-            slot_t[s] = (int32_t)t;
-        }
-    float scale[256];
-    if (w == Type::NVFP4) nvfp4_scale_table(scale);
-
-    const size_t colb = act_col_bytes(w, K);
-    char* conv = (char*)p.wdata + kCounterBytes;
-    {
-        std::vector<float> tmp;
-        int64_t s0, s1;
-        split_range(U * T, p.ith, p.nth, s0, s1);
-        for (int64_t s = s0; s < s1; ++s)
-            convert_act(kr, w, b->type, b->row(slot_e[s] % Nb, slot_t[s]), K, conv + s * colb, tmp);
-    }
-    reset_counter(p);
-    p.barrier();
-
-    // Units: (expert, 64-slot column block, row chunk); experts without tokens have none.
-    const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
-    const int64_t chunks = (M + rows - 1) / rows;
-    std::vector<int64_t> first_unit(E + 1, 0);
-    for (int64_t x = 0; x < E; ++x)
-        first_unit[x + 1] = first_unit[x] + chunks * ((count[x] + kDotColBlock - 1) / kDotColBlock);
-    float out[8];
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < first_unit[E];) {
-        const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
-        const int64_t local = u - first_unit[x], cb = local / chunks;
-        const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
-        const int64_t s0 = start[x] + cb * kDotColBlock, s1 = std::min(start[x + 1], s0 + kDotColBlock);
-        Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
-        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
-            if (dot2 && m + 1 == m1) dot2 = nullptr;
-            const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
-            for (int64_t s = s0; s < s1; s += 4) {
-                const int nc = (int)std::min<int64_t>(4, s1 - s);
-                if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
-                else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
-                for (int j = 0; j < nc; ++j) {
-                    float* d = (float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]);
-                    d[0] = out[j];
-                    if (dot2) d[1] = out[4 + j];
-                }
-            }
-        }
-    }
-}
-
-size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int) {
-    const Tensor* ids = dst->src[2];
-    return kCounterBytes + size_t(ids->ne[0] * ids->ne[1]) * act_col_bytes(dst->src[0]->type, dst->src[0]->ne[0]);
 }
 
 }  // namespace pyggml::cpu

@@ -8,9 +8,12 @@ the fused lightning indexer reads).
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 import pyggml as gg
+from pyggml import _core
 
 from .inputs import GraphInput, InpAttn, _allocated, _input, mask_type
 from .kv_cache_dsv4 import CSA_RATIO
@@ -31,35 +34,40 @@ class CompInput:
         self.lid_mask = (_input(ctx, gg.F16, [plan.n_kv, n_tokens, 1, 1], "dsv4_lid_kq_mask")
                          if with_lid else None)
         self.n_kv, self.stream, self.n_blocks = plan.n_kv, plan.stream, len(plan.write_idxs)
-        self.lens = self._lens(plan)
+        self.key = self._key(plan)
+        self._lists = [(f, getattr(self, f)) for f, _ in self.FIELDS if getattr(self, f) is not None]
 
-    @classmethod
-    def _lens(cls, plan):
-        return tuple(len(getattr(plan, f)) for f, _ in cls.FIELDS)
+    @staticmethod
+    def _key(plan):
+        """Every list's length follows from the plan's key and the token count."""
+        return plan.key() + (len(plan.pos),)
 
     def set_input(self, plan):
-        for f, _ in self.FIELDS:
-            t = getattr(self, f)
+        for f, t in self._lists:
             if _allocated(t):
                 t.numpy()[...] = getattr(plan, f)
-        m = None
         for t in (self.kq_mask, self.lid_mask):
             if _allocated(t):
-                if m is None:
-                    j = np.arange(plan.n_kv)[None, :]
-                    m = np.where(j < plan.n_visible[:, None], np.float32(0), np.float32(-np.inf))
-                t.numpy()[...] = m.reshape(t.numpy().shape)
+                _core.dsv4_fill_comp_mask(t, plan.pos, plan.ratio)
 
     def matches(self, plan) -> bool:
-        return (plan.n_kv, plan.stream, self._lens(plan)) == (self.n_kv, self.stream, self.lens)
+        return self._key(plan) == self.key
 
 
-def hadamard(n: int) -> np.ndarray:
-    """Orthonormal Walsh-Hadamard matrix in Sylvester order: R[i, j] = (-1)^popcount(i & j) / sqrt(n)."""
+@functools.lru_cache(maxsize=8)
+def _hadamard(n: int) -> np.ndarray:
     r = np.ones((1, 1))
     while r.shape[0] < n:
         r = np.block([[r, r], [r, -r]])
-    return (r / np.sqrt(n)).astype(np.float32)
+    r = (r / np.sqrt(n)).astype(np.float32)
+    r.flags.writeable = False
+    return r
+
+
+def hadamard(n: int) -> np.ndarray:
+    """Orthonormal Walsh-Hadamard matrix in Sylvester order: R[i, j] = (-1)^popcount(i & j) / sqrt(n)
+    (built once per size: every ubatch's input copies it)."""
+    return _hadamard(n)
 
 
 def hadamard_size(head_dim: int) -> int:

@@ -2,7 +2,8 @@
 
 It composes:
 * `raw`: a K-only unified cache with the sliding window `n_swa` (every dsv4 layer attends
-  its raw keys through the window; K = V);
+  its raw keys through the window; K = V), of n_swa * n_seq_max + n_ubatch cells (padded):
+  cells whose keys left every window are reused;
 * compressed K caches, zero-initialised, one row per completed block of `ratio` positions:
   CSA (ratio 4, head d) and LID (ratio 4, the indexer head di) on ratio-4 layers, HCA
   (ratio 128, head d) on ratio-128 layers. Sequence s owns rows [s*size, (s+1)*size);
@@ -17,9 +18,10 @@ Per ubatch, a `CompPlan` holds for each ratio the host-computed indices the grap
 row], the compressed row it writes and its RoPE position, the ring restore, snapshot and
 persist lists) and the visibility of compressed rows (a token at position p sees rows
 j < (p+1)//ratio). Shapes are stable across steps: every
-ubatch writes ceil(T/ratio) blocks per sequence (blocks that do not complete are dummies
-that write the last row of the sequence's cache, which no token can see before it becomes
-a real row), and compressed masks are at least 256 wide.
+ubatch where a block completes writes ceil(T/ratio) blocks per sequence (blocks that do not
+complete are dummies that write the last row of the sequence's cache, which no token can see
+before it becomes a real row); one where none completes (most decode steps) writes none and
+its graph has no compression; compressed masks are at least 256 wide.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import pyggml as gg
+from pyggml import _core
 
 from .kv_cache import N_PAD, SWA_STANDARD, KVCache, KVCacheContext, pad_to
 from .memory import Memory, MemoryContext
@@ -93,82 +96,40 @@ class CompPlan:
     write_pos: np.ndarray      # I32 [nb]  block start position (RoPE position of its key)
     persist_src: np.ndarray    # I32       ubatch token whose row each touched ring slot takes
     persist_dst: np.ndarray    # I64       its ring row (plane 0), sorted
-    restore_src: np.ndarray    # I32 [S]   plane rs -> plane 0 of the stream (n_rs > 0)
+    restore_src: np.ndarray    # I32 [S]   plane rs -> plane 0 of the stream (empty when rs == 0)
     restore_dst: np.ndarray    # I64 [S]
     snap_src: np.ndarray       # I32 [n_rs*S] rows of [all planes | this ubatch's rows]
     snap_dst: np.ndarray       # I64 [n_rs*S]
-    n_visible: np.ndarray      # [T] compressed rows visible to each token
+    pos: np.ndarray            # I32 [T]   the ubatch's positions
     n_kv: int                  # mask width
     stream: int                # the sequence whose compressed rows the graph views
 
+    @property
+    def n_visible(self) -> np.ndarray:
+        """[T] compressed rows visible to each token."""
+        return (self.pos.astype(np.int64) + 1) // self.ratio
+
     def key(self) -> tuple:
-        return (self.ratio, len(self.write_idxs), len(self.persist_src), self.n_kv, self.stream)
+        k = self.__dict__.get("_key")
+        if k is None:
+            k = self.__dict__["_key"] = (self.ratio, len(self.write_idxs), len(self.persist_src),
+                                         len(self.restore_src), len(self.snap_src), self.n_kv,
+                                         self.stream)
+        return k
 
 
 def build_comp_plan(cache: CompCache, ub, overlap: bool, rs: int) -> CompPlan:
     """The plan of one ubatch of one sequence; `rs` is the rollback depth its first token
-    continues from (the ring is restored from plane rs)."""
-    r, S, T = cache.ratio, cache.S, ub.n_tokens
-    pos = np.asarray(ub.pos, np.int64)
-    seqs = np.asarray(ub.seq_id, np.int64)
-    if len(set(seqs.tolist())) != 1 or np.any(np.diff(pos) != 1):
-        raise ValueError("dsv4 memory: a ubatch must hold consecutive positions of one sequence")
-    s, p_start = int(seqs[0]), int(pos[0])
-    scratch, syn = cache.rows_state, cache.rows_state + T
-
-    def src(p):
-        if p < 0:
-            return syn
-        if p >= p_start:
-            return scratch + p - p_start
-        return cache.row(0, s, p % S)
-
-    prev, cur, w_idx, w_pos = [], [], [], []
-    for p in pos.tolist():
-        if (p + 1) % r:
-            continue
-        b = p + 1 - r
-        w_idx.append(s * cache.size + p // r)
-        w_pos.append(b)
-        if overlap:
-            prev += [src(b - r + j) for j in range(r)]
-        cur += [src(b + j) for j in range(r)]
-    n_slots = -(-T // r)
-    while len(w_idx) < n_slots:  # dummies: finite garbage into a row no token sees yet
-        w_idx.append(s * cache.size + cache.size - 1)
-        w_pos.append(0)
-        if overlap:
-            prev += [scratch] * r
-        cur += [scratch] * r
-    last = {}
-    for i, p in enumerate(pos.tolist()):
-        last[p % S] = i
-    slots = sorted(last)
-    q = np.arange(S)
-    snap_src, snap_dst = [], []
-    p_end = int(pos[-1])
-    for d in range(1, cache.n_rs + 1):
-        for qq in range(S):
-            snap_dst.append(cache.row(d, s, qq))
-            if d < T:
-                top = p_end - d                    # latest position kept in that snapshot
-                p_q = top - ((top - qq) % S)       # latest position <= top in slot qq
-                snap_src.append(scratch_all(cache) + p_q - p_start if p_q >= p_start
-                                else cache.row(0, s, qq))
-            else:                                  # before this ubatch: an older snapshot
-                plane = rs + d - T
-                snap_src.append(cache.row(plane if plane <= cache.n_rs else 0, s, qq))
-    n_visible = (pos + 1) // r
-    n_kv = min(cache.size, max(N_PAD, pad_to(int(n_visible.max()), N_PAD)))
-    return CompPlan(ratio=r, state_pos=(pos % r).astype(np.int32),
-                    read_idxs=np.array(prev + cur, np.int32),
-                    write_idxs=np.array(w_idx, np.int64), write_pos=np.array(w_pos, np.int32),
-                    persist_src=np.array([last[k] for k in slots], np.int32),
-                    persist_dst=np.array([cache.row(0, s, k) for k in slots], np.int64),
-                    restore_src=np.array([cache.row(rs, s, k) for k in q], np.int32),
-                    restore_dst=np.array([cache.row(0, s, k) for k in q], np.int64),
-                    snap_src=np.array(snap_src, np.int32), snap_dst=np.array(snap_dst, np.int64),
-                    n_visible=n_visible, n_kv=n_kv, stream=s)
+    continues from (the ring is restored from plane rs; nothing to restore when rs is 0).
+    The lists are built in C++ (csrc/python/bind_dsv4_host.cpp): they are rebuilt for every
+    decoded token."""
+    pos = np.asarray(ub.pos, np.int32)
+    lists = _core.dsv4_comp_plan(pos, np.asarray(ub.seq_id, np.int32), cache.ratio, cache.S, cache.size,
+                                 cache.rows_state, cache.rows_all, cache.n_seq_max, cache.n_rs,
+                                 overlap, rs)
+    n_vis = (int(pos[-1]) + 1) // cache.ratio
+    n_kv = min(cache.size, max(N_PAD, pad_to(n_vis, N_PAD)))
+    return CompPlan(cache.ratio, *lists, pos=pos, n_kv=n_kv, stream=int(ub.seq_id[0]))
 
 
 def scratch_all(cache: CompCache) -> int:
@@ -178,13 +139,16 @@ def scratch_all(cache: CompCache) -> int:
 
 class DSV4Memory(Memory):
     def __init__(self, *, n_layer: int, ratios, head_dim: int, indexer_head_dim: int, n_swa: int,
-                 n_ctx: int, n_seq_max: int = 1, type_k=gg.F16, n_rs_seq: int = 0):
+                 n_ctx: int, n_seq_max: int = 1, type_k=gg.F16, n_rs_seq: int = 0,
+                 n_ubatch: int = 512):
         self.ratios = tuple(int(r) for r in ratios[:n_layer])
         bad = [r for r in self.ratios if r not in (0, CSA_RATIO, HCA_RATIO)]
         if bad:
             raise ValueError(f"dsv4 memory: compress ratios must be 0, 4 or 128, got {bad}")
         self.n_seq_max, self.n_rs_seq = n_seq_max, n_rs_seq
-        size = pad_to(n_ctx, N_PAD)
+        # the window cache's size (as an iSWA cache's): cells whose keys left every window
+        # are reused, so attention reads a window's worth of raw keys, not the whole context
+        size = min(pad_to(n_ctx, N_PAD), pad_to(n_swa * n_seq_max + n_ubatch, N_PAD))
         self.raw = KVCache(n_layer=n_layer, n_embd_k_gqa=head_dim, n_embd_v_gqa=head_dim,
                            head_dim_k=head_dim, head_dim_v=head_dim, n_head_kv=1, size=size,
                            type_k=type_k, n_seq_max=n_seq_max, n_swa=n_swa, swa_type=SWA_STANDARD,
@@ -332,8 +296,3 @@ class DSV4Context(MemoryContext):
         k = cache.k[il]
         return gg.view_4d(ctx, k, cache.width, 1, n_kv, 1, k.nb[1], k.nb[1], k.nb[1] * n_kv,
                           k.nb[1] * cache.size * stream)
-
-    @staticmethod
-    def comp_mask(plan: CompPlan, n_kv: int) -> np.ndarray:
-        j = np.arange(n_kv)[None, :]
-        return np.where(j < plan.n_visible[:, None], np.float32(0), np.float32(-np.inf))

@@ -207,7 +207,8 @@ class DeepSeek4Graph(GraphContext):
                                type_k=cp.type_k, type_v=cp.type_k, k_only=True)
         return DSV4Memory(n_layer=hp.n_layer, ratios=hp.compress_ratios, head_dim=hp.head_dim_k,
                           indexer_head_dim=hp.indexer_head_size, n_swa=hp.n_swa, n_ctx=cp.n_ctx,
-                          n_seq_max=cp.n_seq_max, type_k=cp.type_k, n_rs_seq=cp.n_rs_seq)
+                          n_seq_max=cp.n_seq_max, type_k=cp.type_k, n_rs_seq=cp.n_rs_seq,
+                          n_ubatch=cp.n_ubatch)
 
     def __init__(self, model, params, res):
         super().__init__(model, params, res)
@@ -289,12 +290,11 @@ class DeepSeek4Graph(GraphContext):
     def build_compressor(self, a, ci, cache, wkv, wgate, ape, norm, width: int, overlap: bool,
                          name: str, il: int):
         """This ubatch's value/score rows, the ring (restored from a snapshot plane after a
-        rollback), every block completed in this ubatch compressed (softmax over its window
-        per channel, normed, tail-roped at the block start) into the compressed cache, then
+        rollback), every block completed in this ubatch compressed into the compressed cache
+        (no compression when none completes), then
         the snapshot planes and the ring updated. Order: restore -> compress -> snapshot ->
         persist (writes in place; the graph runs nodes in insertion order)."""
-        c = self.ctx0
-        r, nb = cache.ratio, ci.n_blocks
+        c, nb = self.ctx0, ci.n_blocks
         kv = self.cb(gg.mul_mat(c, wkv, a), f"{name}_state_kv", il)
         sc = gg.add(c, gg.mul_mat(c, wgate, a), gg.get_rows(c, ape, ci.state_pos))
         self.cb(sc, f"{name}_state_score_ape", il)
@@ -302,6 +302,22 @@ class DeepSeek4Graph(GraphContext):
         if ci.restore_src is not None:
             st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, st_kv, ci.restore_src), ci.restore_dst))
             st_sc = self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, st_sc, ci.restore_src), ci.restore_dst))
+        if nb:
+            self.build_compress_blocks(ci, cache, kv, sc, st_kv, st_sc, norm, width, overlap, name, il)
+        if ci.snap_src is not None:
+            st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, gg.concat(c, st_kv, kv, 1), ci.snap_src),
+                                            ci.snap_dst))
+            st_sc = self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, gg.concat(c, st_sc, sc, 1), ci.snap_src),
+                                            ci.snap_dst))
+        self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, kv, ci.persist_src), ci.persist_dst))
+        self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, sc, ci.persist_src), ci.persist_dst))
+
+    def build_compress_blocks(self, ci, cache, kv, sc, st_kv, st_sc, norm, width: int,
+                              overlap: bool, name: str, il: int):
+        """The blocks of this ubatch (softmax over each window per channel, normed, tail-roped
+        at the block start, rotated where the cache stores rotated keys) into the cache."""
+        c = self.ctx0
+        r, nb = cache.ratio, ci.n_blocks
 
         def source(state, new, neg_inf):
             """[ring plane 0 | this ubatch's rows | synthetic row (0, or -inf for scores)]."""
@@ -338,13 +354,6 @@ class DeepSeek4Graph(GraphContext):
         if name in self.inp.k_rot:   # the cache stores rotated keys
             comp = self.cb(self.rotate(comp, self.inp.k_rot[name]), f"{name}_state_compress_rot", il)
         self.expand(gg.set_rows(c, cache.k[il], gg.reshape_2d(c, comp, width, nb), ci.write_idxs))
-        if ci.snap_src is not None:
-            st_kv = self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, gg.concat(c, st_kv, kv, 1), ci.snap_src),
-                                            ci.snap_dst))
-            st_sc = self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, gg.concat(c, st_sc, sc, 1), ci.snap_src),
-                                            ci.snap_dst))
-        self.expand(gg.set_rows(c, st_kv, gg.get_rows(c, kv, ci.persist_src), ci.persist_dst))
-        self.expand(gg.set_rows(c, st_sc, gg.get_rows(c, sc, ci.persist_src), ci.persist_dst))
 
     # ---- attention ------------------------------------------------------------------------------
     def build_lid_top_k(self, L, ci, qr, a, pos, il):
