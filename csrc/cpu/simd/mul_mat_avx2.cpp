@@ -1,4 +1,8 @@
 // AVX2 + FMA + F16C MUL_MAT kernels (256-bit). Selected at run time (simd/isa.h).
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,48 +22,173 @@ inline __m256i mm_udot(__m256i u, __m256i s) {
 
 namespace {
 
-// Loads 8 weights of each kind as f32.
-struct LoadF32 { static __m256 load(const void* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
-                 static float one(const void* p, int64_t i) { return ((const float*)p)[i]; } };
-struct LoadF16 { static __m256 load(const void* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
-                 static float one(const void* p, int64_t i) { return _cvtsh_ss(((const uint16_t*)p)[i]); } };
-struct LoadBF16 { static __m256 load(const void* p, int64_t i) {
-                      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))), 16)); }
-                  static float one(const void* p, int64_t i) { return bf16_to_fp32(((const uint16_t*)p)[i]); } };
+// ---- Float weights in the canonical order (cpu/mul_mat_float.h): 8 lanes, blocks of kFloatKB.
+constexpr int kLanes = 8;
+constexpr int64_t kFloatKB = 512;
 
-template <class L, int NC>
-void dot_float(int64_t k, const void* a, const void* bv, size_t bs, float* out) {
-    const char* b = (const char*)bv;
-    __m256 acc[NC][2];
-    for (int j = 0; j < NC; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-        const __m256 x0 = L::load(a, i), x1 = L::load(a, i + 8);
-#pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const float* y = (const float*)(b + j * bs) + i;
-            acc[j][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y), acc[j][0]);
-            acc[j][1] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y + 8), acc[j][1]);
+// Horizontal sums of four accumulators, lane r of the result from v_r, by one tree:
+// s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 + s_3; y = t_0 + t_1.
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20), _mm256_permute2f128_ps(c, d, 0x31));
+    // ab = [s_a | s_b], cd = [s_c | s_d]
+    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    // t = [ta0 ta1 tc0 tc1 | tb0 tb1 td0 td1]
+    const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+    // y = [ya yc ya yc | yb yd yb yd]
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+}
+
+inline __m256i tail_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// 8 weights as f32 (`tail`: the first n < 8, the rest zero).
+struct WF32 {
+    static __m256 load(const char* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
+    static __m256 tail(const char* p, int64_t i, int n) { return _mm256_maskload_ps((const float*)p + i, tail_mask(n)); }
+};
+struct WF16 {
+    static __m256 load(const char* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
+    static __m256 tail(const char* p, int64_t i, int n) {
+        alignas(16) uint16_t t[8] = {};
+        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
+        return _mm256_cvtph_ps(_mm_load_si128((const __m128i*)t));
+    }
+};
+struct WBF16 {
+    static __m256 cvt(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+    static __m256 load(const char* p, int64_t i) { return cvt(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
+    static __m256 tail(const char* p, int64_t i, int n) {
+        alignas(16) uint16_t t[8] = {};
+        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
+        return cvt(_mm_load_si128((const __m128i*)t));
+    }
+};
+
+// R rows x C columns read in place; the smaller side is held in registers, the other streamed.
+template <class W, int R, int C>
+void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, float* out) {
+    float sum[R][C] = {};  // k == 0: zeros
+    for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
+        const int64_t k1 = std::min(k, k0 + kFloatKB);
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        auto step = [&](auto wload, auto bload) {
+            if constexpr (R <= C) {
+                __m256 av[R];
+                for (int r = 0; r < R; ++r) av[r] = wload(a + r * as);
+                for (int c = 0; c < C; ++c) {
+                    const __m256 bv = bload((const float*)(b + c * bs));
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
+                }
+            } else {
+                __m256 bv[C];
+                for (int c = 0; c < C; ++c) bv[c] = bload((const float*)(b + c * bs));
+                for (int r = 0; r < R; ++r) {
+                    const __m256 av = wload(a + r * as);
+                    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, bv[c], acc[r][c]);
+                }
+            }
+        };
+        int64_t i = k0;
+        for (; i + kLanes <= k1; i += kLanes)
+            step([&](const char* w) { return W::load(w, i); }, [&](const float* y) { return _mm256_loadu_ps(y + i); });
+        if (i < k1) {
+            const int n = int(k1 - i);
+            const __m256i m = tail_mask(n);
+            step([&](const char* w) { return W::tail(w, i, n); }, [&](const float* y) { return _mm256_maskload_ps(y + i, m); });
         }
+        for (int c = 0; c < C; ++c)
+            for (int r0 = 0; r0 < R; r0 += 4) {
+                alignas(16) float h[4];
+                _mm_store_ps(h, hsum4(acc[r0][c], acc[std::min(r0 + 1, R - 1)][c], acc[std::min(r0 + 2, R - 1)][c],
+                                      acc[std::min(r0 + 3, R - 1)][c]));
+                for (int r = r0; r < std::min(r0 + 4, R); ++r) sum[r][c] = k0 == 0 ? h[r - r0] : sum[r][c] + h[r - r0];
+            }
     }
-    for (; i + 8 <= k; i += 8) {
-        const __m256 x0 = L::load(a, i);
-        for (int j = 0; j < NC; ++j)
-            acc[j][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps((const float*)(b + j * bs) + i), acc[j][0]);
-    }
-    for (int j = 0; j < NC; ++j) {
-        float s = mm_hsum256(_mm256_add_ps(acc[j][0], acc[j][1]));
-        const float* y = (const float*)(b + j * bs);
-        for (int64_t t = i; t < k; ++t) s += L::one(a, t) * y[t];
-        out[j] = s;
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
+}
+
+template <class W, int C>
+void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
+    switch (rows) {
+        case 1: direct_tile<W, 1, C>(k, a, as, b, bs, out); break;
+        case 2: direct_tile<W, 2, C>(k, a, as, b, bs, out); break;
+        case 3: direct_tile<W, 3, C>(k, a, as, b, bs, out); break;
+        case 4: direct_tile<W, 4, C>(k, a, as, b, bs, out); break;
+        case 8:
+            if constexpr (C == 1) {  // one column: 8 independent chains
+                direct_tile<W, 8, C>(k, a, as, b, bs, out);
+                break;
+            }
+            [[fallthrough]];
+        default:  // a tile of 4, then the rest
+            direct_tile<W, 4, C>(k, a, as, b, bs, out);
+            direct_rows<W, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
+            break;
     }
 }
-template <int NC> struct DF32 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF32, NC>(k, a, b, bs, o); } };
-template <int NC> struct DF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF16, NC>(k, a, b, bs, o); } };
-template <int NC> struct DBF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadBF16, NC>(k, a, b, bs, o); } };
-void dot_f32(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF32>(nc, k, a, b, bs, o, x); }
-void dot_f16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF16>(nc, k, a, b, bs, o, x); }
-void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DBF16>(nc, k, a, b, bs, o, x); }
+
+template <class W>
+void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_t bs, int cols, float* out) {
+    const char* ap = (const char*)a;
+    const char* bp = (const char*)b;
+    switch (cols) {
+        case 1: direct_rows<W, 1>(k, ap, as, rows, bp, bs, out); break;
+        case 2: direct_rows<W, 2>(k, ap, as, rows, bp, bs, out); break;
+        case 3: direct_rows<W, 3>(k, ap, as, rows, bp, bs, out); break;
+        default: direct_rows<W, 4>(k, ap, as, rows, bp, bs, out); break;
+    }
+}
+
+// 3 rows x 4 columns: 12 accumulators, 3 weight vectors, one column vector at a time.
+constexpr int kFloatMR = 3, kFloatNR = 4;
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+    __m256 acc[kFloatNR][kFloatMR];
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm256_setzero_ps();
+    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
+        const __m256 a0 = _mm256_loadu_ps(ap), a1 = _mm256_loadu_ps(ap + 8), a2 = _mm256_loadu_ps(ap + 16);
+#pragma GCC unroll 4
+        for (int j = 0; j < kFloatNR; ++j) {
+            const __m256 bj = _mm256_loadu_ps(bp + j * kLanes);
+            acc[j][0] = _mm256_fmadd_ps(a0, bj, acc[j][0]);
+            acc[j][1] = _mm256_fmadd_ps(a1, bj, acc[j][1]);
+            acc[j][2] = _mm256_fmadd_ps(a2, bj, acc[j][2]);
+        }
+    }
+    for (int j = 0; j < nv; ++j) {
+        alignas(16) float h[4];
+        _mm_store_ps(h, hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][2]));
+        float* cj = c + j * ldc;
+        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[r] : h[r];
+    }
+}
+
+void widen_bf16(const void* src, float* dst, int64_t n) {
+    const uint16_t* h = (const uint16_t*)src;
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, WBF16::cvt(_mm_loadu_si128((const __m128i*)(h + i))));
+    for (; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
+}
+void widen_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * sizeof(float)); }
+
+// MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
+template <class W>
+void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
+    float out[4 * 4];
+    direct<W>(k, a, 0, 1, (const float*)b, bs, nc, out);
+    for (int j = 0; j < nc; ++j) o[j] = out[j];
+}
+template <class W>
+void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
+    direct<W>(k, a, as, 2, (const float*)b, bs, nc, o);  // out[r * 4 + c] is Dot2Fn's layout
+}
 
 // 16 x 6 tile: 12 accumulators.
 constexpr int MR = 16, NR = 6;
@@ -119,9 +248,12 @@ const Kernels& kernels_avx2() {
     static const Kernels k = [] {
         Kernels s = kernels_scalar();  // types without a kernel here keep the previous set's
         s.isa = simd::Isa::Avx2;
-        s.dot[(int)Type::F32] = dot_f32;
-        s.dot[(int)Type::F16] = dot_f16;
-        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::F32] = dot_float<WF32>;
+        s.dot[(int)Type::F16] = dot_float<WF16>;
+        s.dot[(int)Type::BF16] = dot_float<WBF16>;
+        s.dot2[(int)Type::F32] = dot2_float<WF32>;
+        s.dot2[(int)Type::F16] = dot2_float<WF16>;
+        s.dot2[(int)Type::BF16] = dot2_float<WBF16>;
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
@@ -139,9 +271,32 @@ const Kernels& kernels_avx2() {
     }();
     return k;
 }
+const FloatKernels& float_kernels_avx2() {
+    static const FloatKernels k = [] {
+        FloatKernels f{};
+        f.lanes = kLanes;
+        f.kb = kFloatKB;
+        f.mr = kFloatMR;
+        f.nr = kFloatNR;
+        f.mc = 32 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
+        f.nc = 60 * kFloatNR;   // each packed weight block serves 240 columns
+        f.direct[kFloatF32] = direct<WF32>;
+        f.direct[kFloatF16] = direct<WF16>;
+        f.direct[kFloatBF16] = direct<WBF16>;
+        f.micro = float_micro;
+        f.widen[kFloatF32] = widen_f32;
+        f.widen[kFloatF16] = f16_to_f32;
+        f.widen[kFloatBF16] = widen_bf16;
+        const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
+        for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
+        return f;
+    }();
+    return k;
+}
 }  // namespace pyggml::cpu::mm
 #else
 namespace pyggml::cpu::mm {
 const Kernels& kernels_avx2() { return kernels_scalar(); }
+const FloatKernels& float_kernels_avx2() { return float_kernels_scalar(); }
 }
 #endif
