@@ -150,7 +150,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
     const int64_t ne12 = b->ne[2], r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const int64_t ldc = dst->nb[1] / sizeof(float);
-    const WidenFn widen = fk.widen[float_kind(w)];
+    const FloatPackAFn pack_a = fk.pack_a[float_kind(w)];
 
     float* wbase = (float*)((char*)p.wdata + kCounterBytes);
     float* apack = wbase + size_t(p.ith) * a_block_floats(fk);
@@ -159,7 +159,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const size_t pfl = panel_floats(s, fk);
     const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / pfl) * NR);
 
-    std::vector<float> tmp, col(size_t(s.kq) * V), seg(size_t(fk.kb));
+    std::vector<float> tmp, col(size_t(s.kq) * V);
     auto panels_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + NR - 1) / NR; };
 
     auto pack_b = [&](const std::vector<Piece>& pieces) {
@@ -181,8 +181,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                     } else {
                         std::fill(col.begin(), col.end(), 0.0f);
                     }
-                    for (int64_t q = 0; q < s.kq; ++q)
-                        std::memcpy(out + (q * NR + j) * V, col.data() + q * V, size_t(V) * sizeof(float));
+                    fk.pack_b(col.data(), j, s.kq, out);
                 }
             }
             base += np;
@@ -194,23 +193,12 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         float* cbase = (float*)dst->data + (i12 * dst->nb[2] + i13 * dst->nb[3]) / sizeof(float);
         const int64_t mp = (m1 - m0 + MR - 1) / MR;
-        const size_t tsize = type_size(w);
         for (int64_t k0 = 0; k0 < s.K; k0 += fk.kb) {
             const int64_t kc = std::min(fk.kb, s.K - k0), nq = (kc + V - 1) / V;
             // the weight block: panels of MR rows, zero past row m1 and past K
             for (int64_t ip = 0; ip < mp; ++ip) {
-                float* out = apack + ip * nq * MR * V;
-                for (int r = 0; r < MR; ++r) {
-                    const int64_t m = m0 + ip * MR + r;
-                    if (m < m1) {
-                        widen(abase + m * a->nb[1] + k0 * tsize, seg.data(), kc);
-                        std::fill(seg.begin() + kc, seg.begin() + nq * V, 0.0f);
-                    } else {
-                        std::fill(seg.begin(), seg.begin() + nq * V, 0.0f);
-                    }
-                    for (int64_t q = 0; q < nq; ++q)
-                        std::memcpy(out + (q * MR + r) * V, seg.data() + q * V, size_t(V) * sizeof(float));
-                }
+                const int64_t m = m0 + ip * MR;
+                pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
             }
             for (int64_t n = c0; n < c1; n += NR) {
                 const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * V;

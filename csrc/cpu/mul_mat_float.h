@@ -40,7 +40,11 @@ using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int ro
 // valid outputs to c[j * ldc + r], or adds them to c where `accumulate` (the blocks after the first).
 using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv,
                               bool accumulate);
-using WidenFn = void (*)(const void* src, float* dst, int64_t n);
+// Packs one panel of mr weight rows for `ap`: values [k0, k0 + kc) of rows r < rows (a + r *
+// a_stride bytes) widened to f32, zero past kc (to a whole chunk) and for rows >= rows.
+using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
+// Stores column j (kq * lanes f32 values, zero-padded) into a panel of nr columns for `bp`.
+using FloatPackBFn = void (*)(const float* col, int j, int64_t kq, float* bp);
 
 struct FloatKernels {
     int lanes;
@@ -49,7 +53,8 @@ struct FloatKernels {
     int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
     FloatDirectFn direct[3];  // by FloatKind
     FloatMicroFn micro;
-    WidenFn widen[3];       // weight values to f32, by FloatKind (pack time)
+    FloatPackAFn pack_a[3];   // by FloatKind
+    FloatPackBFn pack_b;
     int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
 };
 

@@ -146,37 +146,62 @@ void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_
     }
 }
 
-// 3 rows x 4 columns: 12 accumulators, 3 weight vectors, one column vector at a time.
-constexpr int kFloatMR = 3, kFloatNR = 4;
+// 4 rows x 3 columns: 12 accumulators, 3 column vectors held, one weight vector at a time; a
+// column's 4 sums are one 128-bit store.
+constexpr int kFloatMR = 4, kFloatNR = 3;
 void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
     __m256 acc[kFloatNR][kFloatMR];
     for (int j = 0; j < kFloatNR; ++j)
         for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm256_setzero_ps();
     for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
-        const __m256 a0 = _mm256_loadu_ps(ap), a1 = _mm256_loadu_ps(ap + 8), a2 = _mm256_loadu_ps(ap + 16);
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), b2 = _mm256_loadu_ps(bp + 16);
 #pragma GCC unroll 4
-        for (int j = 0; j < kFloatNR; ++j) {
-            const __m256 bj = _mm256_loadu_ps(bp + j * kLanes);
-            acc[j][0] = _mm256_fmadd_ps(a0, bj, acc[j][0]);
-            acc[j][1] = _mm256_fmadd_ps(a1, bj, acc[j][1]);
-            acc[j][2] = _mm256_fmadd_ps(a2, bj, acc[j][2]);
+        for (int r = 0; r < kFloatMR; ++r) {
+            const __m256 ar = _mm256_loadu_ps(ap + r * kLanes);
+            acc[0][r] = _mm256_fmadd_ps(ar, b0, acc[0][r]);
+            acc[1][r] = _mm256_fmadd_ps(ar, b1, acc[1][r]);
+            acc[2][r] = _mm256_fmadd_ps(ar, b2, acc[2][r]);
         }
     }
+    const __m128 h0 = hsum4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+    const __m128 h1 = hsum4(acc[1][0], acc[1][1], acc[1][2], acc[1][3]);
+    const __m128 h2 = hsum4(acc[2][0], acc[2][1], acc[2][2], acc[2][3]);
+    if (mv == kFloatMR && nv == kFloatNR) {
+        float* c1 = c + ldc;
+        float* c2 = c + 2 * ldc;
+        _mm_storeu_ps(c, accumulate ? _mm_add_ps(_mm_loadu_ps(c), h0) : h0);
+        _mm_storeu_ps(c1, accumulate ? _mm_add_ps(_mm_loadu_ps(c1), h1) : h1);
+        _mm_storeu_ps(c2, accumulate ? _mm_add_ps(_mm_loadu_ps(c2), h2) : h2);
+        return;
+    }
+    alignas(16) float h[kFloatNR][4];
+    _mm_store_ps(h[0], h0);
+    _mm_store_ps(h[1], h1);
+    _mm_store_ps(h[2], h2);
     for (int j = 0; j < nv; ++j) {
-        alignas(16) float h[4];
-        _mm_store_ps(h, hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][2]));
         float* cj = c + j * ldc;
-        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[r] : h[r];
+        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[j][r] : h[j][r];
     }
 }
 
-void widen_bf16(const void* src, float* dst, int64_t n) {
-    const uint16_t* h = (const uint16_t*)src;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, WBF16::cvt(_mm_loadu_si128((const __m128i*)(h + i))));
-    for (; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
+template <class W>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
+    const int tail = int(kc % kLanes);
+    for (int r = 0; r < kFloatMR; ++r) {
+        float* out = ap + r * kLanes;
+        if (r >= rows) {
+            for (int64_t q = 0; q < nq; ++q) _mm256_storeu_ps(out + q * kFloatMR * kLanes, _mm256_setzero_ps());
+            continue;
+        }
+        const char* row = (const char*)a + r * as;
+        for (int64_t q = 0; q < full; ++q) _mm256_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        if (tail) _mm256_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
+    }
 }
-void widen_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * sizeof(float)); }
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) _mm256_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm256_loadu_ps(col + q * kLanes));
+}
 
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
 template <class W>
@@ -278,15 +303,16 @@ const FloatKernels& float_kernels_avx2() {
         f.kb = kFloatKB;
         f.mr = kFloatMR;
         f.nr = kFloatNR;
-        f.mc = 32 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
-        f.nc = 60 * kFloatNR;   // each packed weight block serves 240 columns
+        f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
+        f.nc = 80 * kFloatNR;   // each packed weight block serves 240 columns
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
         f.micro = float_micro;
-        f.widen[kFloatF32] = widen_f32;
-        f.widen[kFloatF16] = f16_to_f32;
-        f.widen[kFloatBF16] = widen_bf16;
+        f.pack_a[kFloatF32] = pack_a<WF32>;
+        f.pack_a[kFloatF16] = pack_a<WF16>;
+        f.pack_a[kFloatBF16] = pack_a<WBF16>;
+        f.pack_b = pack_b;
         const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
         return f;

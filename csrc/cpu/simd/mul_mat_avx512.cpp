@@ -164,13 +164,24 @@ void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t
     }
 }
 
-void widen_bf16(const void* src, float* dst, int64_t n) {
-    const uint16_t* h = (const uint16_t*)src;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, WBF16::cvt(_mm256_loadu_si256((const __m256i*)(h + i))));
-    for (; i < n; ++i) dst[i] = bf16_to_fp32(h[i]);
+template <class W>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
+    const int tail = int(kc % kLanes);
+    for (int r = 0; r < kFloatMR; ++r) {
+        float* out = ap + r * kLanes;
+        if (r >= rows) {
+            for (int64_t q = 0; q < nq; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, _mm512_setzero_ps());
+            continue;
+        }
+        const char* row = (const char*)a + r * as;
+        for (int64_t q = 0; q < full; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        if (tail) _mm512_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
+    }
 }
-void widen_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * sizeof(float)); }
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm512_loadu_ps(col + q * kLanes));
+}
 
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
 template <class W>
@@ -278,9 +289,10 @@ const FloatKernels& float_kernels_avx512() {
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
         f.micro = float_micro;
-        f.widen[kFloatF32] = widen_f32;
-        f.widen[kFloatF16] = f16_to_f32;
-        f.widen[kFloatBF16] = widen_bf16;
+        f.pack_a[kFloatF32] = pack_a<WF32>;
+        f.pack_a[kFloatF16] = pack_a<WF16>;
+        f.pack_a[kFloatBF16] = pack_a<WBF16>;
+        f.pack_b = pack_b;
         const int rows[] = {0, 8, 8, 4, 4};
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
         return f;

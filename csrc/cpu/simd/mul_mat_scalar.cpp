@@ -70,9 +70,19 @@ void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t
         }
 }
 
-void widen_f32(const void* src, float* dst, int64_t n) { std::memcpy(dst, src, size_t(n) * sizeof(float)); }
-void widen_bf16(const void* src, float* dst, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_fp32(((const uint16_t*)src)[i]);
+template <int kKind>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t nq = (kc + kLanes - 1) / kLanes;
+    for (int r = 0; r < kFloatMR; ++r)
+        for (int64_t q = 0; q < nq; ++q)
+            for (int l = 0; l < kLanes; ++l) {
+                const int64_t i = q * kLanes + l;
+                ap[(q * kFloatMR + r) * kLanes + l] =
+                    r < rows && i < kc ? weight_value(kKind, (const char*)a + r * as, k0 + i) : 0.0f;
+            }
+}
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) std::memcpy(bp + (q * kFloatNR + j) * kLanes, col + q * kLanes, sizeof(float) * kLanes);
 }
 
 // MUL_MAT_ID's dots on float weights, in the same order.
@@ -197,9 +207,10 @@ const FloatKernels& float_kernels_scalar() {
         f.direct[kFloatF16] = direct<kFloatF16>;
         f.direct[kFloatBF16] = direct<kFloatBF16>;
         f.micro = float_micro;
-        f.widen[kFloatF32] = widen_f32;
-        f.widen[kFloatF16] = f16_to_f32;
-        f.widen[kFloatBF16] = widen_bf16;
+        f.pack_a[kFloatF32] = pack_a<kFloatF32>;
+        f.pack_a[kFloatF16] = pack_a<kFloatF16>;
+        f.pack_a[kFloatBF16] = pack_a<kFloatBF16>;
+        f.pack_b = pack_b;
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = 4;
         return f;
     }();
