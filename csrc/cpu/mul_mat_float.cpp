@@ -19,8 +19,11 @@ using namespace mm;
 
 namespace {
 
-// From this many columns the packed GEMM is faster than the direct tiles (bench/compare_ggml.py).
-constexpr int64_t kPackedMinColumns = 16;
+// From this many columns the packed GEMM is faster than the direct tiles (measured on AVX2 with
+// bench/compare_ggml.py-sized weights, K = M = 4096): f16 weights read in place and widened in
+// registers (F16C) stay ahead of packing up to a thousand columns; f32 / bf16 gain from packing
+// from 64 (f32 rows at power-of-two strides conflict in L2 unless packed).
+int64_t packed_min_columns(Type w) { return w == Type::F16 ? 1024 : 64; }
 constexpr int64_t kDirectColBlock = 64;
 // Few activation values: every thread converts all of b itself and takes a fixed share of the
 // units, so the node runs without a barrier.
@@ -31,7 +34,7 @@ const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa());
 
 bool use_packed(const Tensor* dst) {
     const Tensor* a = dst->src[0];
-    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= kPackedMinColumns;
+    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= packed_min_columns(a->type);
 }
 
 // ---- direct path

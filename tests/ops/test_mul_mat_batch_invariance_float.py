@@ -1,8 +1,9 @@
 """MUL_MAT with f32 / f16 / bf16 weights gives every output column the same bits whatever the
 number of columns computed with it (speculative decoding verifies n+1 tokens in one batch and
 must reproduce one-token decoding exactly). The column counts cross the switch from the direct
-tiles to the packed GEMM, the GEMM's column panels and blocks, and K crosses the 512-value
-summation block with odd tails; non-contiguous b, broadcast batches, f16 activations,
+tiles to the packed GEMM (64 columns; 1024 for f16 weights), the tiles' 4-column groups and
+64-column blocks, the GEMM's column panels and blocks, and K crosses the 512-value summation
+block with odd tails; non-contiguous b, broadcast batches, f16 activations,
 1 / 2 / 3 threads and MUL_MAT_ID's float dots (one expert's tokens in one call) are checked the
 same way, on the native kernel set and the scalar one. Accuracy stays within the peer bound
 (NMSE 5e-4 against the float64 product) and within 1e-9 of the product with b converted as
@@ -51,6 +52,28 @@ def test_column_is_independent_of_batch_width(simd, wtype, K, M):
     got = values(batches[nmax]).reshape(1, 1, nmax, M)
     assert_close(got, ref.mul_mat(av, bv), PEER, what="exact")
     assert_close(got, ref.mul_mat(av, ref.act_like_cpu(bv, wtype)), 1e-9, what="cpu-emulation")
+
+
+@pytest.mark.parametrize("simd", ["native", "scalar"], indirect=True)
+@pytest.mark.parametrize("wtype", list(WTYPES))
+@pytest.mark.parametrize("K", [67, 1029])
+def test_wide_batches_match_single_columns(simd, wtype, K):
+    """Widths where every weight kind runs the packed GEMM (f16 weights switch last)."""
+    rng = np.random.default_rng(K)
+    M, nmax = 37, 1030
+    ctx = gg.Context(mem_size=96 << 20)
+    a, av = new(ctx, WTYPES[wtype], [K, M], rng=rng)
+    b, bv = new(ctx, gg.F32, [K, nmax], rng=rng)
+    picks = [0, 1, 63, 64, 511, 1022, 1023, 1029]
+    singles = [gg.mul_mat(ctx, a, gg.view_2d(ctx, b, K, 1, K * 4, j * K * 4)) for j in picks]
+    batches = {n: gg.mul_mat(ctx, a, gg.view_2d(ctx, b, K, n, K * 4, 0)) for n in (1023, 1024, nmax)}
+    compute(ctx, *singles, *batches.values())
+    for n, out in batches.items():
+        w = values(out).reshape(n, M)
+        for j, s in zip(picks, singles):
+            if j < n:
+                _bitwise_equal(w[j], values(s).reshape(M), f"{wtype} K={K} N={n} column {j}")
+    assert_close(values(batches[nmax]), ref.mul_mat(av, ref.act_like_cpu(bv, wtype)), 1e-9, what="cpu-emulation")
 
 
 @pytest.mark.parametrize("wtype", list(WTYPES))

@@ -47,10 +47,12 @@ inline __m256i tail_mask(int n) {
 
 // 8 weights as f32 (`tail`: the first n < 8, the rest zero).
 struct WF32 {
+    static constexpr int kSize = 4;
     static __m256 load(const char* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
     static __m256 tail(const char* p, int64_t i, int n) { return _mm256_maskload_ps((const float*)p + i, tail_mask(n)); }
 };
 struct WF16 {
+    static constexpr int kSize = 2;
     static __m256 load(const char* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
     static __m256 tail(const char* p, int64_t i, int n) {
         alignas(16) uint16_t t[8] = {};
@@ -59,6 +61,7 @@ struct WF16 {
     }
 };
 struct WBF16 {
+    static constexpr int kSize = 2;
     static __m256 cvt(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
     static __m256 load(const char* p, int64_t i) { return cvt(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
     static __m256 tail(const char* p, int64_t i, int n) {
@@ -195,7 +198,13 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
             continue;
         }
         const char* row = (const char*)a + r * as;
-        for (int64_t q = 0; q < full; ++q) _mm256_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        // the same row of the next panel: its first lines would otherwise miss before the
+        // hardware prefetcher catches up with a new 2 KiB stream
+        const char* next = row + kFloatMR * as + k0 * W::kSize;
+        for (int64_t q = 0; q < full; ++q) {
+            _mm_prefetch(next + q * kLanes * W::kSize, _MM_HINT_T0);
+            _mm256_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        }
         if (tail) _mm256_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
     }
 }
@@ -304,7 +313,7 @@ const FloatKernels& float_kernels_avx2() {
         f.mr = kFloatMR;
         f.nr = kFloatNR;
         f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
-        f.nc = 80 * kFloatNR;   // each packed weight block serves 240 columns
+        f.nc = 340 * kFloatNR;   // each packed weight block serves 240 columns
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
