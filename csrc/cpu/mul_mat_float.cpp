@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/convert.h"
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 
@@ -39,7 +40,15 @@ bool use_packed(const Tensor* dst) {
 
 // ---- direct path
 
-bool needs_conversion(const Tensor* dst) { return !(dst->src[0]->type == Type::F32 && dst->src[1]->type == Type::F32); }
+// f16 weights take their columns as f16 (the values ggml rounds them to, half the bytes);
+// f32 / bf16 weights as f32 values.
+bool f16_columns(const Tensor* dst) { return dst->src[0]->type == Type::F16; }
+Type column_type(const Tensor* dst) { return f16_columns(dst) ? Type::F16 : Type::F32; }
+bool needs_conversion(const Tensor* dst) {
+    const Type w = dst->src[0]->type, bt = dst->src[1]->type;
+    return !((w == Type::F32 && bt == Type::F32) || (w == Type::F16 && bt == Type::F16));
+}
+size_t column_bytes(const Tensor* dst, int64_t K) { return align64(size_t(K) * type_size(column_type(dst))); }
 
 bool private_conversion(const Tensor* dst) {
     const Tensor* b = dst->src[1];
@@ -48,13 +57,16 @@ bool private_conversion(const Tensor* dst) {
 
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
-    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
+    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * column_bytes(dst, b->ne[0]);
 }
 
-// Rows per unit: a multiple of the largest tile, enough units for dynamic balance, at most 64.
-int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
+// Rows per unit: a multiple of the largest tile, enough units for dynamic balance, at most 64;
+// where several column groups sweep the unit's rows, few enough for those rows to stay in L2.
+constexpr size_t kDirectRowsBytes = size_t(128) << 10;
+int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth, bool swept, size_t row_bytes) {
     const int64_t want_units = int64_t(nth) * 16;
-    const int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, 64);
+    int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, 64);
+    if (swept) r = std::min<int64_t>(r, std::max<int64_t>(kMaxDirectRows, int64_t(kDirectRowsBytes / row_bytes)));
     return (r + kMaxDirectRows - 1) / kMaxDirectRows * kMaxDirectRows;
 }
 
@@ -62,12 +74,13 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
     const Type w = a->type;
-    const FloatDirectFn tile = fk.direct[float_kind(w)];
+    const bool f16b = f16_columns(dst);
+    const FloatDirectFn tile = f16b ? fk.direct_f16b : fk.direct[float_kind(w)];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = needs_conversion(dst);
     const bool priv = private_conversion(dst);
-    const size_t colb = act_col_bytes(w, K);
+    const size_t colb = column_bytes(dst, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(conv_bytes(dst)) : 0);
 
     if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
@@ -76,11 +89,12 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
         for (int64_t c = c0; c < c1; ++c) {
             const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
-            convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
+            if (f16b) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, b->row(n, i12, i13), K, tmp), (uint16_t*)(conv + c * colb), K);
+            else convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
         }
     }
     const int64_t col_blocks = (N + kDirectColBlock - 1) / kDirectColBlock;
-    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth);
+    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth, N > fk.direct_cols, a->nb[1]);
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
     auto run_unit = [&](int64_t u) {
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
@@ -90,9 +104,9 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         float out[kMaxDirectRows * 4];
-        for (int64_t n = n0; n < n1; n += kMaxDirectCols) {
-            const int nc = (int)std::min<int64_t>(kMaxDirectCols, n1 - n);
-            const float* bp = (const float*)(convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13));
+        for (int64_t n = n0; n < n1; n += fk.direct_cols) {
+            const int nc = (int)std::min<int64_t>(fk.direct_cols, n1 - n);
+            const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
             const size_t bs = convert ? colb : b->nb[1];
             for (int64_t m = m0; m < m1; m += fk.direct_rows[nc]) {
                 const int nr = (int)std::min<int64_t>(fk.direct_rows[nc], m1 - m);

@@ -32,8 +32,10 @@ inline int float_kind(Type t) { return t == Type::F32 ? kFloatF32 : t == Type::F
 constexpr int kMaxDirectRows = 8, kMaxDirectCols = 4;
 
 // out[r * 4 + c] = y(weight row r at a + r * a_stride bytes, column c at b + c * b_stride
-// bytes) for r < rows (1..8), c < cols (1..4): b's columns as f32 values already converted.
-using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int rows, const float* b,
+// bytes) for r < rows (1..8), c < cols (1..4): b's columns already converted, as f32 values
+// (`direct`) or, for f16 weights, as the same values stored in f16 (`direct_f16b`: half the
+// bytes to stream, widened in registers).
+using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int rows, const void* b,
                                size_t b_stride, int cols, float* out);
 // One packed tile: ap holds nq chunks of mr weight rows (ap[(q * mr + r) * lanes + l]), bp nq
 // chunks of nr columns (bp[(q * nr + j) * lanes + l]); writes the block values of the mv x nv
@@ -52,9 +54,11 @@ struct FloatKernels {
     int mr, nr;             // packed tile
     int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
     FloatDirectFn direct[3];  // by FloatKind
+    FloatDirectFn direct_f16b;
     FloatMicroFn micro;
     FloatPackAFn pack_a[3];   // by FloatKind
     FloatPackBFn pack_b;
+    int direct_cols;                      // columns per direct tile (at most kMaxDirectCols)
     int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
 };
 

@@ -72,7 +72,7 @@ struct WBF16 {
 };
 
 // R rows x C columns read in place; the smaller side is held in registers, the other streamed.
-template <class W, int R, int C>
+template <class W, class B, int R, int C>
 void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, float* out) {
     float sum[R][C] = {};  // k == 0: zeros
     for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
@@ -85,12 +85,12 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
                 __m256 av[R];
                 for (int r = 0; r < R; ++r) av[r] = wload(a + r * as);
                 for (int c = 0; c < C; ++c) {
-                    const __m256 bv = bload((const float*)(b + c * bs));
+                    const __m256 bv = bload(b + c * bs);
                     for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
                 }
             } else {
                 __m256 bv[C];
-                for (int c = 0; c < C; ++c) bv[c] = bload((const float*)(b + c * bs));
+                for (int c = 0; c < C; ++c) bv[c] = bload(b + c * bs);
                 for (int r = 0; r < R; ++r) {
                     const __m256 av = wload(a + r * as);
                     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, bv[c], acc[r][c]);
@@ -99,11 +99,10 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
         };
         int64_t i = k0;
         for (; i + kLanes <= k1; i += kLanes)
-            step([&](const char* w) { return W::load(w, i); }, [&](const float* y) { return _mm256_loadu_ps(y + i); });
+            step([&](const char* w) { return W::load(w, i); }, [&](const char* y) { return B::load(y, i); });
         if (i < k1) {
             const int n = int(k1 - i);
-            const __m256i m = tail_mask(n);
-            step([&](const char* w) { return W::tail(w, i, n); }, [&](const float* y) { return _mm256_maskload_ps(y + i, m); });
+            step([&](const char* w) { return W::tail(w, i, n); }, [&](const char* y) { return B::tail(y, i, n); });
         }
         for (int c = 0; c < C; ++c)
             for (int r0 = 0; r0 < R; r0 += 4) {
@@ -117,35 +116,35 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
         for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
 }
 
-template <class W, int C>
+template <class W, class B, int C>
 void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
     switch (rows) {
-        case 1: direct_tile<W, 1, C>(k, a, as, b, bs, out); break;
-        case 2: direct_tile<W, 2, C>(k, a, as, b, bs, out); break;
-        case 3: direct_tile<W, 3, C>(k, a, as, b, bs, out); break;
-        case 4: direct_tile<W, 4, C>(k, a, as, b, bs, out); break;
+        case 1: direct_tile<W, B, 1, C>(k, a, as, b, bs, out); break;
+        case 2: direct_tile<W, B, 2, C>(k, a, as, b, bs, out); break;
+        case 3: direct_tile<W, B, 3, C>(k, a, as, b, bs, out); break;
+        case 4: direct_tile<W, B, 4, C>(k, a, as, b, bs, out); break;
         case 8:
             if constexpr (C == 1) {  // one column: 8 independent chains
-                direct_tile<W, 8, C>(k, a, as, b, bs, out);
+                direct_tile<W, B, 8, C>(k, a, as, b, bs, out);
                 break;
             }
             [[fallthrough]];
         default:  // a tile of 4, then the rest
-            direct_tile<W, 4, C>(k, a, as, b, bs, out);
-            direct_rows<W, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
+            direct_tile<W, B, 4, C>(k, a, as, b, bs, out);
+            direct_rows<W, B, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
             break;
     }
 }
 
-template <class W>
-void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_t bs, int cols, float* out) {
+template <class W, class B = WF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
     switch (cols) {
-        case 1: direct_rows<W, 1>(k, ap, as, rows, bp, bs, out); break;
-        case 2: direct_rows<W, 2>(k, ap, as, rows, bp, bs, out); break;
-        case 3: direct_rows<W, 3>(k, ap, as, rows, bp, bs, out); break;
-        default: direct_rows<W, 4>(k, ap, as, rows, bp, bs, out); break;
+        case 1: direct_rows<W, B, 1>(k, ap, as, rows, bp, bs, out); break;
+        case 2: direct_rows<W, B, 2>(k, ap, as, rows, bp, bs, out); break;
+        case 3: direct_rows<W, B, 3>(k, ap, as, rows, bp, bs, out); break;
+        default: direct_rows<W, B, 4>(k, ap, as, rows, bp, bs, out); break;
     }
 }
 
@@ -216,12 +215,12 @@ void pack_b(const float* col, int j, int64_t kq, float* bp) {
 template <class W>
 void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
     float out[4 * 4];
-    direct<W>(k, a, 0, 1, (const float*)b, bs, nc, out);
+    direct<W>(k, a, 0, 1, b, bs, nc, out);
     for (int j = 0; j < nc; ++j) o[j] = out[j];
 }
 template <class W>
 void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
-    direct<W>(k, a, as, 2, (const float*)b, bs, nc, o);  // out[r * 4 + c] is Dot2Fn's layout
+    direct<W>(k, a, as, 2, b, bs, nc, o);  // out[r * 4 + c] is Dot2Fn's layout
 }
 
 // 16 x 6 tile: 12 accumulators.
@@ -317,12 +316,14 @@ const FloatKernels& float_kernels_avx2() {
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
+        f.direct_f16b = direct<WF16, WF16>;
         f.micro = float_micro;
         f.pack_a[kFloatF32] = pack_a<WF32>;
         f.pack_a[kFloatF16] = pack_a<WF16>;
         f.pack_a[kFloatBF16] = pack_a<WBF16>;
         f.pack_b = pack_b;
         const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
+        f.direct_cols = 3;
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
         return f;
     }();

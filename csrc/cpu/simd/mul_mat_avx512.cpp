@@ -64,7 +64,7 @@ struct WBF16 {
 };
 
 // R rows x C columns read in place; the smaller side is held in registers, the other streamed.
-template <class W, int R, int C>
+template <class W, class B, int R, int C>
 void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, float* out) {
     float sum[R][C] = {};  // k == 0: zeros
     for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
@@ -77,12 +77,12 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
                 __m512 av[R];
                 for (int r = 0; r < R; ++r) av[r] = wload(a + r * as);
                 for (int c = 0; c < C; ++c) {
-                    const __m512 bv = bload((const float*)(b + c * bs));
+                    const __m512 bv = bload(b + c * bs);
                     for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(av[r], bv, acc[r][c]);
                 }
             } else {
                 __m512 bv[C];
-                for (int c = 0; c < C; ++c) bv[c] = bload((const float*)(b + c * bs));
+                for (int c = 0; c < C; ++c) bv[c] = bload(b + c * bs);
                 for (int r = 0; r < R; ++r) {
                     const __m512 av = wload(a + r * as);
                     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
@@ -91,11 +91,10 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
         };
         int64_t i = k0;
         for (; i + kLanes <= k1; i += kLanes)
-            step([&](const char* w) { return W::load(w, i); }, [&](const float* y) { return _mm512_loadu_ps(y + i); });
+            step([&](const char* w) { return W::load(w, i); }, [&](const char* y) { return B::load(y, i); });
         if (i < k1) {
             const int n = int(k1 - i);
-            step([&](const char* w) { return W::tail(w, i, n); },
-                 [&](const float* y) { return _mm512_maskz_loadu_ps(tail_mask(n), y + i); });
+            step([&](const char* w) { return W::tail(w, i, n); }, [&](const char* y) { return B::tail(y, i, n); });
         }
         for (int c = 0; c < C; ++c)
             for (int r0 = 0; r0 < R; r0 += 4) {
@@ -109,35 +108,35 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
         for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
 }
 
-template <class W, int C>
+template <class W, class B, int C>
 void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
     switch (rows) {
-        case 1: direct_tile<W, 1, C>(k, a, as, b, bs, out); break;
-        case 2: direct_tile<W, 2, C>(k, a, as, b, bs, out); break;
-        case 3: direct_tile<W, 3, C>(k, a, as, b, bs, out); break;
-        case 4: direct_tile<W, 4, C>(k, a, as, b, bs, out); break;
+        case 1: direct_tile<W, B, 1, C>(k, a, as, b, bs, out); break;
+        case 2: direct_tile<W, B, 2, C>(k, a, as, b, bs, out); break;
+        case 3: direct_tile<W, B, 3, C>(k, a, as, b, bs, out); break;
+        case 4: direct_tile<W, B, 4, C>(k, a, as, b, bs, out); break;
         case 8:
             if constexpr (C <= 2) {  // 8 or 16 independent chains
-                direct_tile<W, 8, C>(k, a, as, b, bs, out);
+                direct_tile<W, B, 8, C>(k, a, as, b, bs, out);
                 break;
             }
             [[fallthrough]];
         default:  // a tile of 4, then the rest
-            direct_tile<W, 4, C>(k, a, as, b, bs, out);
-            direct_rows<W, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
+            direct_tile<W, B, 4, C>(k, a, as, b, bs, out);
+            direct_rows<W, B, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
             break;
     }
 }
 
-template <class W>
-void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_t bs, int cols, float* out) {
+template <class W, class B = WF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
     switch (cols) {
-        case 1: direct_rows<W, 1>(k, ap, as, rows, bp, bs, out); break;
-        case 2: direct_rows<W, 2>(k, ap, as, rows, bp, bs, out); break;
-        case 3: direct_rows<W, 3>(k, ap, as, rows, bp, bs, out); break;
-        default: direct_rows<W, 4>(k, ap, as, rows, bp, bs, out); break;
+        case 1: direct_rows<W, B, 1>(k, ap, as, rows, bp, bs, out); break;
+        case 2: direct_rows<W, B, 2>(k, ap, as, rows, bp, bs, out); break;
+        case 3: direct_rows<W, B, 3>(k, ap, as, rows, bp, bs, out); break;
+        default: direct_rows<W, B, 4>(k, ap, as, rows, bp, bs, out); break;
     }
 }
 
@@ -187,12 +186,12 @@ void pack_b(const float* col, int j, int64_t kq, float* bp) {
 template <class W>
 void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
     float out[4 * 4];
-    direct<W>(k, a, 0, 1, (const float*)b, bs, nc, out);
+    direct<W>(k, a, 0, 1, b, bs, nc, out);
     for (int j = 0; j < nc; ++j) o[j] = out[j];
 }
 template <class W>
 void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
-    direct<W>(k, a, as, 2, (const float*)b, bs, nc, o);
+    direct<W>(k, a, as, 2, b, bs, nc, o);
 }
 
 // 32 x 12 tile: 24 zmm accumulators, 2 zmm of A, broadcasts of B from memory.
@@ -288,12 +287,14 @@ const FloatKernels& float_kernels_avx512() {
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
+        f.direct_f16b = direct<WF16, WF16>;
         f.micro = float_micro;
         f.pack_a[kFloatF32] = pack_a<WF32>;
         f.pack_a[kFloatF16] = pack_a<WF16>;
         f.pack_a[kFloatBF16] = pack_a<WBF16>;
         f.pack_b = pack_b;
         const int rows[] = {0, 8, 8, 4, 4};
+        f.direct_cols = 4;
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
         return f;
     }();

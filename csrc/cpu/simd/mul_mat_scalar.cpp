@@ -29,12 +29,12 @@ inline float weight_value(int kind, const char* p, int64_t i) {
     }
 }
 
-template <int kKind>
-void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_t bs, int cols, float* out) {
+template <int kKind, int kColKind = kFloatF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     for (int r = 0; r < rows; ++r) {
         const char* ar = (const char*)a + r * as;
         for (int c = 0; c < cols; ++c) {
-            const float* y = (const float*)((const char*)b + c * bs);
+            const char* y = (const char*)b + c * bs;
             float sum = 0.0f;
             for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
                 const int64_t k1 = std::min(k, k0 + kFloatKB);
@@ -42,7 +42,8 @@ void direct(int64_t k, const void* a, size_t as, int rows, const float* b, size_
                 for (int64_t i = k0; i < k1; i += kLanes)
                     for (int l = 0; l < kLanes; ++l) {
                         const bool in = i + l < k1;
-                        const float prod = (in ? weight_value(kKind, ar, i + l) : 0.0f) * (in ? y[i + l] : 0.0f);
+                        const float prod =
+                            (in ? weight_value(kKind, ar, i + l) : 0.0f) * (in ? weight_value(kColKind, y, i + l) : 0.0f);
                         acc[l] = acc[l] + prod;
                     }
                 const float h = hsum8(acc);
@@ -89,7 +90,7 @@ void pack_b(const float* col, int j, int64_t kq, float* bp) {
 template <int kKind>
 void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
     float out[16];
-    direct<kKind>(k, a, 0, 1, (const float*)b, bs, nc, out);
+    direct<kKind>(k, a, 0, 1, b, bs, nc, out);
     for (int j = 0; j < nc; ++j) o[j] = out[j];
 }
 
@@ -206,11 +207,13 @@ const FloatKernels& float_kernels_scalar() {
         f.direct[kFloatF32] = direct<kFloatF32>;
         f.direct[kFloatF16] = direct<kFloatF16>;
         f.direct[kFloatBF16] = direct<kFloatBF16>;
+        f.direct_f16b = direct<kFloatF16, kFloatF16>;
         f.micro = float_micro;
         f.pack_a[kFloatF32] = pack_a<kFloatF32>;
         f.pack_a[kFloatF16] = pack_a<kFloatF16>;
         f.pack_a[kFloatBF16] = pack_a<kFloatBF16>;
         f.pack_b = pack_b;
+        f.direct_cols = 4;
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = 4;
         return f;
     }();
