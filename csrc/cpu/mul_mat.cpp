@@ -9,12 +9,15 @@
 //     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
 //     run time);
 //   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
+// Float weights (f32 / f16 / bf16) have their own driver, mul_mat_float.cpp: one summation
+// order per output whatever the column count.
 #include <algorithm>
 #include <limits>
 #include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/mul_mat_common.h"
+#include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_gemm.h"
 #include "pyggml/error.h"
 
@@ -151,6 +154,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
 }  // namespace
 
 void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
+    if (is_float_weight(dst->src[0]->type)) return float_mul_mat_forward(p, dst);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     float scale[256];
     if (dst->src[0]->type == Type::NVFP4) nvfp4_scale_table(scale);  // every thread, before any barrier
@@ -164,6 +168,7 @@ bool mul_mat_barrier_free(const Tensor* dst) {
 }
 
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
+    if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
     const size_t one = align64(dot_conv_bytes(dst));

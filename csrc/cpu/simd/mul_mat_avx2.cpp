@@ -1,4 +1,8 @@
 // AVX2 + FMA + F16C MUL_MAT kernels (256-bit). Selected at run time (simd/isa.h).
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -18,48 +22,206 @@ inline __m256i mm_udot(__m256i u, __m256i s) {
 
 namespace {
 
-// Loads 8 weights of each kind as f32.
-struct LoadF32 { static __m256 load(const void* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
-                 static float one(const void* p, int64_t i) { return ((const float*)p)[i]; } };
-struct LoadF16 { static __m256 load(const void* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
-                 static float one(const void* p, int64_t i) { return _cvtsh_ss(((const uint16_t*)p)[i]); } };
-struct LoadBF16 { static __m256 load(const void* p, int64_t i) {
-                      return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))), 16)); }
-                  static float one(const void* p, int64_t i) { return bf16_to_fp32(((const uint16_t*)p)[i]); } };
+// ---- Float weights in the canonical order (cpu/mul_mat_float.h): 8 lanes, blocks of kFloatKB.
+constexpr int kLanes = 8;
+constexpr int64_t kFloatKB = 512;
 
-template <class L, int NC>
-void dot_float(int64_t k, const void* a, const void* bv, size_t bs, float* out) {
-    const char* b = (const char*)bv;
-    __m256 acc[NC][2];
-    for (int j = 0; j < NC; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 16 <= k; i += 16) {
-        const __m256 x0 = L::load(a, i), x1 = L::load(a, i + 8);
-#pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const float* y = (const float*)(b + j * bs) + i;
-            acc[j][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps(y), acc[j][0]);
-            acc[j][1] = _mm256_fmadd_ps(x1, _mm256_loadu_ps(y + 8), acc[j][1]);
+// Horizontal sums of four accumulators, lane r of the result from v_r, by one tree:
+// s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 + s_3; y = t_0 + t_1.
+inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+    const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(c, d, 0x20), _mm256_permute2f128_ps(c, d, 0x31));
+    // ab = [s_a | s_b], cd = [s_c | s_d]
+    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    // t = [ta0 ta1 tc0 tc1 | tb0 tb1 td0 td1]
+    const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+    // y = [ya yc ya yc | yb yd yb yd]
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+}
+
+inline __m256i tail_mask(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// 8 weights as f32 (`tail`: the first n < 8, the rest zero).
+struct WF32 {
+    static constexpr int kSize = 4;
+    static __m256 load(const char* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
+    static __m256 tail(const char* p, int64_t i, int n) { return _mm256_maskload_ps((const float*)p + i, tail_mask(n)); }
+};
+struct WF16 {
+    static constexpr int kSize = 2;
+    static __m256 load(const char* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
+    static __m256 tail(const char* p, int64_t i, int n) {
+        alignas(16) uint16_t t[8] = {};
+        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
+        return _mm256_cvtph_ps(_mm_load_si128((const __m128i*)t));
+    }
+};
+struct WBF16 {
+    static constexpr int kSize = 2;
+    static __m256 cvt(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+    static __m256 load(const char* p, int64_t i) { return cvt(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
+    static __m256 tail(const char* p, int64_t i, int n) {
+        alignas(16) uint16_t t[8] = {};
+        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
+        return cvt(_mm_load_si128((const __m128i*)t));
+    }
+};
+
+// R rows x C columns read in place; the smaller side is held in registers, the other streamed.
+template <class W, class B, int R, int C>
+void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, float* out) {
+    float sum[R][C] = {};  // k == 0: zeros
+    for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
+        const int64_t k1 = std::min(k, k0 + kFloatKB);
+        __m256 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+        auto step = [&](auto wload, auto bload) {
+            if constexpr (R <= C) {
+                __m256 av[R];
+                for (int r = 0; r < R; ++r) av[r] = wload(a + r * as);
+                for (int c = 0; c < C; ++c) {
+                    const __m256 bv = bload(b + c * bs);
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm256_fmadd_ps(av[r], bv, acc[r][c]);
+                }
+            } else {
+                __m256 bv[C];
+                for (int c = 0; c < C; ++c) bv[c] = bload(b + c * bs);
+                for (int r = 0; r < R; ++r) {
+                    const __m256 av = wload(a + r * as);
+                    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(av, bv[c], acc[r][c]);
+                }
+            }
+        };
+        int64_t i = k0;
+        for (; i + kLanes <= k1; i += kLanes)
+            step([&](const char* w) { return W::load(w, i); }, [&](const char* y) { return B::load(y, i); });
+        if (i < k1) {
+            const int n = int(k1 - i);
+            step([&](const char* w) { return W::tail(w, i, n); }, [&](const char* y) { return B::tail(y, i, n); });
         }
+        for (int c = 0; c < C; ++c)
+            for (int r0 = 0; r0 < R; r0 += 4) {
+                alignas(16) float h[4];
+                _mm_store_ps(h, hsum4(acc[r0][c], acc[std::min(r0 + 1, R - 1)][c], acc[std::min(r0 + 2, R - 1)][c],
+                                      acc[std::min(r0 + 3, R - 1)][c]));
+                for (int r = r0; r < std::min(r0 + 4, R); ++r) sum[r][c] = k0 == 0 ? h[r - r0] : sum[r][c] + h[r - r0];
+            }
     }
-    for (; i + 8 <= k; i += 8) {
-        const __m256 x0 = L::load(a, i);
-        for (int j = 0; j < NC; ++j)
-            acc[j][0] = _mm256_fmadd_ps(x0, _mm256_loadu_ps((const float*)(b + j * bs) + i), acc[j][0]);
-    }
-    for (int j = 0; j < NC; ++j) {
-        float s = mm_hsum256(_mm256_add_ps(acc[j][0], acc[j][1]));
-        const float* y = (const float*)(b + j * bs);
-        for (int64_t t = i; t < k; ++t) s += L::one(a, t) * y[t];
-        out[j] = s;
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
+}
+
+template <class W, class B, int C>
+void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
+    switch (rows) {
+        case 1: direct_tile<W, B, 1, C>(k, a, as, b, bs, out); break;
+        case 2: direct_tile<W, B, 2, C>(k, a, as, b, bs, out); break;
+        case 3: direct_tile<W, B, 3, C>(k, a, as, b, bs, out); break;
+        case 4: direct_tile<W, B, 4, C>(k, a, as, b, bs, out); break;
+        case 8:
+            if constexpr (C == 1) {  // one column: 8 independent chains
+                direct_tile<W, B, 8, C>(k, a, as, b, bs, out);
+                break;
+            }
+            [[fallthrough]];
+        default:  // a tile of 4, then the rest
+            direct_tile<W, B, 4, C>(k, a, as, b, bs, out);
+            direct_rows<W, B, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
+            break;
     }
 }
-template <int NC> struct DF32 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF32, NC>(k, a, b, bs, o); } };
-template <int NC> struct DF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF16, NC>(k, a, b, bs, o); } };
-template <int NC> struct DBF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadBF16, NC>(k, a, b, bs, o); } };
-void dot_f32(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF32>(nc, k, a, b, bs, o, x); }
-void dot_f16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF16>(nc, k, a, b, bs, o, x); }
-void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DBF16>(nc, k, a, b, bs, o, x); }
+
+template <class W, class B = WF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
+    const char* ap = (const char*)a;
+    const char* bp = (const char*)b;
+    switch (cols) {
+        case 1: direct_rows<W, B, 1>(k, ap, as, rows, bp, bs, out); break;
+        case 2: direct_rows<W, B, 2>(k, ap, as, rows, bp, bs, out); break;
+        case 3: direct_rows<W, B, 3>(k, ap, as, rows, bp, bs, out); break;
+        default: direct_rows<W, B, 4>(k, ap, as, rows, bp, bs, out); break;
+    }
+}
+
+// 4 rows x 3 columns: 12 accumulators, 3 column vectors held, one weight vector at a time; a
+// column's 4 sums are one 128-bit store.
+constexpr int kFloatMR = 4, kFloatNR = 3;
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+    __m256 acc[kFloatNR][kFloatMR];
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm256_setzero_ps();
+    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), b2 = _mm256_loadu_ps(bp + 16);
+#pragma GCC unroll 4
+        for (int r = 0; r < kFloatMR; ++r) {
+            const __m256 ar = _mm256_loadu_ps(ap + r * kLanes);
+            acc[0][r] = _mm256_fmadd_ps(ar, b0, acc[0][r]);
+            acc[1][r] = _mm256_fmadd_ps(ar, b1, acc[1][r]);
+            acc[2][r] = _mm256_fmadd_ps(ar, b2, acc[2][r]);
+        }
+    }
+    const __m128 h0 = hsum4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
+    const __m128 h1 = hsum4(acc[1][0], acc[1][1], acc[1][2], acc[1][3]);
+    const __m128 h2 = hsum4(acc[2][0], acc[2][1], acc[2][2], acc[2][3]);
+    if (mv == kFloatMR && nv == kFloatNR) {
+        float* c1 = c + ldc;
+        float* c2 = c + 2 * ldc;
+        _mm_storeu_ps(c, accumulate ? _mm_add_ps(_mm_loadu_ps(c), h0) : h0);
+        _mm_storeu_ps(c1, accumulate ? _mm_add_ps(_mm_loadu_ps(c1), h1) : h1);
+        _mm_storeu_ps(c2, accumulate ? _mm_add_ps(_mm_loadu_ps(c2), h2) : h2);
+        return;
+    }
+    alignas(16) float h[kFloatNR][4];
+    _mm_store_ps(h[0], h0);
+    _mm_store_ps(h[1], h1);
+    _mm_store_ps(h[2], h2);
+    for (int j = 0; j < nv; ++j) {
+        float* cj = c + j * ldc;
+        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[j][r] : h[j][r];
+    }
+}
+
+template <class W>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
+    const int tail = int(kc % kLanes);
+    for (int r = 0; r < kFloatMR; ++r) {
+        float* out = ap + r * kLanes;
+        if (r >= rows) {
+            for (int64_t q = 0; q < nq; ++q) _mm256_storeu_ps(out + q * kFloatMR * kLanes, _mm256_setzero_ps());
+            continue;
+        }
+        const char* row = (const char*)a + r * as;
+        // the same row of the next panel: its first lines would otherwise miss before the
+        // hardware prefetcher catches up with a new 2 KiB stream
+        const char* next = row + kFloatMR * as + k0 * W::kSize;
+        for (int64_t q = 0; q < full; ++q) {
+            _mm_prefetch(next + q * kLanes * W::kSize, _MM_HINT_T0);
+            _mm256_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        }
+        if (tail) _mm256_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
+    }
+}
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) _mm256_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm256_loadu_ps(col + q * kLanes));
+}
+
+// MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
+template <class W>
+void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
+    float out[4 * 4];
+    direct<W>(k, a, 0, 1, b, bs, nc, out);
+    for (int j = 0; j < nc; ++j) o[j] = out[j];
+}
+template <class W>
+void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
+    direct<W>(k, a, as, 2, b, bs, nc, o);  // out[r * 4 + c] is Dot2Fn's layout
+}
 
 // 16 x 6 tile: 12 accumulators.
 constexpr int MR = 16, NR = 6;
@@ -119,9 +281,12 @@ const Kernels& kernels_avx2() {
     static const Kernels k = [] {
         Kernels s = kernels_scalar();  // types without a kernel here keep the previous set's
         s.isa = simd::Isa::Avx2;
-        s.dot[(int)Type::F32] = dot_f32;
-        s.dot[(int)Type::F16] = dot_f16;
-        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::F32] = dot_float<WF32>;
+        s.dot[(int)Type::F16] = dot_float<WF16>;
+        s.dot[(int)Type::BF16] = dot_float<WBF16>;
+        s.dot2[(int)Type::F32] = dot2_float<WF32>;
+        s.dot2[(int)Type::F16] = dot2_float<WF16>;
+        s.dot2[(int)Type::BF16] = dot2_float<WBF16>;
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
@@ -139,9 +304,35 @@ const Kernels& kernels_avx2() {
     }();
     return k;
 }
+const FloatKernels& float_kernels_avx2() {
+    static const FloatKernels k = [] {
+        FloatKernels f{};
+        f.lanes = kLanes;
+        f.kb = kFloatKB;
+        f.mr = kFloatMR;
+        f.nr = kFloatNR;
+        f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
+        f.nc = 340 * kFloatNR;   // each packed weight block serves 240 columns
+        f.direct[kFloatF32] = direct<WF32>;
+        f.direct[kFloatF16] = direct<WF16>;
+        f.direct[kFloatBF16] = direct<WBF16>;
+        f.direct_f16b = direct<WF16, WF16>;
+        f.micro = float_micro;
+        f.pack_a[kFloatF32] = pack_a<WF32>;
+        f.pack_a[kFloatF16] = pack_a<WF16>;
+        f.pack_a[kFloatBF16] = pack_a<WBF16>;
+        f.pack_b = pack_b;
+        const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
+        f.direct_cols = 3;
+        for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
+        return f;
+    }();
+    return k;
+}
 }  // namespace pyggml::cpu::mm
 #else
 namespace pyggml::cpu::mm {
 const Kernels& kernels_avx2() { return kernels_scalar(); }
+const FloatKernels& float_kernels_avx2() { return float_kernels_scalar(); }
 }
 #endif

@@ -1,5 +1,9 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) MUL_MAT kernels: 512-bit float dots, a 32 x 12 GEMM
 // micro-kernel, VNNI integer dots for the block types. Selected at run time (simd/isa.h).
+#include <algorithm>
+#include <cstring>
+
+#include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -21,57 +25,174 @@ inline __m256i mm_udot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256
 
 namespace {
 
-// Loads 16 weights (or the first `m` of them under a mask) as f32.
-struct LoadF32 {
-    static constexpr int kSize = 4;
-    static __m512 load(const void* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
-    static __m512 load(const void* p, int64_t i, __mmask16 m) { return _mm512_maskz_loadu_ps(m, (const float*)p + i); }
+// ---- Float weights in the canonical order (cpu/mul_mat_float.h): 16 lanes, blocks of kFloatKB.
+constexpr int kLanes = 16;
+constexpr int64_t kFloatKB = 512;
+
+// Horizontal sums of four accumulators, lane r of the result from v_r, by one tree: the two
+// 256-bit halves added (u_i = v_i + v_{i+8}), then s_i = u_i + u_{i+4}; t_0 = s_0 + s_2,
+// t_1 = s_1 + s_3; y = t_0 + t_1.
+inline __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
+inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+    const __m256 ua = fold(a), ub = fold(b), uc = fold(c), ud = fold(d);
+    const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(ua, ub, 0x20), _mm256_permute2f128_ps(ua, ub, 0x31));
+    const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(uc, ud, 0x20), _mm256_permute2f128_ps(uc, ud, 0x31));
+    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
+}
+
+inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
+
+// 16 weights as f32 (`tail`: the first n < 16, the rest zero).
+struct WF32 {
+    static __m512 load(const char* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
+    static __m512 tail(const char* p, int64_t i, int n) { return _mm512_maskz_loadu_ps(tail_mask(n), (const float*)p + i); }
 };
-struct LoadF16 {
-    static constexpr int kSize = 2;
-    static __m512 load(const void* p, int64_t i) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
-    static __m512 load(const void* p, int64_t i, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t*)p + i)); }
+struct WF16 {
+    static __m512 load(const char* p, int64_t i) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
+    static __m512 tail(const char* p, int64_t i, int n) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i));
+    }
 };
-struct LoadBF16 {
-    static constexpr int kSize = 2;
+struct WBF16 {
     static __m512 cvt(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-    static __m512 load(const void* p, int64_t i) { return cvt(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
-    static __m512 load(const void* p, int64_t i, __mmask16 m) { return cvt(_mm256_maskz_loadu_epi16(m, (const uint16_t*)p + i)); }
+    static __m512 load(const char* p, int64_t i) { return cvt(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
+    static __m512 tail(const char* p, int64_t i, int n) { return cvt(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i)); }
 };
 
-template <class L, int NC>
-void dot_float(int64_t k, const void* a, const void* bv, size_t bs, float* out) {
-    const char* b = (const char*)bv;
-    __m512 acc[NC][2];
-    for (int j = 0; j < NC; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= k; i += 32) {
-        // the weights stream from memory once: prefetch ~1 KiB ahead (more misses in flight)
-        const char* pa = (const char*)a + i * L::kSize;
-        _mm_prefetch(pa + 1024, _MM_HINT_T0);
-        if (L::kSize == 4) _mm_prefetch(pa + 1088, _MM_HINT_T0);
-        const __m512 x0 = L::load(a, i), x1 = L::load(a, i + 16);
-#pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const float* y = (const float*)(b + j * bs) + i;
-            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_loadu_ps(y), acc[j][0]);
-            acc[j][1] = _mm512_fmadd_ps(x1, _mm512_loadu_ps(y + 16), acc[j][1]);
+// R rows x C columns read in place; the smaller side is held in registers, the other streamed.
+template <class W, class B, int R, int C>
+void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, float* out) {
+    float sum[R][C] = {};  // k == 0: zeros
+    for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
+        const int64_t k1 = std::min(k, k0 + kFloatKB);
+        __m512 acc[R][C];
+        for (int r = 0; r < R; ++r)
+            for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+        auto step = [&](auto wload, auto bload) {
+            if constexpr (R <= C) {
+                __m512 av[R];
+                for (int r = 0; r < R; ++r) av[r] = wload(a + r * as);
+                for (int c = 0; c < C; ++c) {
+                    const __m512 bv = bload(b + c * bs);
+                    for (int r = 0; r < R; ++r) acc[r][c] = _mm512_fmadd_ps(av[r], bv, acc[r][c]);
+                }
+            } else {
+                __m512 bv[C];
+                for (int c = 0; c < C; ++c) bv[c] = bload(b + c * bs);
+                for (int r = 0; r < R; ++r) {
+                    const __m512 av = wload(a + r * as);
+                    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(av, bv[c], acc[r][c]);
+                }
+            }
+        };
+        int64_t i = k0;
+        for (; i + kLanes <= k1; i += kLanes)
+            step([&](const char* w) { return W::load(w, i); }, [&](const char* y) { return B::load(y, i); });
+        if (i < k1) {
+            const int n = int(k1 - i);
+            step([&](const char* w) { return W::tail(w, i, n); }, [&](const char* y) { return B::tail(y, i, n); });
+        }
+        for (int c = 0; c < C; ++c)
+            for (int r0 = 0; r0 < R; r0 += 4) {
+                alignas(16) float h[4];
+                _mm_store_ps(h, hsum4(acc[r0][c], acc[std::min(r0 + 1, R - 1)][c], acc[std::min(r0 + 2, R - 1)][c],
+                                      acc[std::min(r0 + 3, R - 1)][c]));
+                for (int r = r0; r < std::min(r0 + 4, R); ++r) sum[r][c] = k0 == 0 ? h[r - r0] : sum[r][c] + h[r - r0];
+            }
+    }
+    for (int r = 0; r < R; ++r)
+        for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
+}
+
+template <class W, class B, int C>
+void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
+    switch (rows) {
+        case 1: direct_tile<W, B, 1, C>(k, a, as, b, bs, out); break;
+        case 2: direct_tile<W, B, 2, C>(k, a, as, b, bs, out); break;
+        case 3: direct_tile<W, B, 3, C>(k, a, as, b, bs, out); break;
+        case 4: direct_tile<W, B, 4, C>(k, a, as, b, bs, out); break;
+        case 8:
+            if constexpr (C <= 2) {  // 8 or 16 independent chains
+                direct_tile<W, B, 8, C>(k, a, as, b, bs, out);
+                break;
+            }
+            [[fallthrough]];
+        default:  // a tile of 4, then the rest
+            direct_tile<W, B, 4, C>(k, a, as, b, bs, out);
+            direct_rows<W, B, C>(k, a + 4 * as, as, rows - 4, b, bs, out + 16);
+            break;
+    }
+}
+
+template <class W, class B = WF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
+    const char* ap = (const char*)a;
+    const char* bp = (const char*)b;
+    switch (cols) {
+        case 1: direct_rows<W, B, 1>(k, ap, as, rows, bp, bs, out); break;
+        case 2: direct_rows<W, B, 2>(k, ap, as, rows, bp, bs, out); break;
+        case 3: direct_rows<W, B, 3>(k, ap, as, rows, bp, bs, out); break;
+        default: direct_rows<W, B, 4>(k, ap, as, rows, bp, bs, out); break;
+    }
+}
+
+// 4 rows x 6 columns: 24 accumulators, 4 weight vectors, one column vector at a time.
+constexpr int kFloatMR = 4, kFloatNR = 6;
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+    __m512 acc[kFloatNR][kFloatMR];
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_setzero_ps();
+    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
+        __m512 av[kFloatMR];
+        for (int r = 0; r < kFloatMR; ++r) av[r] = _mm512_loadu_ps(ap + r * kLanes);
+#pragma GCC unroll 6
+        for (int j = 0; j < kFloatNR; ++j) {
+            const __m512 bj = _mm512_loadu_ps(bp + j * kLanes);
+            for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_fmadd_ps(av[r], bj, acc[j][r]);
         }
     }
-    for (; i < k; i += 16) {
-        const __mmask16 m = k - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
-        const __m512 x0 = L::load(a, i, m);
-        for (int j = 0; j < NC; ++j)
-            acc[j][0] = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m, (const float*)(b + j * bs) + i), acc[j][0]);
+    for (int j = 0; j < nv; ++j) {
+        alignas(16) float h[4];
+        _mm_store_ps(h, hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
+        float* cj = c + j * ldc;
+        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[r] : h[r];
     }
-    for (int j = 0; j < NC; ++j) out[j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[j][0], acc[j][1]));
 }
-template <int NC> struct DF32 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF32, NC>(k, a, b, bs, o); } };
-template <int NC> struct DF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadF16, NC>(k, a, b, bs, o); } };
-template <int NC> struct DBF16 { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o, const float*) { dot_float<LoadBF16, NC>(k, a, b, bs, o); } };
-void dot_f32(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF32>(nc, k, a, b, bs, o, x); }
-void dot_f16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DF16>(nc, k, a, b, bs, o, x); }
-void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* x) { mm_dispatch_nc<DBF16>(nc, k, a, b, bs, o, x); }
+
+template <class W>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
+    const int tail = int(kc % kLanes);
+    for (int r = 0; r < kFloatMR; ++r) {
+        float* out = ap + r * kLanes;
+        if (r >= rows) {
+            for (int64_t q = 0; q < nq; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, _mm512_setzero_ps());
+            continue;
+        }
+        const char* row = (const char*)a + r * as;
+        for (int64_t q = 0; q < full; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
+        if (tail) _mm512_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
+    }
+}
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm512_loadu_ps(col + q * kLanes));
+}
+
+// MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
+template <class W>
+void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
+    float out[4 * 4];
+    direct<W>(k, a, 0, 1, b, bs, nc, out);
+    for (int j = 0; j < nc; ++j) o[j] = out[j];
+}
+template <class W>
+void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
+    direct<W>(k, a, as, 2, b, bs, nc, o);
+}
 
 // 32 x 12 tile: 24 zmm accumulators, 2 zmm of A, broadcasts of B from memory.
 constexpr int MR = 32, NR = 12;
@@ -133,9 +254,12 @@ const Kernels& kernels_avx512() {
     static const Kernels k = [] {
         Kernels s = kernels_avx2();  // types without a kernel here keep the previous set's
         s.isa = simd::Isa::Avx512;
-        s.dot[(int)Type::F32] = dot_f32;
-        s.dot[(int)Type::F16] = dot_f16;
-        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::F32] = dot_float<WF32>;
+        s.dot[(int)Type::F16] = dot_float<WF16>;
+        s.dot[(int)Type::BF16] = dot_float<WBF16>;
+        s.dot2[(int)Type::F32] = dot2_float<WF32>;
+        s.dot2[(int)Type::F16] = dot2_float<WF16>;
+        s.dot2[(int)Type::BF16] = dot2_float<WBF16>;
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
@@ -151,9 +275,35 @@ const Kernels& kernels_avx512() {
     }();
     return k;
 }
+const FloatKernels& float_kernels_avx512() {
+    static const FloatKernels k = [] {
+        FloatKernels f{};
+        f.lanes = kLanes;
+        f.kb = kFloatKB;
+        f.mr = kFloatMR;
+        f.nr = kFloatNR;
+        f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
+        f.nc = 40 * kFloatNR;   // each packed weight block serves 240 columns
+        f.direct[kFloatF32] = direct<WF32>;
+        f.direct[kFloatF16] = direct<WF16>;
+        f.direct[kFloatBF16] = direct<WBF16>;
+        f.direct_f16b = direct<WF16, WF16>;
+        f.micro = float_micro;
+        f.pack_a[kFloatF32] = pack_a<WF32>;
+        f.pack_a[kFloatF16] = pack_a<WF16>;
+        f.pack_a[kFloatBF16] = pack_a<WBF16>;
+        f.pack_b = pack_b;
+        const int rows[] = {0, 8, 8, 4, 4};
+        f.direct_cols = 4;
+        for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];
+        return f;
+    }();
+    return k;
+}
 }  // namespace pyggml::cpu::mm
 #else
 namespace pyggml::cpu::mm {
 const Kernels& kernels_avx512() { return kernels_scalar(); }
+const FloatKernels& float_kernels_avx512() { return float_kernels_scalar(); }
 }
 #endif

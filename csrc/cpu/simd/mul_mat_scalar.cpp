@@ -1,41 +1,97 @@
 // Plain-loop MUL_MAT kernels: the reference the SIMD sets are tested against, and the fallback
 // on CPUs without AVX2.
+#include <algorithm>
 #include <cstring>
 
+#include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
 
 namespace pyggml::cpu::mm {
 
 namespace {
 
-void dot_f32(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
-    const float* x = (const float*)a;
-    for (int j = 0; j < nc; ++j) {
-        const float* y = (const float*)((const char*)b + j * bs);
-        float s = 0.0f;
-        for (int64_t i = 0; i < k; ++i) s += x[i] * y[i];
-        out[j] = s;
+// ---- Float weights in the canonical order (cpu/mul_mat_float.h), plain loops over 8 lanes
+// (products rounded before the add: no fused multiply-add here).
+constexpr int kLanes = 8;
+constexpr int64_t kFloatKB = 512;
+
+// One tree for every accumulator: s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 + s_3; t_0 + t_1.
+inline float hsum8(const float* v) {
+    const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+    return (s0 + s2) + (s1 + s3);
+}
+
+inline float weight_value(int kind, const char* p, int64_t i) {
+    switch (kind) {
+        case kFloatF32: return ((const float*)p)[i];
+        case kFloatF16: return fp16_to_fp32(((const uint16_t*)p)[i]);
+        default: return bf16_to_fp32(((const uint16_t*)p)[i]);
     }
 }
 
-void dot_f16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
-    const uint16_t* x = (const uint16_t*)a;
-    for (int j = 0; j < nc; ++j) {
-        const float* y = (const float*)((const char*)b + j * bs);
-        float s = 0.0f;
-        for (int64_t i = 0; i < k; ++i) s += fp16_to_fp32(x[i]) * y[i];
-        out[j] = s;
+template <int kKind, int kColKind = kFloatF32>
+void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
+    for (int r = 0; r < rows; ++r) {
+        const char* ar = (const char*)a + r * as;
+        for (int c = 0; c < cols; ++c) {
+            const char* y = (const char*)b + c * bs;
+            float sum = 0.0f;
+            for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
+                const int64_t k1 = std::min(k, k0 + kFloatKB);
+                float acc[kLanes] = {};
+                for (int64_t i = k0; i < k1; i += kLanes)
+                    for (int l = 0; l < kLanes; ++l) {
+                        const bool in = i + l < k1;
+                        const float prod =
+                            (in ? weight_value(kKind, ar, i + l) : 0.0f) * (in ? weight_value(kColKind, y, i + l) : 0.0f);
+                        acc[l] = acc[l] + prod;
+                    }
+                const float h = hsum8(acc);
+                sum = k0 == 0 ? h : sum + h;
+            }
+            out[r * 4 + c] = sum;
+        }
     }
 }
 
-void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
-    const uint16_t* x = (const uint16_t*)a;
-    for (int j = 0; j < nc; ++j) {
-        const float* y = (const float*)((const char*)b + j * bs);
-        float s = 0.0f;
-        for (int64_t i = 0; i < k; ++i) s += bf16_to_fp32(x[i]) * y[i];
-        out[j] = s;
-    }
+constexpr int kFloatMR = 4, kFloatNR = 4;
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+    float acc[kFloatNR][kFloatMR][kLanes] = {};
+    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes)
+        for (int j = 0; j < kFloatNR; ++j)
+            for (int r = 0; r < kFloatMR; ++r)
+                for (int l = 0; l < kLanes; ++l) {
+                    const float prod = ap[r * kLanes + l] * bp[j * kLanes + l];
+                    acc[j][r][l] = acc[j][r][l] + prod;
+                }
+    for (int j = 0; j < nv; ++j)
+        for (int r = 0; r < mv; ++r) {
+            const float h = hsum8(acc[j][r]);
+            c[j * ldc + r] = accumulate ? c[j * ldc + r] + h : h;
+        }
+}
+
+template <int kKind>
+void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+    const int64_t nq = (kc + kLanes - 1) / kLanes;
+    for (int r = 0; r < kFloatMR; ++r)
+        for (int64_t q = 0; q < nq; ++q)
+            for (int l = 0; l < kLanes; ++l) {
+                const int64_t i = q * kLanes + l;
+                ap[(q * kFloatMR + r) * kLanes + l] =
+                    r < rows && i < kc ? weight_value(kKind, (const char*)a + r * as, k0 + i) : 0.0f;
+            }
+}
+void pack_b(const float* col, int j, int64_t kq, float* bp) {
+    for (int64_t q = 0; q < kq; ++q) std::memcpy(bp + (q * kFloatNR + j) * kLanes, col + q * kLanes, sizeof(float) * kLanes);
+}
+
+// MUL_MAT_ID's dots on float weights, in the same order.
+template <int kKind>
+void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
+    float out[16];
+    direct<kKind>(k, a, 0, 1, b, bs, nc, out);
+    for (int j = 0; j < nc; ++j) o[j] = out[j];
 }
 
 void dot_q8_0(int64_t k, const void* a, const void* b, size_t bs, int nc, float* out, const float*) {
@@ -119,9 +175,9 @@ const Kernels& kernels_scalar() {
     static const Kernels k = [] {
         Kernels s{};
         s.isa = simd::Isa::Scalar;
-        s.dot[(int)Type::F32] = dot_f32;
-        s.dot[(int)Type::F16] = dot_f16;
-        s.dot[(int)Type::BF16] = dot_bf16;
+        s.dot[(int)Type::F32] = dot_float<kFloatF32>;
+        s.dot[(int)Type::F16] = dot_float<kFloatF16>;
+        s.dot[(int)Type::BF16] = dot_float<kFloatBF16>;
         s.dot[(int)Type::Q8_0] = dot_q8_0;
         s.dot[(int)Type::Q4_0] = dot_q4_0;
         s.dot[(int)Type::NVFP4] = dot_nvfp4;
@@ -135,6 +191,31 @@ const Kernels& kernels_scalar() {
         s.quantize_q8_0 = quantize_row_q8_0_cpu;
         add_quant_dots_scalar(s);
         return s;
+    }();
+    return k;
+}
+
+const FloatKernels& float_kernels_scalar() {
+    static const FloatKernels k = [] {
+        FloatKernels f{};
+        f.lanes = kLanes;
+        f.kb = kFloatKB;
+        f.mr = kFloatMR;
+        f.nr = kFloatNR;
+        f.mc = 16 * kFloatMR;
+        f.nc = 16 * kFloatNR;
+        f.direct[kFloatF32] = direct<kFloatF32>;
+        f.direct[kFloatF16] = direct<kFloatF16>;
+        f.direct[kFloatBF16] = direct<kFloatBF16>;
+        f.direct_f16b = direct<kFloatF16, kFloatF16>;
+        f.micro = float_micro;
+        f.pack_a[kFloatF32] = pack_a<kFloatF32>;
+        f.pack_a[kFloatF16] = pack_a<kFloatF16>;
+        f.pack_a[kFloatBF16] = pack_a<kFloatBF16>;
+        f.pack_b = pack_b;
+        f.direct_cols = 4;
+        for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = 4;
+        return f;
     }();
     return k;
 }

@@ -1,0 +1,287 @@
+// CPU driver of MUL_MAT with f32 / f16 / bf16 weights, in the canonical order of
+// mul_mat_float.h on both of its paths (so the path switch changes no result):
+//   - direct (few columns): b converted once where needed, then units of (batch, 64-column
+//     block, row chunk); tiles of up to 8 rows x 4 columns read weights and b in place;
+//   - packed GEMM (many columns): b's columns are packed into panels of nr columns (all of K,
+//     zero-padded) by all threads; then tasks of (batch piece, mc rows, nc columns) are taken
+//     from a shared counter: per K block a task widens its weights into panels of mr rows
+//     (kept in L2) and every column panel (kept in L1) sweeps them.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "cpu/convert.h"
+#include "cpu/mul_mat_common.h"
+#include "cpu/mul_mat_float.h"
+
+namespace pyggml::cpu {
+
+using namespace mm;
+
+namespace {
+
+// From this many columns the packed GEMM is faster than the direct tiles (measured on AVX2 with
+// bench/compare_ggml.py-sized weights, K = M = 4096): f16 weights read in place and widened in
+// registers (F16C) stay ahead of packing up to a thousand columns; f32 / bf16 gain from packing
+// from 64 (f32 rows at power-of-two strides conflict in L2 unless packed).
+int64_t packed_min_columns(Type w) { return w == Type::F16 ? 1024 : 64; }
+constexpr int64_t kDirectColBlock = 64;
+// Few activation values: every thread converts all of b itself and takes a fixed share of the
+// units, so the node runs without a barrier.
+constexpr int64_t kPrivateConvertValues = 16 * 4096;
+constexpr size_t kPackBudget = size_t(32) << 20;
+
+const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa()); }
+
+bool use_packed(const Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= packed_min_columns(a->type);
+}
+
+// ---- direct path
+
+// f16 weights take their columns as f16 (the values ggml rounds them to, half the bytes);
+// f32 / bf16 weights as f32 values.
+bool f16_columns(const Tensor* dst) { return dst->src[0]->type == Type::F16; }
+Type column_type(const Tensor* dst) { return f16_columns(dst) ? Type::F16 : Type::F32; }
+bool needs_conversion(const Tensor* dst) {
+    const Type w = dst->src[0]->type, bt = dst->src[1]->type;
+    return !((w == Type::F32 && bt == Type::F32) || (w == Type::F16 && bt == Type::F16));
+}
+size_t column_bytes(const Tensor* dst, int64_t K) { return align64(size_t(K) * type_size(column_type(dst))); }
+
+bool private_conversion(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
+}
+
+size_t conv_bytes(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * column_bytes(dst, b->ne[0]);
+}
+
+// Rows per unit: a multiple of the largest tile, enough units for dynamic balance, at most 64;
+// where several column groups sweep the unit's rows, few enough for those rows to stay in L2.
+constexpr size_t kDirectRowsBytes = size_t(128) << 10;
+int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth, bool swept, size_t row_bytes) {
+    const int64_t want_units = int64_t(nth) * 16;
+    int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, 64);
+    if (swept) r = std::min<int64_t>(r, std::max<int64_t>(kMaxDirectRows, int64_t(kDirectRowsBytes / row_bytes)));
+    return (r + kMaxDirectRows - 1) / kMaxDirectRows * kMaxDirectRows;
+}
+
+void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const FloatKernels& fk) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Type w = a->type;
+    const bool f16b = f16_columns(dst);
+    const FloatDirectFn tile = f16b ? fk.direct_f16b : fk.direct[float_kind(w)];
+    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
+    const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
+    const bool convert = needs_conversion(dst);
+    const bool priv = private_conversion(dst);
+    const size_t colb = column_bytes(dst, K);
+    char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(conv_bytes(dst)) : 0);
+
+    if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
+        std::vector<float> tmp;
+        int64_t c0 = 0, c1 = N * ne12 * ne13;
+        if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
+        for (int64_t c = c0; c < c1; ++c) {
+            const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
+            if (f16b) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, b->row(n, i12, i13), K, tmp), (uint16_t*)(conv + c * colb), K);
+            else convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
+        }
+    }
+    const int64_t col_blocks = (N + kDirectColBlock - 1) / kDirectColBlock;
+    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth, N > fk.direct_cols, a->nb[1]);
+    const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
+    auto run_unit = [&](int64_t u) {
+        const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
+        const int64_t i12 = bt % ne12, i13 = bt / ne12;
+        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t n0 = cb * kDirectColBlock, n1 = std::min(N, n0 + kDirectColBlock);
+        const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+        float out[kMaxDirectRows * 4];
+        for (int64_t n = n0; n < n1; n += fk.direct_cols) {
+            const int nc = (int)std::min<int64_t>(fk.direct_cols, n1 - n);
+            const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
+            const size_t bs = convert ? colb : b->nb[1];
+            for (int64_t m = m0; m < m1; m += fk.direct_rows[nc]) {
+                const int nr = (int)std::min<int64_t>(fk.direct_rows[nc], m1 - m);
+                tile(K, abase + m * a->nb[1], a->nb[1], nr, bp, bs, nc, out);
+                char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+                for (int j = 0; j < nc; ++j)
+                    for (int r = 0; r < nr; ++r) ((float*)(d + j * dst->nb[1]))[r] = out[r * 4 + j];
+            }
+        }
+    };
+    if (priv || !convert) {  // a fixed contiguous share of the units: no shared state
+        int64_t u0, u1;
+        split_range(units, p.ith, p.nth, u0, u1);
+        for (int64_t u = u0; u < u1; ++u) run_unit(u);
+        return;
+    }
+    reset_counter(p);
+    p.barrier();
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+}
+
+// ---- packed GEMM
+
+struct PackedShape {
+    int64_t K, M, N, nbatch;  // nbatch = ne12 * ne13 of dst
+    int64_t kq;               // lane chunks of K (the last zero-padded)
+};
+
+PackedShape packed_shape(const Tensor* dst, const FloatKernels& fk) {
+    const int64_t K = dst->src[0]->ne[0];
+    return {K, dst->ne[0], dst->ne[1], dst->ne[2] * dst->ne[3], (K + fk.lanes - 1) / fk.lanes};
+}
+
+// Float offsets of one column panel, of the packed b budget and of one thread's weight block.
+size_t panel_floats(const PackedShape& s, const FloatKernels& fk) { return size_t(s.kq) * fk.nr * fk.lanes; }
+size_t pack_budget_floats(const PackedShape& s, const FloatKernels& fk) {
+    const size_t one = panel_floats(s, fk);
+    const size_t total = size_t(s.nbatch) * ((s.N + fk.nr - 1) / fk.nr) * one;
+    return std::min(total, std::max(kPackBudget / sizeof(float), one));
+}
+size_t a_block_floats(const FloatKernels& fk) { return size_t(fk.mc) * fk.kb; }
+
+size_t packed_work_size(const Tensor* dst, int nth) {
+    const FloatKernels& fk = float_kernels();
+    const PackedShape s = packed_shape(dst, fk);
+    return kCounterBytes + sizeof(float) * (size_t(nth) * a_block_floats(fk) + pack_budget_floats(s, fk));
+}
+
+// Columns [n0, n1) of dst batch `batch`, packed at float offset `off`.
+struct Piece { int64_t batch, n0, n1; size_t off; };
+
+void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const FloatKernels& fk) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Type w = a->type;
+    const PackedShape s = packed_shape(dst, fk);
+    const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
+    const int64_t ne12 = b->ne[2], r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
+    const int64_t ldc = dst->nb[1] / sizeof(float);
+    const FloatPackAFn pack_a = fk.pack_a[float_kind(w)];
+
+    float* wbase = (float*)((char*)p.wdata + kCounterBytes);
+    float* apack = wbase + size_t(p.ith) * a_block_floats(fk);
+    float* bpack = wbase + size_t(p.nth) * a_block_floats(fk);
+    const size_t budget = pack_budget_floats(s, fk);
+    const size_t pfl = panel_floats(s, fk);
+    const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / pfl) * NR);
+
+    std::vector<float> tmp, col(size_t(s.kq) * V);
+    auto panels_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + NR - 1) / NR; };
+
+    auto pack_b = [&](const std::vector<Piece>& pieces) {
+        int64_t total = 0;
+        for (auto& pc : pieces) total += panels_of(pc);
+        int64_t r0, r1;
+        split_range(total, p.ith, p.nth, r0, r1);
+        int64_t base = 0;
+        for (auto& pc : pieces) {
+            const int64_t np = panels_of(pc);
+            const int64_t i12 = pc.batch % ne12, i13 = pc.batch / ne12;
+            for (int64_t jp = std::max<int64_t>(0, r0 - base); jp < std::min(np, r1 - base); ++jp) {
+                float* out = bpack + pc.off + jp * pfl;
+                for (int j = 0; j < NR; ++j) {
+                    const int64_t n = pc.n0 + jp * NR + j;
+                    if (n < pc.n1) {
+                        convert_act(kr, w, b->type, b->row(n, i12, i13), s.K, col.data(), tmp);
+                        std::fill(col.begin() + s.K, col.end(), 0.0f);
+                    } else {
+                        std::fill(col.begin(), col.end(), 0.0f);
+                    }
+                    fk.pack_b(col.data(), j, s.kq, out);
+                }
+            }
+            base += np;
+        }
+    };
+
+    auto run_task = [&](const Piece& pc, int64_t m0, int64_t m1, int64_t c0, int64_t c1) {
+        const int64_t i12 = pc.batch % ne12, i13 = pc.batch / ne12;
+        const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        float* cbase = (float*)dst->data + (i12 * dst->nb[2] + i13 * dst->nb[3]) / sizeof(float);
+        const int64_t mp = (m1 - m0 + MR - 1) / MR;
+        for (int64_t k0 = 0; k0 < s.K; k0 += fk.kb) {
+            const int64_t kc = std::min(fk.kb, s.K - k0), nq = (kc + V - 1) / V;
+            // the weight block: panels of MR rows, zero past row m1 and past K
+            for (int64_t ip = 0; ip < mp; ++ip) {
+                const int64_t m = m0 + ip * MR;
+                pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
+            }
+            for (int64_t n = c0; n < c1; n += NR) {
+                const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * V;
+                const int nv = (int)std::min<int64_t>(NR, c1 - n);
+                for (int64_t ip = 0; ip < mp; ++ip) {
+                    const int64_t m = m0 + ip * MR;
+                    const int mv = (int)std::min<int64_t>(MR, m1 - m);
+                    fk.micro(nq, apack + ip * nq * MR * V, bp, cbase + n * ldc + m, ldc, mv, nv, k0 > 0);
+                }
+            }
+        }
+    };
+
+    auto run_chunk = [&](const std::vector<Piece>& pieces, bool last) {
+        reset_counter(p);
+        pack_b(pieces);
+        p.barrier();
+        const int64_t mblocks = (s.M + fk.mc - 1) / fk.mc;
+        std::vector<int64_t> first_task(pieces.size() + 1, 0);
+        for (size_t i = 0; i < pieces.size(); ++i)
+            first_task[i + 1] = first_task[i] + mblocks * ((pieces[i].n1 - pieces[i].n0 + fk.nc - 1) / fk.nc);
+        std::atomic<int64_t>* counter = work_counter(p);
+        for (int64_t t; (t = counter->fetch_add(1, std::memory_order_relaxed)) < first_task.back();) {
+            const size_t pi = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
+            const Piece& pc = pieces[pi];
+            const int64_t local = t - first_task[pi];
+            const int64_t mb = local % mblocks, nb = local / mblocks;
+            const int64_t c0 = pc.n0 + nb * fk.nc, c1 = std::min(pc.n1, c0 + fk.nc);
+            run_task(pc, mb * fk.mc, std::min(s.M, (mb + 1) * fk.mc), c0, c1);
+        }
+        if (!last) p.barrier();  // the next chunk reuses the packed b; after the last, the node ends
+    };
+
+    // Group (batch, column range) pieces into chunks whose packed b fits the budget.
+    std::vector<Piece> chunk;
+    size_t used = 0;
+    for (int64_t bt = 0; bt < s.nbatch; ++bt) {
+        for (int64_t n0 = 0; n0 < s.N; n0 += piece_cols) {
+            Piece pc{bt, n0, std::min(s.N, n0 + piece_cols), 0};
+            const size_t need = size_t(panels_of(pc)) * pfl;
+            if (used + need > budget && !chunk.empty()) {
+                run_chunk(chunk, false);
+                chunk.clear();
+                used = 0;
+            }
+            pc.off = used;
+            used += need;
+            chunk.push_back(pc);
+        }
+    }
+    if (!chunk.empty()) run_chunk(chunk, true);
+}
+
+}  // namespace
+
+void float_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
+    const Kernels& kr = kernels_for(simd::cpu_isa());
+    if (use_packed(dst)) packed_forward(p, dst, kr, float_kernels());
+    else direct_forward(p, dst, kr, float_kernels());
+}
+
+size_t float_mul_mat_work_size(const Tensor* dst, int n_threads) {
+    if (use_packed(dst)) return packed_work_size(dst, n_threads);
+    if (!needs_conversion(dst)) return kCounterBytes;
+    const size_t one = align64(conv_bytes(dst));
+    return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);
+}
+
+}  // namespace pyggml::cpu

@@ -1,0 +1,82 @@
+// MUL_MAT with f32 / f16 / bf16 weights: one accumulation order per output, whatever the batch.
+//
+// Speculative decoding verifies n+1 tokens in one batch and must reproduce one-token decoding
+// bit for bit, so a column's result may not depend on how many columns share the call. Every
+// output y[m, n] = sum_k a[m, k] * b[k, n] of one kernel set is therefore computed in the same
+// order on every path (direct tiles for few columns, the packed GEMM for many, MUL_MAT_ID's
+// dots), the canonical order of that set:
+//   - K is cut into blocks of `kb` values (the last one may be shorter);
+//   - in a block, one accumulator of `lanes` lanes takes multiply-adds (fused in the SIMD sets)
+//     of consecutive `lanes`-value chunks of a's row and b's column, the last chunk of the row
+//     zero-padded in both;
+//   - the block's value is the accumulator's horizontal sum by the set's fixed tree;
+//   - y = block 0, then y = y + block i, in order.
+// Only the instruction-level parallelism differs between paths: several rows and columns per
+// tile (never a split of one output's accumulator). b is first converted as ggml's CPU converts
+// it for these weights (rounded to f16 / bf16 for f16 / bf16 weights), once per column.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "cpu/kernels.h"
+#include "cpu/simd/isa.h"
+#include "pyggml/types.h"
+
+namespace pyggml::cpu::mm {
+
+// Weight kinds of the float kernels.
+enum FloatKind : int { kFloatF32 = 0, kFloatF16 = 1, kFloatBF16 = 2 };
+inline bool is_float_weight(Type t) { return t == Type::F32 || t == Type::F16 || t == Type::BF16; }
+inline int float_kind(Type t) { return t == Type::F32 ? kFloatF32 : t == Type::F16 ? kFloatF16 : kFloatBF16; }
+
+constexpr int kMaxDirectRows = 8, kMaxDirectCols = 4;
+
+// out[r * 4 + c] = y(weight row r at a + r * a_stride bytes, column c at b + c * b_stride
+// bytes) for r < rows (1..8), c < cols (1..4): b's columns already converted, as f32 values
+// (`direct`) or, for f16 weights, as the same values stored in f16 (`direct_f16b`: half the
+// bytes to stream, widened in registers).
+using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int rows, const void* b,
+                               size_t b_stride, int cols, float* out);
+// One packed tile: ap holds nq chunks of mr weight rows (ap[(q * mr + r) * lanes + l]), bp nq
+// chunks of nr columns (bp[(q * nr + j) * lanes + l]); writes the block values of the mv x nv
+// valid outputs to c[j * ldc + r], or adds them to c where `accumulate` (the blocks after the first).
+using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv,
+                              bool accumulate);
+// Packs one panel of mr weight rows for `ap`: values [k0, k0 + kc) of rows r < rows (a + r *
+// a_stride bytes) widened to f32, zero past kc (to a whole chunk) and for rows >= rows.
+using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
+// Stores column j (kq * lanes f32 values, zero-padded) into a panel of nr columns for `bp`.
+using FloatPackBFn = void (*)(const float* col, int j, int64_t kq, float* bp);
+
+struct FloatKernels {
+    int lanes;
+    int64_t kb;             // the canonical K block: a multiple of lanes
+    int mr, nr;             // packed tile
+    int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
+    FloatDirectFn direct[3];  // by FloatKind
+    FloatDirectFn direct_f16b;
+    FloatMicroFn micro;
+    FloatPackAFn pack_a[3];   // by FloatKind
+    FloatPackBFn pack_b;
+    int direct_cols;                      // columns per direct tile (at most kMaxDirectCols)
+    int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
+};
+
+const FloatKernels& float_kernels_scalar();
+const FloatKernels& float_kernels_avx2();
+const FloatKernels& float_kernels_avx512();
+inline const FloatKernels& float_kernels_for(simd::Isa isa) {
+    switch (isa) {
+        case simd::Isa::Avx512: return float_kernels_avx512();
+        case simd::Isa::Avx2: return float_kernels_avx2();
+        default: return float_kernels_scalar();
+    }
+}
+
+}  // namespace pyggml::cpu::mm
+
+namespace pyggml::cpu {
+// The whole float MUL_MAT node (mul_mat_float.cpp) and its scratch bytes.
+void float_mul_mat_forward(const ComputeParams& p, Tensor* dst);
+size_t float_mul_mat_work_size(const Tensor* dst, int n_threads);
+}  // namespace pyggml::cpu
