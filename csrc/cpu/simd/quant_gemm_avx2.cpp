@@ -1,23 +1,26 @@
 // AVX2 quantized GEMM tiles: one packed weight row times one packed group of 8 activation
 // columns, every output bit-identical to the dot kernels (mm_quant256.h, quant_dot_avx2.cpp).
 //
-// The dot kernels keep, per output, an 8-lane f32 accumulator whose lane l adds, block after
-// block, (integer dot of values 4l..4l+3 of the block) * scale, and end with a fixed horizontal
-// sum. Here vector acc[l] holds lane l of the 8 columns' accumulators: the 4 weight bytes of
-// lane l are broadcast and multiplied with the 8 columns' 4 activation bytes (packed side by
-// side), which gives each column the same exact integer; the f32 operations (products of the
-// scales, FMAs, final sum) are the dot kernels' one for one, in their order.
+// 32-value block types: the dot kernels keep, per output, an 8-lane f32 accumulator whose lane l
+// adds, block after block, (integer dot of values 4l..4l+3 of the block) * scale, and end with a
+// fixed horizontal sum. Here vector acc[l] holds lane l of the 8 columns' accumulators: the 4
+// weight bytes of lane l are broadcast and multiplied with the 8 columns' 4 activation bytes
+// (packed side by side), which gives each column the same exact integer; the f32 operations
+// (the scale products, FMAs, final sum) are the dot kernels' one for one, in their order, and
+// a block's 8 scales are one vector product.
+// K-quants: the dot kernel's own loop (dot_kquant: a decoded super-block shared by 4 columns)
+// on a row decoded once for all columns instead of once per 4 columns.
 //
 // Packed weight rows (per vec_dot block):
 //   signed (q8_0, q4_0, q5_0, iq4_nl, mxfp4, nvfp4): a[32] int8, |a|[32], scale of lanes 0..3
 //     and of lanes 4..7 (f32; equal but for nvfp4's 16-value sub-blocks)            72 bytes
 //   with a min (q4_1, q5_1): u[32] levels, d, m (f32)                                40 bytes
-//   K-quants: u[256] levels, per group of 16 the int16 scale twice (16 dwords), per lane the
-//     int16 pairs (scale 2l, scale 2l+1) and (min 2l, min 2l+1) (8 + 8 dwords), d, dmin  392 bytes
+//   K-quants: u[256] levels, the chunk scales as dot_kquant shuffles them (16 x int16, even
+//     groups then odd), scales and mins (16 x int16 each), d, dmin (f32), padding     384 bytes
 // Packed activation groups (per vec_dot block, 8 columns):
 //   q8_0: qs[lane][col][4], d[col] (f32)                                             288 bytes
 //   q8_1: qs[lane][col][4], d[col], s[col]                                           320 bytes
-//   q8_K: qs[chunk][lane][col][4], bsums pairs [lane][col][2] (int16), d[col]       2336 bytes
+//   q8_K: the 8 columns' q8_K rows one after the other (column c at c * row bytes)  2336 bytes
 #include <cstring>
 
 #include "cpu/mul_mat_kernels.h"
@@ -32,7 +35,7 @@ namespace pyggml::cpu::mm {
 
 namespace {
 
-constexpr int kSignedRow = 72, kMinRow = 40, kKRow = 392;
+constexpr int kSignedRow = 72, kMinRow = 40, kKRow = 384;
 constexpr int kQ8_0Group = 288, kQ8_1Group = 320, kQ8_KGroup = 2336;
 
 inline uint32_t u32(const uint8_t* p) {
@@ -84,19 +87,11 @@ void pack_act_legacy(const void* cols, size_t stride, int ncols, int64_t k, void
 }
 
 void pack_act_q8_K(const void* cols, size_t stride, int ncols, int64_t k, void* outv) {
-    uint8_t* out = (uint8_t*)outv;
-    for (int64_t ib = 0; ib < k / kQK_K; ++ib, out += kQ8_KGroup) {
-        const uint8_t* col[kQgCols];
-        float d[kQgCols];
-        for (int c = 0; c < kQgCols; ++c) {
-            const BlockQ8_K* y = c < ncols ? (const BlockQ8_K*)((const char*)cols + c * stride) + ib : nullptr;
-            col[c] = (const uint8_t*)y;
-            d[c] = y ? y->d : 0.0f;
-        }
-        for (int chunk = 0; chunk < 8; ++chunk)
-            interleave(col, ncols, offsetof(BlockQ8_K, qs) + 32 * chunk, 8, out + chunk * 256);
-        interleave(col, ncols, offsetof(BlockQ8_K, bsums), 8, out + 2048);  // int16 pairs
-        std::memcpy(out + 2304, d, 32);
+    const size_t row = size_t(k / kQK_K) * sizeof(BlockQ8_K);
+    for (int c = 0; c < kQgCols; ++c) {
+        uint8_t* out = (uint8_t*)outv + c * row;
+        if (c < ncols) std::memcpy(out, (const char*)cols + c * stride, row);
+        else std::memset(out, 0, row);
     }
 }
 
@@ -147,29 +142,22 @@ void pack_row_with_min(const void* row, int64_t k, void* outv, const float*) {
     }
 }
 
-inline uint32_t pair16(int lo, int hi) { return uint32_t(uint16_t(int16_t(lo))) | (uint32_t(uint16_t(int16_t(hi))) << 16); }
-
 template <class Unp>
 void pack_row_kquant(const void* row, int64_t k, void* outv, const float*) {
     const typename Unp::Block* x = (const typename Unp::Block*)row;
     uint8_t* out = (uint8_t*)outv;
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     KBlock w;
     for (int64_t ib = 0; ib < k / kQK_K; ++ib, out += kKRow) {
         Unp::run(x[ib], w);
         for (int c = 0; c < 8; ++c) _mm256_storeu_si256((__m256i*)(out + 32 * c), w.u[c]);
-        int8_t sc[16];
-        uint8_t mn[16];
-        _mm_storeu_si128((__m128i*)sc, w.scales);
-        _mm_storeu_si128((__m128i*)mn, w.mins);
-        uint32_t words[32];
-        for (int g = 0; g < 16; ++g) words[g] = pair16(sc[g], sc[g]);
-        for (int l = 0; l < 8; ++l) {
-            words[16 + l] = pair16(sc[2 * l], sc[2 * l + 1]);
-            words[24 + l] = pair16(mn[2 * l], mn[2 * l + 1]);
-        }
-        std::memcpy(out + 256, words, sizeof(words));
-        put_f32(out + 384, w.d);
-        put_f32(out + 388, w.dmin);
+        const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
+        _mm256_storeu_si256((__m256i*)(out + 256),
+                            _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo)));
+        _mm256_storeu_si256((__m256i*)(out + 288), _mm256_cvtepi8_epi16(w.scales));
+        _mm256_storeu_si256((__m256i*)(out + 320), _mm256_cvtepu8_epi16(w.mins));
+        put_f32(out + 352, w.d);
+        put_f32(out + 356, w.dmin);
     }
 }
 
@@ -229,38 +217,56 @@ void tile_with_min(int64_t k, const void* wv, const void* gv, float* out) {
     _mm256_storeu_ps(out, _mm256_add_ps(lane_sum(acc), mins));
 }
 
-// K-quants: lane l of chunk c covers values 32c+4l..32c+4l+3, in group 2c (l < 4) or 2c+1;
-// its level offset and min use q8_K's sums of groups 2l and 2l+1, as in dot_kquant.
-template <class Unp>
-void tile_kquant(int64_t k, const void* wv, const void* gv, float* out) {
-    const uint8_t* w = (const uint8_t*)wv;
-    const uint8_t* g = (const uint8_t*)gv;
-    __m256 acc[8];
-    for (int l = 0; l < 8; ++l) acc[l] = _mm256_setzero_ps();
+// K-quants: dot_kquant's operations, NC columns, on a packed row.
+template <class Unp, int NC>
+void kquant_columns(int64_t k, const uint8_t* w, const uint8_t* cols, size_t stride, float* out) {
+    __m256i pick[8];
+    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
+    __m256 acc[NC];
+    for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
         const uint8_t* wb = w + ib * kKRow;
-        const uint8_t* gb = g + ib * kQ8_KGroup;
-        const __m256 dy = _mm256_loadu_ps((const float*)(gb + 2304));
-        const __m256 s = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 384)), dy);
-        const __m256 smin = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 388)), dy);
-        for (int l = 0; l < 8; ++l) {
-            __m256i isum = _mm256_setzero_si256();
-            const uint8_t* sc = wb + 256 + 4 * (l >> 2);
+        const __m256i lanes = _mm256_loadu_si256((const __m256i*)(wb + 256));
+        const BlockQ8_K* y[NC];
+        __m256i isum[NC];
+        for (int j = 0; j < NC; ++j) {
+            y[j] = (const BlockQ8_K*)(cols + j * stride) + ib;
+            isum[j] = _mm256_setzero_si256();
+        }
 #pragma GCC unroll 8
-            for (int c = 0; c < 8; ++c) {
-                const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + (c * 8 + l) * 32));
-                const __m256i p = _mm256_maddubs_epi16(bcast32(wb + 32 * c + 4 * l), y);
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, bcast32(sc + 8 * c)));
+        for (int c = 0; c < 8; ++c) {
+            const __m256i sc = _mm256_shuffle_epi8(lanes, pick[c]);
+            const __m256i u = _mm256_loadu_si256((const __m256i*)(wb + 32 * c));
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) {
+                const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)));
+                isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
             }
-            const __m256i bsums = _mm256_loadu_si256((const __m256i*)(gb + 2048 + 32 * l));
-            if constexpr (Unp::kOffShift >= 0)
-                isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(bsums, bcast32(wb + 320 + 4 * l)), Unp::kOffShift));
-            acc[l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), s, acc[l]);
-            if constexpr (Unp::kMins)
-                acc[l] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, bcast32(wb + 352 + 4 * l))), smin, acc[l]);
+        }
+        const float d = f32(wb + 352), dmin = f32(wb + 356);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
+            if constexpr (Unp::kOffShift >= 0) {
+                const __m256i scales = _mm256_loadu_si256((const __m256i*)(wb + 288));
+                isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
+            }
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * y[j]->d), acc[j]);
+            if constexpr (Unp::kMins) {
+                const __m256i mins = _mm256_loadu_si256((const __m256i*)(wb + 320));
+                acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
+                                          _mm256_set1_ps(dmin * y[j]->d), acc[j]);
+            }
         }
     }
-    _mm256_storeu_ps(out, lane_sum(acc));
+    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
+}
+
+template <class Unp>
+void tile_kquant(int64_t k, const void* wv, const void* gv, float* out) {
+    const size_t stride = size_t(k / kQK_K) * sizeof(BlockQ8_K);
+    kquant_columns<Unp, 4>(k, (const uint8_t*)wv, (const uint8_t*)gv, stride, out);
+    kquant_columns<Unp, 4>(k, (const uint8_t*)wv, (const uint8_t*)gv + 4 * stride, stride, out + 4);
 }
 
 }  // namespace
