@@ -5,7 +5,9 @@
 //     them, 8 at a time, and packed into groups of 8 columns (all threads, then a barrier; a small
 //     b is packed by every thread for itself, without a barrier);
 //   - units (batch, chunk of rows, block of 64 columns): each weight row of the chunk is packed
-//     once (decoded) and dotted with the block's groups, which stay in L2.
+//     once (decoded) and dotted with the block's groups. Groups small enough for L1 (short
+//     rows) go outermost, each dotted with all the chunk's packed rows; larger ones stream from
+//     L2 past one packed row at a time.
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -17,6 +19,8 @@ namespace pyggml::cpu::mm {
 constexpr int64_t kQgMinColumns = 8;             // below: the dot path (4-column kernels)
 constexpr int64_t kQgColBlock = 64;              // columns per unit, a multiple of kQgCols
 constexpr int64_t kQgPrivateValues = 16 * 4096;  // b this small is packed by every thread
+constexpr size_t kQgL1Group = size_t(16) << 10;   // packed groups up to this size stay in L1
+constexpr size_t kQgRowsBudget = size_t(256) << 10;  // packed rows of a chunk, groups in L1
 
 inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
     const Tensor* a = dst->src[0];
@@ -26,7 +30,8 @@ inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
 struct QgShape {
     int64_t K, M, N, ne12, ne13, groups;  // groups of kQgCols columns per batch
     size_t group_bytes, row_bytes, col_bytes;
-    bool priv;
+    bool priv, groups_outer;
+    int64_t max_rows;  // rows per unit at most (all packed at once when groups_outer)
 };
 
 inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
@@ -45,12 +50,16 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
     s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
     s.col_bytes = act_col_bytes(a->type, s.K);
     s.priv = b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kQgPrivateValues;
+    s.groups_outer = s.group_bytes <= kQgL1Group;
+    s.max_rows = s.groups_outer ? std::clamp<int64_t>(int64_t(kQgRowsBudget / s.row_bytes), 1, 64) : 64;
     return s;
 }
 
-// Per thread: one packed row and 8 converted columns; then the packed groups (once, or once
-// per thread when private).
-inline size_t qg_thread_bytes(const QgShape& s) { return s.row_bytes + align64(kQgCols * s.col_bytes); }
+// Per thread: packed rows (one, or a chunk's when groups_outer) and 8 converted columns; then
+// the packed groups (once, or once per thread when private).
+inline size_t qg_thread_bytes(const QgShape& s) {
+    return (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes + align64(kQgCols * s.col_bytes);
+}
 inline size_t qg_groups_bytes(const QgShape& s) { return size_t(s.ne12 * s.ne13 * s.groups) * s.group_bytes; }
 
 inline size_t qgemm_work_size(const Kernels& kr, const Tensor* dst, int nth) {
@@ -66,8 +75,8 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
     const QgShape s = qg_shape(kr, dst);
     const int64_t r2 = s.ne12 / a->ne[2], r3 = s.ne13 / a->ne[3];
     char* mine = (char*)p.wdata + kCounterBytes + size_t(p.ith) * qg_thread_bytes(s);
-    char* packed_row = mine;
-    char* cols = mine + s.row_bytes;
+    char* packed_rows = mine;
+    char* cols = mine + (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes;
     char* groups = (char*)p.wdata + kCounterBytes + size_t(p.nth) * qg_thread_bytes(s) +
                    (s.priv ? size_t(p.ith) * qg_groups_bytes(s) : 0);
     const QgPackActFn pack_act = kr.qg_pack_act[(int)vec_dot_type(w)];
@@ -91,7 +100,7 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
     const int64_t col_blocks = (s.N + kQgColBlock - 1) / kQgColBlock;
     const int64_t nbatch = s.ne12 * s.ne13;
     const int64_t want_units = int64_t(p.nth) * 16;
-    const int64_t rows = std::clamp<int64_t>(s.M * nbatch * col_blocks / want_units, 1, 64);
+    const int64_t rows = std::clamp<int64_t>(s.M * nbatch * col_blocks / want_units, 1, s.max_rows);
     const int64_t chunks = (s.M + rows - 1) / rows, units = chunks * col_blocks * nbatch;
     float out[kQgCols];
     auto run_unit = [&](int64_t u) {
@@ -102,14 +111,21 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         const char* gbase = groups + bt * s.groups * s.group_bytes;
+        auto one = [&](int64_t m, const char* row, int64_t n) {
+            tile(s.K, row, gbase + (n / kQgCols) * s.group_bytes, out);
+            const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
+            char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+            for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
+        };
+        if (s.groups_outer) {
+            for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * a->nb[1], s.K, packed_rows + (m - m0) * s.row_bytes, aux);
+            for (int64_t n = n0; n < n1; n += kQgCols)
+                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * s.row_bytes, n);
+            return;
+        }
         for (int64_t m = m0; m < m1; ++m) {
-            pack_row(abase + m * a->nb[1], s.K, packed_row, aux);
-            for (int64_t n = n0; n < n1; n += kQgCols) {
-                tile(s.K, packed_row, gbase + (n / kQgCols) * s.group_bytes, out);
-                const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
-                char* d = dbase + m * sizeof(float) + n * dst->nb[1];
-                for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
-            }
+            pack_row(abase + m * a->nb[1], s.K, packed_rows, aux);
+            for (int64_t n = n0; n < n1; n += kQgCols) one(m, packed_rows, n);
         }
     };
     if (s.priv) {  // a fixed contiguous share of the units: no shared state
