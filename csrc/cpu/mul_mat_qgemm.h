@@ -7,7 +7,9 @@
 //   - units (batch, chunk of rows, block of 64 columns): each weight row of the chunk is packed
 //     once (decoded) and dotted with the block's groups. Groups small enough for L1 (short
 //     rows) go outermost, each dotted with all the chunk's packed rows; larger ones stream from
-//     L2 past one packed row at a time.
+//     L2 past one packed row at a time;
+//   - a last group of 1..3 columns is not padded to 8: those columns keep their converted
+//     blocks and take the dot kernel (the same bits, at a fraction of a padded tile's work).
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -21,6 +23,7 @@ constexpr int64_t kQgColBlock = 64;              // columns per unit, a multiple
 constexpr int64_t kQgPrivateValues = 16 * 4096;  // b this small is packed by every thread
 constexpr size_t kQgL1Group = size_t(16) << 10;   // packed groups up to this size stay in L1
 constexpr size_t kQgRowsBudget = size_t(256) << 10;  // packed rows of a chunk, groups in L1
+constexpr int kQgDotTail = 3;                     // a last group this narrow takes the dot kernel
 
 inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
     const Tensor* a = dst->src[0];
@@ -30,6 +33,7 @@ inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
 struct QgShape {
     int64_t K, M, N, ne12, ne13, groups;  // groups of kQgCols columns per batch
     size_t group_bytes, row_bytes, col_bytes;
+    int tail;  // columns of the last group left to the dot kernel (0: every group is packed)
     bool priv, groups_outer;
     int64_t max_rows;  // rows per unit at most (all packed at once when groups_outer)
 };
@@ -46,9 +50,10 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
     s.ne13 = b->ne[3];
     s.groups = (s.N + kQgCols - 1) / kQgCols;
     const int64_t nq = s.K / type_traits(vt).blck_size;
-    s.group_bytes = align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]);
-    s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
+    s.tail = kr.dot[(int)a->type] && s.N % kQgCols <= kQgDotTail ? int(s.N % kQgCols) : 0;
     s.col_bytes = act_col_bytes(a->type, s.K);
+    s.group_bytes = std::max(align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]), size_t(kQgDotTail) * s.col_bytes);
+    s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
     s.priv = b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kQgPrivateValues;
     s.groups_outer = s.group_bytes <= kQgL1Group;
     s.max_rows = s.groups_outer ? std::clamp<int64_t>(int64_t(kQgRowsBudget / s.row_bytes), 1, 64) : 64;
@@ -91,9 +96,11 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
             const int64_t bt = gi / s.groups, n0 = (gi % s.groups) * kQgCols;
             const int64_t i12 = bt % s.ne12, i13 = bt / s.ne12;
             const int nc = (int)std::min<int64_t>(kQgCols, s.N - n0);
+            char* slot = groups + gi * s.group_bytes;
+            const bool dot_tail = nc == s.tail;  // the tail's converted columns stay as they are
             for (int c = 0; c < nc; ++c)
-                convert_act(kr, w, b->type, b->row(n0 + c, i12, i13), s.K, cols + c * s.col_bytes, tmp);
-            pack_act(cols, s.col_bytes, nc, s.K, groups + gi * s.group_bytes);
+                convert_act(kr, w, b->type, b->row(n0 + c, i12, i13), s.K, (dot_tail ? slot : cols) + c * s.col_bytes, tmp);
+            if (!dot_tail) pack_act(cols, s.col_bytes, nc, s.K, slot);
         }
     }
 
@@ -112,8 +119,10 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         const char* gbase = groups + bt * s.groups * s.group_bytes;
         auto one = [&](int64_t m, const char* row, int64_t n) {
-            tile(s.K, row, gbase + (n / kQgCols) * s.group_bytes, out);
             const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
+            const char* slot = gbase + (n / kQgCols) * s.group_bytes;
+            if (nc == s.tail) kr.dot[(int)w](s.K, abase + m * a->nb[1], slot, s.col_bytes, nc, out, aux);
+            else tile(s.K, row, slot, out);
             char* d = dbase + m * sizeof(float) + n * dst->nb[1];
             for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
         };
