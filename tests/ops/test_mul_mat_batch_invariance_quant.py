@@ -2,8 +2,8 @@
 beside it: column j of mul_mat(W, X[:, :N]) equals mul_mat(W, X[:, j:j+1]) exactly, for every
 quantized weight type of the type table, N across the dot path (1..7 columns, 4-column
 kernels, two-row pairs) and the quantized GEMM (8-column groups, 64-column blocks, tails of
-1..3 columns left to the dot kernel, wider ones padded), odd
-row counts, K of several blocks, 1 and 2 threads, broadcast batches and non-contiguous b.
+1..3 columns left to the dot kernel, wider ones padded), odd row counts, K of several
+blocks, 1 and 2 threads, broadcast batches and non-contiguous b.
 Speculative decoding's losslessness rests on this (a verify batch must score each draft token
 as a single-token decode would). The results are also checked against the dequantized float64
 product, so a path that is consistent but wrong fails too."""
