@@ -40,9 +40,6 @@ using QgPackActFn = void (*)(const void* cols, size_t col_stride, int ncols, int
 using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float* aux);
 // out[c] = dot(packed row, column c of the packed group) for the 8 columns.
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
-// Two packed rows at once (out0, out1), sharing every activation load; the same bits as two tiles.
-using QgTile2Fn = void (*)(int64_t k, const void* row0, const void* row1, const void* group, float* out0,
-                           float* out1);
 
 struct Kernels {
     simd::Isa isa;
@@ -58,7 +55,6 @@ struct Kernels {
     // quantized GEMM by weight type (null: no GEMM, the dot path serves every width); bytes
     // per vec_dot block of a packed row / of a packed group (by vec_dot type)
     QgTileFn qg_tile[kTypeIdLimit];
-    QgTile2Fn qg_tile2[kTypeIdLimit];  // null: row by row
     QgPackRowFn qg_pack_row[kTypeIdLimit];
     QgPackActFn qg_pack_act[kTypeIdLimit];
     uint32_t qg_row_block_bytes[kTypeIdLimit];

@@ -7,7 +7,7 @@
 //   - units (batch, chunk of rows, block of 64 columns): each weight row of the chunk is packed
 //     once (decoded) and dotted with the block's groups. Groups small enough for L1 (short
 //     rows) go outermost, each dotted with all the chunk's packed rows; larger ones stream from
-//     L2 past one packed row (or pair, where the kernel set has two-row tiles) at a time;
+//     L2 past one packed row at a time;
 //   - a last group of 1..3 columns is not padded to 8: those columns keep their converted
 //     blocks and take the dot kernel (the same bits, at a fraction of a padded tile's work).
 #pragma once
@@ -63,7 +63,7 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
 // Per thread: packed rows (one, or a chunk's when groups_outer) and 8 converted columns; then
 // the packed groups (once, or once per thread when private).
 inline size_t qg_thread_bytes(const QgShape& s) {
-    return (s.groups_outer ? size_t(s.max_rows) : 2) * s.row_bytes + align64(kQgCols * s.col_bytes);
+    return (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes + align64(kQgCols * s.col_bytes);
 }
 inline size_t qg_groups_bytes(const QgShape& s) { return size_t(s.ne12 * s.ne13 * s.groups) * s.group_bytes; }
 
@@ -81,13 +81,12 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
     const int64_t r2 = s.ne12 / a->ne[2], r3 = s.ne13 / a->ne[3];
     char* mine = (char*)p.wdata + kCounterBytes + size_t(p.ith) * qg_thread_bytes(s);
     char* packed_rows = mine;
-    char* cols = mine + (s.groups_outer ? size_t(s.max_rows) : 2) * s.row_bytes;
+    char* cols = mine + (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes;
     char* groups = (char*)p.wdata + kCounterBytes + size_t(p.nth) * qg_thread_bytes(s) +
                    (s.priv ? size_t(p.ith) * qg_groups_bytes(s) : 0);
     const QgPackActFn pack_act = kr.qg_pack_act[(int)vec_dot_type(w)];
     const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
     const QgTileFn tile = kr.qg_tile[(int)w];
-    const QgTile2Fn tile2 = kr.qg_tile2[(int)w];
 
     {  // group (n / 8, i12, i13) -> groups + ((i13 * ne12 + i12) * groups + n / 8) * group_bytes
         std::vector<float> tmp;
@@ -119,37 +118,23 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         const char* gbase = groups + bt * s.groups * s.group_bytes;
-        // rows m (and m + 1 when `row1`) times the 8 columns from n
-        auto run = [&](int64_t m, const char* row0, const char* row1, int64_t n) {
+        auto one = [&](int64_t m, const char* row, int64_t n) {
             const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
             const char* slot = gbase + (n / kQgCols) * s.group_bytes;
-            float out1[kQgCols];
-            for (int r = 0; r < (row1 ? 2 : 1) && nc == s.tail; ++r)
-                kr.dot[(int)w](s.K, abase + (m + r) * a->nb[1], slot, s.col_bytes, nc, r ? out1 : out, aux);
-            if (nc != s.tail) {
-                if (row1) tile2(s.K, row0, row1, slot, out, out1);
-                else tile(s.K, row0, slot, out);
-            }
-            for (int r = 0; r < (row1 ? 2 : 1); ++r) {
-                char* d = dbase + (m + r) * sizeof(float) + n * dst->nb[1];
-                for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = (r ? out1 : out)[c];
-            }
+            if (nc == s.tail) kr.dot[(int)w](s.K, abase + m * a->nb[1], slot, s.col_bytes, nc, out, aux);
+            else tile(s.K, row, slot, out);
+            char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+            for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
         };
-        const int step = tile2 ? 2 : 1;
         if (s.groups_outer) {
             for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * a->nb[1], s.K, packed_rows + (m - m0) * s.row_bytes, aux);
             for (int64_t n = n0; n < n1; n += kQgCols)
-                for (int64_t m = m0; m < m1; m += step) {
-                    const char* row0 = packed_rows + (m - m0) * s.row_bytes;
-                    run(m, row0, step == 2 && m + 1 < m1 ? row0 + s.row_bytes : nullptr, n);
-                }
+                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * s.row_bytes, n);
             return;
         }
-        for (int64_t m = m0; m < m1; m += step) {
-            const bool pair = step == 2 && m + 1 < m1;
+        for (int64_t m = m0; m < m1; ++m) {
             pack_row(abase + m * a->nb[1], s.K, packed_rows, aux);
-            if (pair) pack_row(abase + (m + 1) * a->nb[1], s.K, packed_rows + s.row_bytes, aux);
-            for (int64_t n = n0; n < n1; n += kQgCols) run(m, packed_rows, pair ? packed_rows + s.row_bytes : nullptr, n);
+            for (int64_t n = n0; n < n1; n += kQgCols) one(m, packed_rows, n);
         }
     };
     if (s.priv) {  // a fixed contiguous share of the units: no shared state

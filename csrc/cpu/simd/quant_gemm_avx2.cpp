@@ -8,8 +8,6 @@
 // (packed side by side), which gives each column the same exact integer; the f32 operations
 // (the scale products, FMAs, final sum) are the dot kernels' one for one, in their order, and
 // a block's 8 scales are one vector product.
-// Two-row tiles (32-value types but nvfp4) run lanes 0..3 of both rows, then lanes 4..7, so each
-// activation load serves both rows (8 accumulators live at a time).
 // K-quants: the dot kernel's own loop (dot_kquant: a decoded super-block shared by 4 columns)
 // on a row decoded once for all columns instead of once per 4 columns.
 //
@@ -219,86 +217,6 @@ void tile_with_min(int64_t k, const void* wv, const void* gv, float* out) {
     _mm256_storeu_ps(out, _mm256_add_ps(lane_sum(acc), mins));
 }
 
-// Two rows: lanes 0..3 of both, then lanes 4..7 (8 accumulators live at a time), so each half of
-// every activation block is loaded once for both rows; each lane's chain is tile_signed<1>'s.
-void tile2_signed(int64_t k, const void* w0v, const void* w1v, const void* gv, float* out0, float* out1) {
-    const uint8_t* w0 = (const uint8_t*)w0v;
-    const uint8_t* w1 = (const uint8_t*)w1v;
-    const uint8_t* g = (const uint8_t*)gv;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc0[8], acc1[8];
-    for (int h = 0; h < 2; ++h) {
-        __m256 r0[4], r1[4];
-        for (int j = 0; j < 4; ++j) r0[j] = r1[j] = _mm256_setzero_ps();
-        for (int64_t ib = 0; ib < k / 32; ++ib) {
-            const uint8_t* wb0 = w0 + ib * kSignedRow;
-            const uint8_t* wb1 = w1 + ib * kSignedRow;
-            const uint8_t* gb = g + ib * kQ8_0Group;
-            const __m256 dy = _mm256_loadu_ps((const float*)(gb + 256));
-            const __m256 s0 = _mm256_mul_ps(_mm256_set1_ps(f32(wb0 + 64 + 4 * h)), dy);
-            const __m256 s1 = _mm256_mul_ps(_mm256_set1_ps(f32(wb1 + 64 + 4 * h)), dy);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) {
-                const int l = 4 * h + j;
-                const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + 32 * l));
-                const __m256i a0 = bcast32(wb0 + 4 * l), a1 = bcast32(wb1 + 4 * l);
-                const __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(bcast32(wb0 + 32 + 4 * l), _mm256_sign_epi8(y, a0)), ones);
-                const __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(bcast32(wb1 + 32 + 4 * l), _mm256_sign_epi8(y, a1)), ones);
-                r0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), s0, r0[j]);
-                r1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), s1, r1[j]);
-            }
-        }
-        for (int j = 0; j < 4; ++j) {
-            acc0[4 * h + j] = r0[j];
-            acc1[4 * h + j] = r1[j];
-        }
-    }
-    _mm256_storeu_ps(out0, lane_sum(acc0));
-    _mm256_storeu_ps(out1, lane_sum(acc1));
-}
-
-void tile2_with_min(int64_t k, const void* w0v, const void* w1v, const void* gv, float* out0, float* out1) {
-    const uint8_t* w0 = (const uint8_t*)w0v;
-    const uint8_t* w1 = (const uint8_t*)w1v;
-    const uint8_t* g = (const uint8_t*)gv;
-    const __m256i ones = _mm256_set1_epi16(1);
-    const int64_t nb = k / 32;
-    __m256 acc0[8], acc1[8];
-    for (int h = 0; h < 2; ++h) {
-        __m256 r0[4], r1[4];
-        for (int j = 0; j < 4; ++j) r0[j] = r1[j] = _mm256_setzero_ps();
-        for (int64_t ib = 0; ib < nb; ++ib) {
-            const uint8_t* wb0 = w0 + ib * kMinRow;
-            const uint8_t* wb1 = w1 + ib * kMinRow;
-            const uint8_t* gb = g + ib * kQ8_1Group;
-            const __m256 dy = _mm256_loadu_ps((const float*)(gb + 256));
-            const __m256 s0 = _mm256_mul_ps(_mm256_set1_ps(f32(wb0 + 32)), dy);
-            const __m256 s1 = _mm256_mul_ps(_mm256_set1_ps(f32(wb1 + 32)), dy);
-#pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) {
-                const int l = 4 * h + j;
-                const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + 32 * l));
-                const __m256i d0 = _mm256_madd_epi16(_mm256_maddubs_epi16(bcast32(wb0 + 4 * l), y), ones);
-                const __m256i d1 = _mm256_madd_epi16(_mm256_maddubs_epi16(bcast32(wb1 + 4 * l), y), ones);
-                r0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d0), s0, r0[j]);
-                r1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d1), s1, r1[j]);
-            }
-        }
-        for (int j = 0; j < 4; ++j) {
-            acc0[4 * h + j] = r0[j];
-            acc1[4 * h + j] = r1[j];
-        }
-    }
-    __m256 m0 = _mm256_setzero_ps(), m1 = _mm256_setzero_ps();
-    for (int64_t ib = 0; ib < nb; ++ib) {
-        const __m256 sy = _mm256_loadu_ps((const float*)(g + ib * kQ8_1Group + 288));
-        m0 = _mm256_fmadd_ps(_mm256_set1_ps(f32(w0 + ib * kMinRow + 36)), sy, m0);
-        m1 = _mm256_fmadd_ps(_mm256_set1_ps(f32(w1 + ib * kMinRow + 36)), sy, m1);
-    }
-    _mm256_storeu_ps(out0, _mm256_add_ps(lane_sum(acc0), m0));
-    _mm256_storeu_ps(out1, _mm256_add_ps(lane_sum(acc1), m1));
-}
-
 // K-quants: dot_kquant's operations, NC columns, on a packed row.
 template <class Unp, int NC>
 void kquant_columns(int64_t k, const uint8_t* w, const uint8_t* cols, size_t stride, float* out) {
@@ -361,7 +279,6 @@ namespace pyggml::cpu::mm {
 namespace {
 void set_signed(Kernels& k, Type t, QgPackRowFn pack) {
     k.qg_tile[(int)t] = t == Type::NVFP4 ? tile_signed<2> : tile_signed<1>;
-    k.qg_tile2[(int)t] = t == Type::NVFP4 ? nullptr : tile2_signed;
     k.qg_pack_row[(int)t] = pack;
     k.qg_row_block_bytes[(int)t] = kSignedRow;
 }
@@ -387,7 +304,6 @@ void add_quant_gemm_avx2(Kernels& k) {
     set_signed(k, Type::NVFP4, pack_row_nvfp4);
     for (Type t : {Type::Q4_1, Type::Q5_1}) {
         k.qg_tile[(int)t] = tile_with_min;
-        k.qg_tile2[(int)t] = tile2_with_min;
         k.qg_row_block_bytes[(int)t] = kMinRow;
     }
     k.qg_pack_row[(int)Type::Q4_1] = pack_row_with_min<DecQ4_1>;
