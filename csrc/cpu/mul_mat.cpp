@@ -8,7 +8,8 @@
 //     thread, rows split evenly, no barrier); each row, or pair of rows where the kernel set
 //     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
 //     run time);
-//   - GEMM path (many columns): packed blocked GEMM, mul_mat_gemm.h.
+//   - GEMM path (many columns): mul_mat_qgemm.h for block weights (bit-identical to their
+//     dot path).
 // Float weights (f32 / f16 / bf16) have their own driver, mul_mat_float.cpp: one summation
 // order per output whatever the column count.
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_gemm.h"
+#include "cpu/mul_mat_qgemm.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -30,21 +32,13 @@ namespace {
 // Columns per unit of the dot path (a multiple of the kernels' 4 columns).
 constexpr int64_t kDotColBlock = 64;
 
-// Weights whose dot kernels add in ggml's order: ggml multiplies them with its vec_dot at
-// every batch size, so the dot path keeps pyggml's results bit-identical to ggml's there
-// (the f32 GEMM rounds differently, and q4_1 / q5_1 would lose q8_1's f16-rounded block sums).
-bool ggml_exact_dot(Type t) {
-    return t == Type::Q4_0 || t == Type::Q4_1 || t == Type::Q5_0 || t == Type::Q5_1 || t == Type::Q8_0;
-}
-
-// The int8 dot path (activations quantized once, each weight row dotted with 4 columns at a
-// time) beats dequantizing into the f32 GEMM up to a few dozen columns for the other 32-value
-// block types, and at every width for the K-quants, whose dots reuse one decoded super-block for
-// every column (bench/compare_ggml.py, measured with one thread).
+// Block weights never take the f32 GEMM: it rounds differently from the dot kernels, so a
+// column's result would depend on the batch width (speculative verification needs it not to),
+// and the legacy types' dots add in ggml's order (bit-identical to ggml). Their many-column
+// path is the quantized GEMM (use_qgemm), which repeats the dot kernels' arithmetic.
 int64_t gemm_min_columns(Type w) {
-    if (ggml_exact_dot(w)) return std::numeric_limits<int64_t>::max();
-    if (!is_quantized(w)) return 8;
-    return type_traits(w).blck_size == kQK_K ? std::numeric_limits<int64_t>::max() : 32;
+    if (is_quantized(w)) return std::numeric_limits<int64_t>::max();
+    return 8;
 }
 
 bool use_gemm(const Tensor* dst) {
@@ -158,17 +152,23 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     const Kernels& kr = kernels_for(simd::cpu_isa());
     float scale[256];
     if (dst->src[0]->type == Type::NVFP4) nvfp4_scale_table(scale);  // every thread, before any barrier
-    if (use_gemm(dst)) gemm_forward(p, dst, kr);
+    if (use_qgemm(kr, dst)) qgemm_forward(p, dst, kr, scale);
+    else if (use_gemm(dst)) gemm_forward(p, dst, kr);
     else dot_forward(p, dst, kr, scale);
 }
 
-// The dot path with no shared conversion has no barrier (see dot_forward).
+// The dot path with no shared conversion has no barrier (see dot_forward); the quantized GEMM
+// is counted as having one.
 bool mul_mat_barrier_free(const Tensor* dst) {
+    if (is_float_weight(dst->src[0]->type)) return float_mul_mat_barrier_free(dst);
+    if (use_qgemm(kernels_for(simd::cpu_isa()), dst)) return false;
     return !use_gemm(dst) && (private_conversion(dst) || !dot_needs_conversion(dst));
 }
 
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
+    const Kernels& kr = kernels_for(simd::cpu_isa());
+    if (use_qgemm(kr, dst)) return qgemm_work_size(kr, dst, n_threads);
     if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
     const size_t one = align64(dot_conv_bytes(dst));

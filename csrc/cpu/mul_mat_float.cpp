@@ -277,6 +277,11 @@ void float_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     else direct_forward(p, dst, kr, float_kernels());
 }
 
+// The direct path with no shared conversion has no barrier (see direct_forward).
+bool float_mul_mat_barrier_free(const Tensor* dst) {
+    return !use_packed(dst) && (private_conversion(dst) || !needs_conversion(dst));
+}
+
 size_t float_mul_mat_work_size(const Tensor* dst, int n_threads) {
     if (use_packed(dst)) return packed_work_size(dst, n_threads);
     if (!needs_conversion(dst)) return kCounterBytes;

@@ -79,4 +79,5 @@ namespace pyggml::cpu {
 // The whole float MUL_MAT node (mul_mat_float.cpp) and its scratch bytes.
 void float_mul_mat_forward(const ComputeParams& p, Tensor* dst);
 size_t float_mul_mat_work_size(const Tensor* dst, int n_threads);
+bool float_mul_mat_barrier_free(const Tensor* dst);
 }  // namespace pyggml::cpu

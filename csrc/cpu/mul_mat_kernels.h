@@ -28,6 +28,19 @@ using Dot2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const voi
 using MicroFn = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate);
 using CvtFn = void (*)(const void* src, float* dst, int64_t n);
 
+// Quantized GEMM (simd/quant_gemm_*.cpp): 8 activation columns are packed together, each
+// 4-value group of a block interleaved across the 8 columns, so that one output vector lane
+// per column holds what lane l of the dot kernel's accumulator holds: every output then sees
+// the dot kernel's exact operations in its order (results bit-identical to the dot path).
+// A weight row is packed once (decoded levels, widened scales) and dotted with every group.
+constexpr int kQgCols = 8;
+// ncols (1..8) columns of vec_dot blocks, col_stride bytes apart -> one packed group (missing
+// columns are zero).
+using QgPackActFn = void (*)(const void* cols, size_t col_stride, int ncols, int64_t k, void* out);
+using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float* aux);
+// out[c] = dot(packed row, column c of the packed group) for the 8 columns.
+using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
+
 struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
@@ -39,6 +52,13 @@ struct Kernels {
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n);  // = quantize_row_q8_0_cpu
+    // quantized GEMM by weight type (null: no GEMM, the dot path serves every width); bytes
+    // per vec_dot block of a packed row / of a packed group (by vec_dot type)
+    QgTileFn qg_tile[kTypeIdLimit];
+    QgPackRowFn qg_pack_row[kTypeIdLimit];
+    QgPackActFn qg_pack_act[kTypeIdLimit];
+    uint32_t qg_row_block_bytes[kTypeIdLimit];
+    uint32_t qg_act_block_bytes[kTypeIdLimit];
 };
 
 constexpr int kMaxMR = 32, kMaxNR = 12;  // the largest tile of any kernel set
@@ -59,6 +79,7 @@ void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
 void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
 void add_quant_dot2_avx2(Kernels& k);     // simd/quant_dot2_avx2.cpp: k.dot2 rows
+void add_quant_gemm_avx2(Kernels& k);     // simd/quant_gemm_avx2.cpp: k.qg_* rows
 
 // E2M1 codes doubled (bit 3 = sign); the nvfp4 scale table holds halved UE4M3 scales.
 constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;

@@ -16,6 +16,10 @@ inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+// a * b + c rounded once: the block-minimum sums of q4_1 / q5_1 (what ggml's compiled dot does).
+inline float fma1(float a, float b, float c) {
+    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
 // 8 x i32, each the sum of 4 products of unsigned u and signed s bytes.
 inline __m256i udot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
 // Byte j is 0xFF where bit j of x is set.

@@ -68,8 +68,8 @@ void dot2_with_min(int64_t k, const void* av, size_t as, const void* bv, size_t 
             const float dy = f16(y.d), sy = f16(y.s);
             acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, q)), _mm256_set1_ps(d0 * dy), acc0[j]);
             acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, q)), _mm256_set1_ps(d1 * dy), acc1[j]);
-            min0[j] += m0 * sy;
-            min1[j] += m1 * sy;
+            min0[j] = fma1(m0, sy, min0[j]);
+            min1[j] = fma1(m1, sy, min1[j]);
         }
     }
     for (int j = 0; j < NC; ++j) {

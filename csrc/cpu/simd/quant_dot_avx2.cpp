@@ -67,7 +67,7 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
             const BlockQ8_1& y = ((const BlockQ8_1*)(b + j * bs))[ib];
             const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
             acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u, q)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
-            mins[j] += mx * f16(y.s);
+            mins[j] = fma1(mx, f16(y.s), mins[j]);
         }
     };
     const int64_t nb = k / 32;
@@ -185,6 +185,7 @@ template <class D, int NC> struct KQuant { static void run(int64_t k, const void
 // Outside the target region: filling the table must run on any CPU.
 namespace pyggml::cpu::mm {
 void add_quant_dots_avx2(Kernels& k) {
+    add_quant_gemm_avx2(k);  // the GEMM tiles of the same types, bit-identical to these dots
     k.quantize[(int)Type::Q8_1] = quantize_q8_1_avx2;
     k.dot[(int)Type::Q4_1] = dispatch<WithMin, DecQ4_1>;
     k.dot[(int)Type::Q5_1] = dispatch<WithMin, DecQ5_1>;

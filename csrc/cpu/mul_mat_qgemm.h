@@ -1,0 +1,152 @@
+// Quantized GEMM for MUL_MAT with many activation columns (prompt processing, verify batches).
+// Every output is bit-identical to the dot path's (the tiles repeat the dot kernels' arithmetic,
+// mul_mat_kernels.h), so a column's result does not depend on how many columns there are.
+//   - b's columns are converted to the weights' vec_dot blocks exactly as the dot path converts
+//     them, 8 at a time, and packed into groups of 8 columns (all threads, then a barrier; a small
+//     b is packed by every thread for itself, without a barrier);
+//   - units (batch, chunk of rows, block of 64 columns): each weight row of the chunk is packed
+//     once (decoded) and dotted with the block's groups. Groups small enough for L1 (short
+//     rows) go outermost, each dotted with all the chunk's packed rows; larger ones stream from
+//     L2 past one packed row at a time;
+//   - a last group of 1..3 columns is not padded to 8: those columns keep their converted
+//     blocks and take the dot kernel (the same bits, at a fraction of a padded tile's work).
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "cpu/mul_mat_common.h"
+
+namespace pyggml::cpu::mm {
+
+constexpr int64_t kQgMinColumns = 8;             // below: the dot path (4-column kernels)
+constexpr int64_t kQgColBlock = 64;              // columns per unit, a multiple of kQgCols
+constexpr int64_t kQgPrivateValues = 16 * 4096;  // b this small is packed by every thread
+constexpr size_t kQgL1Group = size_t(16) << 10;   // packed groups up to this size stay in L1
+constexpr size_t kQgRowsBudget = size_t(256) << 10;  // packed rows of a chunk, groups in L1
+constexpr int kQgDotTail = 3;                     // a last group this narrow takes the dot kernel
+
+inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    return is_quantized(a->type) && kr.qg_tile[(int)a->type] && a->ne[0] > 0 && dst->ne[1] >= kQgMinColumns;
+}
+
+struct QgShape {
+    int64_t K, M, N, ne12, ne13, groups;  // groups of kQgCols columns per batch
+    size_t group_bytes, row_bytes, col_bytes;
+    int tail;  // columns of the last group left to the dot kernel (0: every group is packed)
+    bool priv, groups_outer;
+    int64_t max_rows;  // rows per unit at most (all packed at once when groups_outer)
+};
+
+inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Type vt = vec_dot_type(a->type);
+    QgShape s;
+    s.K = a->ne[0];
+    s.M = a->ne[1];
+    s.N = dst->ne[1];
+    s.ne12 = b->ne[2];
+    s.ne13 = b->ne[3];
+    s.groups = (s.N + kQgCols - 1) / kQgCols;
+    const int64_t nq = s.K / type_traits(vt).blck_size;
+    s.tail = kr.dot[(int)a->type] && s.N % kQgCols <= kQgDotTail ? int(s.N % kQgCols) : 0;
+    s.col_bytes = act_col_bytes(a->type, s.K);
+    s.group_bytes = std::max(align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]), size_t(kQgDotTail) * s.col_bytes);
+    s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
+    s.priv = b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kQgPrivateValues;
+    s.groups_outer = s.group_bytes <= kQgL1Group;
+    s.max_rows = s.groups_outer ? std::clamp<int64_t>(int64_t(kQgRowsBudget / s.row_bytes), 1, 64) : 64;
+    return s;
+}
+
+// Per thread: packed rows (one, or a chunk's when groups_outer) and 8 converted columns; then
+// the packed groups (once, or once per thread when private).
+inline size_t qg_thread_bytes(const QgShape& s) {
+    return (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes + align64(kQgCols * s.col_bytes);
+}
+inline size_t qg_groups_bytes(const QgShape& s) { return size_t(s.ne12 * s.ne13 * s.groups) * s.group_bytes; }
+
+inline size_t qgemm_work_size(const Kernels& kr, const Tensor* dst, int nth) {
+    const QgShape s = qg_shape(kr, dst);
+    nth = std::max(1, nth);
+    return kCounterBytes + size_t(nth) * qg_thread_bytes(s) + (s.priv ? size_t(nth) : 1) * qg_groups_bytes(s);
+}
+
+inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* aux) {
+    const Tensor* a = dst->src[0];
+    const Tensor* b = dst->src[1];
+    const Type w = a->type;
+    const QgShape s = qg_shape(kr, dst);
+    const int64_t r2 = s.ne12 / a->ne[2], r3 = s.ne13 / a->ne[3];
+    char* mine = (char*)p.wdata + kCounterBytes + size_t(p.ith) * qg_thread_bytes(s);
+    char* packed_rows = mine;
+    char* cols = mine + (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes;
+    char* groups = (char*)p.wdata + kCounterBytes + size_t(p.nth) * qg_thread_bytes(s) +
+                   (s.priv ? size_t(p.ith) * qg_groups_bytes(s) : 0);
+    const QgPackActFn pack_act = kr.qg_pack_act[(int)vec_dot_type(w)];
+    const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
+    const QgTileFn tile = kr.qg_tile[(int)w];
+
+    {  // group (n / 8, i12, i13) -> groups + ((i13 * ne12 + i12) * groups + n / 8) * group_bytes
+        std::vector<float> tmp;
+        int64_t g0 = 0, g1 = s.groups * s.ne12 * s.ne13;
+        if (!s.priv) split_range(g1, p.ith, p.nth, g0, g1);
+        for (int64_t gi = g0; gi < g1; ++gi) {
+            const int64_t bt = gi / s.groups, n0 = (gi % s.groups) * kQgCols;
+            const int64_t i12 = bt % s.ne12, i13 = bt / s.ne12;
+            const int nc = (int)std::min<int64_t>(kQgCols, s.N - n0);
+            char* slot = groups + gi * s.group_bytes;
+            const bool dot_tail = nc == s.tail;  // the tail's converted columns stay as they are
+            for (int c = 0; c < nc; ++c)
+                convert_act(kr, w, b->type, b->row(n0 + c, i12, i13), s.K, (dot_tail ? slot : cols) + c * s.col_bytes, tmp);
+            if (!dot_tail) pack_act(cols, s.col_bytes, nc, s.K, slot);
+        }
+    }
+
+    const int64_t col_blocks = (s.N + kQgColBlock - 1) / kQgColBlock;
+    const int64_t nbatch = s.ne12 * s.ne13;
+    const int64_t want_units = int64_t(p.nth) * 16;
+    const int64_t rows = std::clamp<int64_t>(s.M * nbatch * col_blocks / want_units, 1, s.max_rows);
+    const int64_t chunks = (s.M + rows - 1) / rows, units = chunks * col_blocks * nbatch;
+    float out[kQgCols];
+    auto run_unit = [&](int64_t u) {
+        const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
+        const int64_t i12 = bt % s.ne12, i13 = bt / s.ne12;
+        const int64_t m0 = (u % chunks) * rows, m1 = std::min(s.M, m0 + rows);
+        const int64_t n0 = cb * kQgColBlock, n1 = std::min(s.N, n0 + kQgColBlock);
+        const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+        const char* gbase = groups + bt * s.groups * s.group_bytes;
+        auto one = [&](int64_t m, const char* row, int64_t n) {
+            const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
+            const char* slot = gbase + (n / kQgCols) * s.group_bytes;
+            if (nc == s.tail) kr.dot[(int)w](s.K, abase + m * a->nb[1], slot, s.col_bytes, nc, out, aux);
+            else tile(s.K, row, slot, out);
+            char* d = dbase + m * sizeof(float) + n * dst->nb[1];
+            for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
+        };
+        if (s.groups_outer) {
+            for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * a->nb[1], s.K, packed_rows + (m - m0) * s.row_bytes, aux);
+            for (int64_t n = n0; n < n1; n += kQgCols)
+                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * s.row_bytes, n);
+            return;
+        }
+        for (int64_t m = m0; m < m1; ++m) {
+            pack_row(abase + m * a->nb[1], s.K, packed_rows, aux);
+            for (int64_t n = n0; n < n1; n += kQgCols) one(m, packed_rows, n);
+        }
+    };
+    if (s.priv) {  // a fixed contiguous share of the units: no shared state
+        int64_t u0, u1;
+        split_range(units, p.ith, p.nth, u0, u1);
+        for (int64_t u = u0; u < u1; ++u) run_unit(u);
+        return;
+    }
+    reset_counter(p);
+    p.barrier();
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+}
+
+}  // namespace pyggml::cpu::mm
