@@ -133,16 +133,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
             }
         }
     };
-    if (priv || !convert) {  // a fixed contiguous share of the units: no shared state
-        int64_t u0, u1;
-        split_range(units, p.ith, p.nth, u0, u1);
-        for (int64_t u = u0; u < u1; ++u) run_unit(u);
-        return;
-    }
-    reset_counter(p);
-    p.barrier();
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+    run_mul_mat_units(p, units, priv || !convert, run_unit);
 }
 
 }  // namespace

@@ -26,6 +26,24 @@ inline void reset_counter(const ComputeParams& p) {
     if (p.ith == 0) new (p.wdata) std::atomic<int64_t>(0);
 }
 
+// Runs units 0..units-1 over the threads. `fixed`: each thread takes a contiguous share, with
+// no shared state and no barrier (for when there is no shared conversion to wait for);
+// otherwise the threads meet once (the shared conversion is then done) and claim units from
+// the work counter, so a late thread finds its share taken.
+template <class RunUnit>
+void run_mul_mat_units(const ComputeParams& p, int64_t units, bool fixed, RunUnit&& run_unit) {
+    if (fixed) {
+        int64_t u0, u1;
+        split_range(units, p.ith, p.nth, u0, u1);
+        for (int64_t u = u0; u < u1; ++u) run_unit(u);
+        return;
+    }
+    reset_counter(p);
+    p.barrier();
+    std::atomic<int64_t>* counter = work_counter(p);
+    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+}
+
 inline void round_bf16_row(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }

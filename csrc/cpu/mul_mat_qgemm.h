@@ -137,16 +137,7 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
             for (int64_t n = n0; n < n1; n += kQgCols) one(m, packed_rows, n);
         }
     };
-    if (s.priv) {  // a fixed contiguous share of the units: no shared state
-        int64_t u0, u1;
-        split_range(units, p.ith, p.nth, u0, u1);
-        for (int64_t u = u0; u < u1; ++u) run_unit(u);
-        return;
-    }
-    reset_counter(p);
-    p.barrier();
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+    run_mul_mat_units(p, units, s.priv, run_unit);
 }
 
 }  // namespace pyggml::cpu::mm
