@@ -19,7 +19,6 @@
 #include "cpu/kernels.h"
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
-#include "cpu/mul_mat_gemm.h"
 #include "cpu/mul_mat_qgemm.h"
 #include "pyggml/error.h"
 
@@ -31,22 +30,6 @@ namespace {
 
 // Columns per unit of the dot path (a multiple of the kernels' 4 columns).
 constexpr int64_t kDotColBlock = 64;
-
-// Block weights never take the f32 GEMM: it rounds differently from the dot kernels, so a
-// column's result would depend on the batch width (speculative verification needs it not to),
-// and the legacy types' dots add in ggml's order (bit-identical to ggml). Their many-column
-// path is the quantized GEMM (use_qgemm), which repeats the dot kernels' arithmetic.
-int64_t gemm_min_columns(Type w) {
-    if (is_quantized(w)) return std::numeric_limits<int64_t>::max();
-    return 8;
-}
-
-bool use_gemm(const Tensor* dst) {
-    const Tensor* a = dst->src[0];
-    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
-    if (K == 0 || M < 8) return false;
-    return N >= gemm_min_columns(a->type);
-}
 
 // Activations need converting unless the weights are f32 and b is f32 already.
 bool dot_needs_conversion(const Tensor* dst) {
@@ -144,7 +127,6 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     float scale[256];
     if (dst->src[0]->type == Type::NVFP4) nvfp4_scale_table(scale);  // every thread, before any barrier
     if (use_qgemm(kr, dst)) qgemm_forward(p, dst, kr, scale);
-    else if (use_gemm(dst)) gemm_forward(p, dst, kr);
     else dot_forward(p, dst, kr, scale);
 }
 
@@ -153,14 +135,13 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 bool mul_mat_barrier_free(const Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_barrier_free(dst);
     if (use_qgemm(kernels_for(simd::cpu_isa()), dst)) return false;
-    return !use_gemm(dst) && (private_conversion(dst) || !dot_needs_conversion(dst));
+    return private_conversion(dst) || !dot_needs_conversion(dst);
 }
 
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     if (use_qgemm(kr, dst)) return qgemm_work_size(kr, dst, n_threads);
-    if (use_gemm(dst)) return gemm_work_size(dst, n_threads);
     if (!dot_needs_conversion(dst)) return kCounterBytes;
     const size_t one = align64(dot_conv_bytes(dst));
     return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);

@@ -4,10 +4,6 @@
 // Dot kernels take one weight row and nc (1..4) activation columns already converted to the
 // weight's vec_dot_type (types.h): f32 for f32 weights, f32 values rounded to f16 / bf16 for
 // f16 / bf16 weights, q8_0 / q8_1 / q8_K blocks for the block types. Accumulation is f32.
-//
-// The GEMM micro-kernel multiplies packed panels: Ap holds kc steps of MR weight rows
-// (Ap[k*MR + i]), Bp kc steps of NR activation columns (Bp[k*NR + j]); it writes (or adds to)
-// the MR x NR tile C[j*ldc + i] (i along the output row, which is contiguous).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +21,6 @@ using DotFn = void (*)(int64_t k, const void* a_row, const void* b, size_t b_str
 // Decoding both rows per block shares each activation block load and scale between them.
 using Dot2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* b, size_t b_stride, int nc,
                         float* out, const float* aux);
-using MicroFn = void (*)(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate);
 using CvtFn = void (*)(const void* src, float* dst, int64_t n);
 
 // Quantized GEMM (simd/quant_gemm_*.cpp): 8 activation columns are packed together, each
@@ -46,9 +41,6 @@ struct Kernels {
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
     Dot2Fn dot2[kTypeIdLimit];            // two-row dots where a set has them; null: dot per row
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
-    ToFloatFn dequant[kTypeIdLimit];      // weight rows to f32 for the GEMM path (= the table's to_float)
-    int mr, nr;        // micro-kernel tile
-    MicroFn micro;
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed
     void (*quantize_q8_0)(const float* x, BlockQ8_0* y, int64_t n);  // = quantize_row_q8_0_cpu
@@ -77,7 +69,6 @@ inline const Kernels& kernels_for(simd::Isa isa) {
 // The block-type dots of each set (simd/quant_dot_*.cpp) fill their rows of k.dot / k.quantize.
 void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
-void add_quant_dequant_avx2(Kernels& k);  // simd/quant_dequant_avx2.cpp: k.dequant rows
 void add_quant_dot2_avx2(Kernels& k);     // simd/quant_dot2_avx2.cpp: k.dot2 rows
 void add_quant_gemm_avx2(Kernels& k);     // simd/quant_gemm_avx2.cpp: k.qg_* rows
 

@@ -223,32 +223,6 @@ void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, i
     direct<W>(k, a, as, 2, b, bs, nc, o);  // out[r * 4 + c] is Dot2Fn's layout
 }
 
-// 16 x 6 tile: 12 accumulators.
-constexpr int MR = 16, NR = 6;
-void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate) {
-    __m256 acc[NR][2];
-#pragma GCC unroll 6
-    for (int j = 0; j < NR; ++j) acc[j][0] = acc[j][1] = _mm256_setzero_ps();
-    for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR) {
-        const __m256 a0 = _mm256_loadu_ps(ap), a1 = _mm256_loadu_ps(ap + 8);
-#pragma GCC unroll 6
-        for (int j = 0; j < NR; ++j) {
-            const __m256 bj = _mm256_broadcast_ss(bp + j);
-            acc[j][0] = _mm256_fmadd_ps(a0, bj, acc[j][0]);
-            acc[j][1] = _mm256_fmadd_ps(a1, bj, acc[j][1]);
-        }
-    }
-#pragma GCC unroll 6
-    for (int j = 0; j < NR; ++j) {
-        float* cj = c + j * ldc;
-        if (accumulate) {
-            acc[j][0] = _mm256_add_ps(acc[j][0], _mm256_loadu_ps(cj));
-            acc[j][1] = _mm256_add_ps(acc[j][1], _mm256_loadu_ps(cj + 8));
-        }
-        _mm256_storeu_ps(cj, acc[j][0]);
-        _mm256_storeu_ps(cj + 8, acc[j][1]);
-    }
-}
 
 void f16_to_f32(const void* src, float* dst, int64_t n) {
     const uint16_t* h = (const uint16_t*)src;
@@ -291,14 +265,10 @@ const Kernels& kernels_avx2() {
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_fn;
-        s.mr = MR;
-        s.nr = NR;
-        s.micro = micro;
         s.f16_to_f32 = f16_to_f32;
         s.round_f16 = round_f16;
         s.quantize_q8_0 = mm_quantize_q8_0;
         add_quant_dots_avx2(s);
-        add_quant_dequant_avx2(s);
         add_quant_dot2_avx2(s);
         return s;
     }();

@@ -194,33 +194,6 @@ void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, i
     direct<W>(k, a, as, 2, b, bs, nc, o);
 }
 
-// 32 x 12 tile: 24 zmm accumulators, 2 zmm of A, broadcasts of B from memory.
-constexpr int MR = 32, NR = 12;
-void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate) {
-    __m512 acc[NR][2];
-#pragma GCC unroll 12
-    for (int j = 0; j < NR; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
-    for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR) {
-        const __m512 a0 = _mm512_loadu_ps(ap), a1 = _mm512_loadu_ps(ap + 16);
-        _mm_prefetch((const char*)(ap + 8 * MR), _MM_HINT_T0);
-#pragma GCC unroll 12
-        for (int j = 0; j < NR; ++j) {
-            const __m512 bj = _mm512_set1_ps(bp[j]);
-            acc[j][0] = _mm512_fmadd_ps(a0, bj, acc[j][0]);
-            acc[j][1] = _mm512_fmadd_ps(a1, bj, acc[j][1]);
-        }
-    }
-#pragma GCC unroll 12
-    for (int j = 0; j < NR; ++j) {
-        float* cj = c + j * ldc;
-        if (accumulate) {
-            acc[j][0] = _mm512_add_ps(acc[j][0], _mm512_loadu_ps(cj));
-            acc[j][1] = _mm512_add_ps(acc[j][1], _mm512_loadu_ps(cj + 16));
-        }
-        _mm512_storeu_ps(cj, acc[j][0]);
-        _mm512_storeu_ps(cj + 16, acc[j][1]);
-    }
-}
 
 void f16_to_f32(const void* src, float* dst, int64_t n) {
     const uint16_t* h = (const uint16_t*)src;
@@ -265,9 +238,6 @@ const Kernels& kernels_avx512() {
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
         s.dot2[(int)Type::Q8_0] = s.dot2[(int)Type::Q4_0] = nullptr;  // this set's own dots, row by row
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_fn;
-        s.mr = MR;
-        s.nr = NR;
-        s.micro = micro;
         s.f16_to_f32 = f16_to_f32;
         s.round_f16 = round_f16;
         s.quantize_q8_0 = mm_quantize_q8_0;

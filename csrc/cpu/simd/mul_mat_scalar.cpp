@@ -148,15 +148,6 @@ void dot_nvfp4(int64_t k, const void* a, const void* b, size_t bs, int nc, float
     }
 }
 
-constexpr int MR = 8, NR = 4;
-void micro(int64_t kc, const float* ap, const float* bp, float* c, int64_t ldc, bool accumulate) {
-    float acc[NR][MR] = {};
-    for (int64_t k = 0; k < kc; ++k, ap += MR, bp += NR)
-        for (int j = 0; j < NR; ++j)
-            for (int i = 0; i < MR; ++i) acc[j][i] += ap[i] * bp[j];
-    for (int j = 0; j < NR; ++j)
-        for (int i = 0; i < MR; ++i) c[j * ldc + i] = accumulate ? c[j * ldc + i] + acc[j][i] : acc[j][i];
-}
 
 void f16_to_f32(const void* src, float* dst, int64_t n) {
     const uint16_t* h = (const uint16_t*)src;
@@ -182,10 +173,6 @@ const Kernels& kernels_scalar() {
         s.dot[(int)Type::Q4_0] = dot_q4_0;
         s.dot[(int)Type::NVFP4] = dot_nvfp4;
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_cpu;
-        for (int t = 0; t < kTypeIdLimit; ++t) s.dequant[t] = type_traits((Type)t).to_float;
-        s.mr = MR;
-        s.nr = NR;
-        s.micro = micro;
         s.f16_to_f32 = f16_to_f32;
         s.round_f16 = round_f16;
         s.quantize_q8_0 = quantize_row_q8_0_cpu;

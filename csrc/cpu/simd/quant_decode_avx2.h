@@ -1,5 +1,5 @@
 // AVX2 decoders of the newer block types, shared by the dot kernels (quant_dot_avx2.cpp) and
-// the GEMM path's row dequantizers (quant_dequant_avx2.cpp). Include inside a
+// the quantized GEMM (quant_gemm_avx2.cpp). Include inside a
 // `#pragma GCC target("avx2,fma,f16c")` region, in namespace pyggml::cpu::mm.
 //   - legacy 32-value blocks: Dec*::values gives signed int8 values and d (q8_0, q4_0, q5_0,
 //     iq4_nl, mxfp4); Dec*::levels gives unsigned levels (q4_1, q5_1: value = d * l + m);
