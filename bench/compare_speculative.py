@@ -303,8 +303,7 @@ def main() -> int:
     ap.add_argument("--gen", type=int, default=96)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--flash-attn", action="store_true",
-                    help="flash attention for the SmolLM2 runs (its CPU kernel splits long KV "
-                         "ranges by query count, so streams can differ in late tokens)")
+                    help="flash attention for the SmolLM2 runs")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time per token: wall time of the generation (default) or the process's "
                          "CPU time less the prompt's (steadier on a loaded machine; parts a-c)")
