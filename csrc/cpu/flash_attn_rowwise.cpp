@@ -343,8 +343,12 @@ private:
     // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), for the n steps.
     void accumulate(float* acc, int64_t Dv, int n) const {
         int64_t d = 0;
+        // Each 8-lane register is a chain of dependent round trips through F16; several
+        // registers per pass keep those chains in flight together (same bits per lane).
         for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, d, n);
-        for (; d + 8 <= Dv; d += 8) acc_block<1>(acc, d, n);
+        if (d + 32 <= Dv) { acc_block<4>(acc, d, n); d += 32; }
+        if (d + 16 <= Dv) { acc_block<2>(acc, d, n); d += 16; }
+        if (d + 8 <= Dv) { acc_block<1>(acc, d, n); d += 8; }
         for (; d < Dv; ++d) {
             float y = acc[d];
             for (int a = 0; a < n; ++a) {
