@@ -284,6 +284,9 @@ private:
             S_[i] = 0.0f;
         }
         std::fill(acc_, acc_ + nq * Dv, 0.0f);
+        // K and V rows by plain stride arithmetic (F16 has no blocks to look up per column)
+        const char* k_base = k_->row(0, x.hk, x.s);
+        const char* v_base = v_->row(0, x.hv, x.s);
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
             int na = 0;  // columns of the block some vector sees
@@ -296,7 +299,7 @@ private:
                     any |= mv != kNegInf;
                 }
                 if (!any) continue;
-                widen((const uint16_t*)k_->ptr(0, ic, x.hk, x.s), kf_, D);
+                widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_, D);
                 for (int64_t i = 0; i < nq; ++i) {
                     float& sc = score_[i * kBlock + na];
                     if (mv_[i] == kNegInf) {
@@ -309,7 +312,7 @@ private:
                     s += mv_[i];
                     sc = s;
                 }
-                vrow_[na++] = (const uint16_t*)v_->ptr(0, ic, x.hv, x.s);
+                vrow_[na++] = (const uint16_t*)(v_base + ic * v_->nb[1]);
             }
             bool all_full = true;  // every vector weighs every column of the block
             for (int64_t i = 0; i < nq; ++i) {
