@@ -284,6 +284,9 @@ private:
             S_[i] = 0.0f;
         }
         std::fill(acc_, acc_ + nq * Dv, 0.0f);
+        // K and V rows by plain stride arithmetic (F16 has no blocks to look up per column)
+        const char* k_base = k_->row(0, x.hk, x.s);
+        const char* v_base = v_->row(0, x.hv, x.s);
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
             int na = 0;  // columns of the block some vector sees
@@ -296,7 +299,7 @@ private:
                     any |= mv != kNegInf;
                 }
                 if (!any) continue;
-                widen((const uint16_t*)k_->ptr(0, ic, x.hk, x.s), kf_, D);
+                widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_, D);
                 for (int64_t i = 0; i < nq; ++i) {
                     float& sc = score_[i * kBlock + na];
                     if (mv_[i] == kNegInf) {
@@ -309,12 +312,14 @@ private:
                     s += mv_[i];
                     sc = s;
                 }
-                vrow_[na++] = (const uint16_t*)v_->ptr(0, ic, x.hv, x.s);
+                vrow_[na++] = (const uint16_t*)(v_base + ic * v_->nb[1]);
             }
+            bool all_full = true;  // every vector weighs every column of the block
             for (int64_t i = 0; i < nq; ++i) {
                 // ggml's recurrence: a new maximum rescales the accumulator (then weight 1),
                 // otherwise the weight is exp(s - M); entries at -inf are skipped.
                 int n = 0;
+                const int64_t o = i * kBlock;
                 for (int a = 0; a < na; ++a) {
                     const float s = score_[i * kBlock + a];
                     if (s == kNegInf) continue;
@@ -329,43 +334,89 @@ private:
                         vs = expf(s - M_[i]);
                     }
                     S_[i] = S_[i] * ms + vs;
-                    step_v_[n] = vrow_[a];
-                    step_vs_[n] = vs;
-                    step_ms_[n] = ms;
-                    step_rs_[n] = rescale;
+                    step_v_[o + n] = vrow_[a];
+                    step_vs_[o + n] = vs;
+                    step_ms_[o + n] = ms;
+                    step_rs_[o + n] = rescale;
                     ++n;
                 }
-                if (n) accumulate(acc_ + i * Dv, Dv, n);
+                step_n_[i] = n;
+                all_full &= n == na;
             }
+            int64_t i = 0;
+            // Two vectors over the same V rows at once: twice the chains in flight for
+            // narrow heads, and each V row widened once for both.
+            if (all_full && na > 0 && Dv == 32)
+                for (; i + 2 <= nq; i += 2) acc_pair<4>(acc_ + i * Dv, i, na);
+            for (; i < nq; ++i)
+                if (step_n_[i]) accumulate(acc_ + i * Dv, i, Dv, step_n_[i]);
+        }
+    }
+
+    // acc_block for vectors i and i + 1 (accumulators acc and acc + Dv) that share V rows.
+    template <int NR>
+    void acc_pair(float* acc, int64_t i, int n) const {
+        const int64_t o0 = i * kBlock, o1 = o0 + kBlock, Dv = plan_.Dv;
+        __m256 y0[NR], y1[NR];
+        for (int r = 0; r < NR; ++r) {
+            y0[r] = _mm256_loadu_ps(acc + 8 * r);
+            y1[r] = _mm256_loadu_ps(acc + Dv + 8 * r);
+        }
+        for (int a = 0; a < n; ++a) {
+            if (step_rs_[o0 + a]) {
+                const __m256 ms = _mm256_set1_ps(step_ms_[o0 + a]);
+                for (int r = 0; r < NR; ++r) y0[r] = round_f16(_mm256_mul_ps(y0[r], ms));
+            }
+            if (step_rs_[o1 + a]) {
+                const __m256 ms = _mm256_set1_ps(step_ms_[o1 + a]);
+                for (int r = 0; r < NR; ++r) y1[r] = round_f16(_mm256_mul_ps(y1[r], ms));
+            }
+            const __m256 vs0 = _mm256_set1_ps(step_vs_[o0 + a]);
+            const __m256 vs1 = _mm256_set1_ps(step_vs_[o1 + a]);
+            const uint16_t* vr = step_v_[o0 + a];
+            for (int r = 0; r < NR; ++r) {
+                const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
+                y0[r] = round_f16(_mm256_fmadd_ps(xv, vs0, y0[r]));
+                y1[r] = round_f16(_mm256_fmadd_ps(xv, vs1, y1[r]));
+            }
+        }
+        for (int r = 0; r < NR; ++r) {
+            _mm256_storeu_ps(acc + 8 * r, y0[r]);
+            _mm256_storeu_ps(acc + Dv + 8 * r, y1[r]);
         }
     }
 
     // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), for the n steps.
-    void accumulate(float* acc, int64_t Dv, int n) const {
+    void accumulate(float* acc, int64_t i, int64_t Dv, int n) const {
+        const int64_t o = i * kBlock;
         int64_t d = 0;
-        for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, d, n);
-        for (; d + 8 <= Dv; d += 8) acc_block<1>(acc, d, n);
+        // Each 8-lane register is a chain of dependent round trips through F16; several
+        // registers per pass keep those chains in flight together (same bits per lane).
+        for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, o, d, n);
+        if (d + 32 <= Dv) { acc_block<4>(acc, o, d, n); d += 32; }
+        if (d + 16 <= Dv) { acc_block<2>(acc, o, d, n); d += 16; }
+        if (d + 8 <= Dv) { acc_block<1>(acc, o, d, n); d += 8; }
         for (; d < Dv; ++d) {
             float y = acc[d];
             for (int a = 0; a < n; ++a) {
-                if (step_rs_[a]) y = round_f16(y * step_ms_[a]);
-                y = round_f16(std::fma(_cvtsh_ss(step_v_[a][d]), step_vs_[a], y));
+                if (step_rs_[o + a]) y = round_f16(y * step_ms_[o + a]);
+                y = round_f16(std::fma(_cvtsh_ss(step_v_[o + a][d]), step_vs_[o + a], y));
             }
             acc[d] = y;
         }
     }
 
     template <int NR>
-    void acc_block(float* acc, int64_t d, int n) const {
+    void acc_block(float* acc, int64_t o, int64_t d, int n) const {
         __m256 y[NR];
         for (int r = 0; r < NR; ++r) y[r] = _mm256_loadu_ps(acc + d + 8 * r);
         for (int a = 0; a < n; ++a) {
-            if (step_rs_[a]) {
-                const __m256 ms = _mm256_set1_ps(step_ms_[a]);
+            if (step_rs_[o + a]) {
+                const __m256 ms = _mm256_set1_ps(step_ms_[o + a]);
                 for (int r = 0; r < NR; ++r) y[r] = round_f16(_mm256_mul_ps(y[r], ms));
             }
-            const __m256 vs = _mm256_set1_ps(step_vs_[a]);
-            const uint16_t* vr = step_v_[a] + d;
+            const __m256 vs = _mm256_set1_ps(step_vs_[o + a]);
+            const uint16_t* vr = step_v_[o + a] + d;
             for (int r = 0; r < NR; ++r) {
                 const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
                 y[r] = round_f16(_mm256_fmadd_ps(xv, vs, y[r]));
@@ -402,12 +453,13 @@ private:
     float* partials_;
     float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *mv_, *kf_;
     const uint16_t* mrow_[kMaxVectors];
-    // one block of columns: scores per vector, V rows, and one vector's update steps
+    // one block of columns: scores per vector, V rows, and every vector's update steps
     float score_[kMaxVectors * kBlock];
     const uint16_t* vrow_[kBlock];
-    const uint16_t* step_v_[kBlock];
-    float step_vs_[kBlock], step_ms_[kBlock];
-    bool step_rs_[kBlock];
+    const uint16_t* step_v_[kMaxVectors * kBlock];
+    float step_vs_[kMaxVectors * kBlock], step_ms_[kMaxVectors * kBlock];
+    bool step_rs_[kMaxVectors * kBlock];
+    int step_n_[kMaxVectors];
 };
 
 }  // namespace
