@@ -45,16 +45,6 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     return r + (r & 1);
 }
 
-// Few activation values: every thread converts all of b into its own slice of wdata and takes a
-// fixed share of the rows, so the node runs without a barrier (a thread that sleeps in a barrier
-// on a loaded machine can cost more than a whole GEMV).
-constexpr int64_t kPrivateConvertValues = 16 * 4096;
-
-bool private_conversion(const Tensor* dst) {
-    const Tensor* b = dst->src[1];
-    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
-}
-
 size_t dot_conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
     return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
@@ -71,14 +61,11 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const size_t colb = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(dst)) : 0);
 
-    if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
+    if (convert) {
         std::vector<float> tmp;
-        int64_t c0 = 0, c1 = N * ne12 * ne13;
-        if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
-        for (int64_t c = c0; c < c1; ++c) {
-            const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
-            convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
-        }
+        convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
+            convert_act(kr, w, b->type, src, K, out, tmp);
+        });
     }
     // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
     // while the chunk's weight rows stream past them once.

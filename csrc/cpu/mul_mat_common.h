@@ -26,6 +26,29 @@ inline void reset_counter(const ComputeParams& p) {
     if (p.ith == 0) new (p.wdata) std::atomic<int64_t>(0);
 }
 
+// Few activation values: every thread converts (or packs) all of b into its own slice of wdata
+// and takes a fixed share of the work, so the node runs without a barrier (a thread that sleeps
+// in a barrier on a loaded machine can cost more than a whole GEMV).
+constexpr int64_t kPrivateConvertValues = 16 * 4096;
+inline bool private_conversion(const Tensor* dst) {
+    const Tensor* b = dst->src[1];
+    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
+}
+
+// Converts b's columns (n, i12, i13) into conv + ((i13*ne12 + i12)*N + n) * colb with
+// convert_one(src_row, dst): all of them when `priv`, else this thread's share.
+template <class ConvertOne>
+void convert_columns(const ComputeParams& p, const Tensor* b, bool priv, char* conv, size_t colb,
+                     ConvertOne&& convert_one) {
+    const int64_t N = b->ne[1], ne12 = b->ne[2];
+    int64_t c0 = 0, c1 = N * ne12 * b->ne[3];
+    if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
+    for (int64_t c = c0; c < c1; ++c) {
+        const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
+        convert_one(b->row(n, i12, i13), conv + c * colb);
+    }
+}
+
 // Runs units 0..units-1 over the threads. `fixed`: each thread takes a contiguous share, with
 // no shared state and no barrier (for when there is no shared conversion to wait for);
 // otherwise the threads meet once (the shared conversion is then done) and claim units from

@@ -26,9 +26,6 @@ namespace {
 // from 64 (f32 rows at power-of-two strides conflict in L2 unless packed).
 int64_t packed_min_columns(Type w) { return w == Type::F16 ? 1024 : 64; }
 constexpr int64_t kDirectColBlock = 64;
-// Few activation values: every thread converts all of b itself and takes a fixed share of the
-// units, so the node runs without a barrier.
-constexpr int64_t kPrivateConvertValues = 16 * 4096;
 constexpr size_t kPackBudget = size_t(32) << 20;
 
 const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa()); }
@@ -49,11 +46,6 @@ bool needs_conversion(const Tensor* dst) {
     return !((w == Type::F32 && bt == Type::F32) || (w == Type::F16 && bt == Type::F16));
 }
 size_t column_bytes(const Tensor* dst, int64_t K) { return align64(size_t(K) * type_size(column_type(dst))); }
-
-bool private_conversion(const Tensor* dst) {
-    const Tensor* b = dst->src[1];
-    return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
-}
 
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
@@ -83,15 +75,12 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const size_t colb = column_bytes(dst, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(conv_bytes(dst)) : 0);
 
-    if (convert) {  // column (n, i12, i13) -> conv + ((i13*ne12 + i12)*N + n) * colb
+    if (convert) {
         std::vector<float> tmp;
-        int64_t c0 = 0, c1 = N * ne12 * ne13;
-        if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
-        for (int64_t c = c0; c < c1; ++c) {
-            const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
-            if (f16b) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, b->row(n, i12, i13), K, tmp), (uint16_t*)(conv + c * colb), K);
-            else convert_act(kr, w, b->type, b->row(n, i12, i13), K, conv + c * colb, tmp);
-        }
+        convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
+            if (f16b) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, src, K, tmp), (uint16_t*)out, K);
+            else convert_act(kr, w, b->type, src, K, out, tmp);
+        });
     }
     const int64_t col_blocks = (N + kDirectColBlock - 1) / kDirectColBlock;
     const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth, N > fk.direct_cols, a->nb[1]);

@@ -20,7 +20,6 @@ namespace pyggml::cpu::mm {
 
 constexpr int64_t kQgMinColumns = 8;             // below: the dot path (4-column kernels)
 constexpr int64_t kQgColBlock = 64;              // columns per unit, a multiple of kQgCols
-constexpr int64_t kQgPrivateValues = 16 * 4096;  // b this small is packed by every thread
 constexpr size_t kQgL1Group = size_t(16) << 10;   // packed groups up to this size stay in L1
 constexpr size_t kQgRowsBudget = size_t(256) << 10;  // packed rows of a chunk, groups in L1
 constexpr int kQgDotTail = 3;                     // a last group this narrow takes the dot kernel
@@ -54,7 +53,7 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
     s.col_bytes = act_col_bytes(a->type, s.K);
     s.group_bytes = std::max(align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]), size_t(kQgDotTail) * s.col_bytes);
     s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
-    s.priv = b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kQgPrivateValues;
+    s.priv = private_conversion(dst);
     s.groups_outer = s.group_bytes <= kQgL1Group;
     s.max_rows = s.groups_outer ? std::clamp<int64_t>(int64_t(kQgRowsBudget / s.row_bytes), 1, 64) : 64;
     return s;

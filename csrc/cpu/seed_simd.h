@@ -20,21 +20,6 @@ constexpr int64_t kLiBlock = 64;
 
 // ---- plain loops (reference) ----
 
-// SSM state update fused with the output dot:
-//      st[i] = src[i]*dA + B[i]*xdt;  return sum_i st[i]*C[i]
-// src is st itself after the first token; on the first token it is the pool slot, which saves
-// a separate copy pass over the state (src may equal st, so neither is restrict).
-inline float ssm_update_dot_scalar(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
-                                   int64_t n) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-        const float v = src[i] * dA + B[i] * xdt;
-        st[i] = v;
-        s += v * C[i];
-    }
-    return s;
-}
-
 // o[i] = sum_h xs[h][i] * w[h]
 __attribute__((always_inline)) inline void hc_pre_body(float* __restrict o, const char* x0, size_t xnb1,
                                                           const float* w, int64_t hc, int64_t n) {
@@ -126,13 +111,6 @@ inline void hc_comb4_scalar(float* P, float eps, int n_iter) {
 
 // The contract every level implements.
 struct SeedOps {
-    // ssm_update_dot_scalar above.
-    float (*ssm_update_dot)(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
-                            int64_t n);
-    // Four consecutive state rows (stride n, in st and src) sharing B and C, bit-identical to four
-    // ssm_update_dot calls; null where a level has none (callers loop over ssm_update_dot).
-    void (*ssm_update_dot4)(float* st, const float* src, const float* B, const float* C, float dA, const float* xdt,
-                            int64_t n, float* y);
     // hc_pre_body above (packed rows).
     void (*hc_pre)(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n);
     // hc_post_body above (packed rows).

@@ -20,67 +20,6 @@ float hsum256(__m256 v) {
     return _mm_cvtss_f32(lo);
 }
 
-float ssm_update_dot_avx2(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
-                          int64_t n) {
-    const __m256 va = _mm256_set1_ps(dA), vx = _mm256_set1_ps(xdt);
-    __m256 s0 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(_mm256_loadu_ps(B + i), vx));
-        _mm256_storeu_ps(st + i, v);
-        s0 = _mm256_fmadd_ps(v, _mm256_loadu_ps(C + i), s0);
-    }
-    float s = hsum256(s0);
-    for (; i < n; ++i) {
-        const float v = src[i] * dA + B[i] * xdt;
-        st[i] = v;
-        s += v * C[i];
-    }
-    return s;
-}
-
-// Four state rows (consecutive, stride n) sharing B and C. One accumulator per row with the
-// lane assignment and scalar tail of ssm_update_dot_avx2, so results are bit-identical to four
-// calls; the four independent add chains hide the FMA latency that bounds a single row.
-void ssm_update_dot4_avx2(float* st, const float* src, const float* B, const float* C, float dA, const float* xdt,
-                          int64_t n, float* y) {
-    const __m256 va = _mm256_set1_ps(dA);
-    const __m256 x0 = _mm256_set1_ps(xdt[0]), x1 = _mm256_set1_ps(xdt[1]), x2 = _mm256_set1_ps(xdt[2]),
-                 x3 = _mm256_set1_ps(xdt[3]);
-    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    float* r0 = st;
-    float* r1 = st + n;
-    float* r2 = st + 2 * n;
-    float* r3 = st + 3 * n;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 b = _mm256_loadu_ps(B + i), c = _mm256_loadu_ps(C + i);
-        const __m256 v0 = _mm256_fmadd_ps(_mm256_loadu_ps(src + i), va, _mm256_mul_ps(b, x0));
-        const __m256 v1 = _mm256_fmadd_ps(_mm256_loadu_ps(src + n + i), va, _mm256_mul_ps(b, x1));
-        const __m256 v2 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 2 * n + i), va, _mm256_mul_ps(b, x2));
-        const __m256 v3 = _mm256_fmadd_ps(_mm256_loadu_ps(src + 3 * n + i), va, _mm256_mul_ps(b, x3));
-        _mm256_storeu_ps(r0 + i, v0);
-        _mm256_storeu_ps(r1 + i, v1);
-        _mm256_storeu_ps(r2 + i, v2);
-        _mm256_storeu_ps(r3 + i, v3);
-        s0 = _mm256_fmadd_ps(v0, c, s0);
-        s1 = _mm256_fmadd_ps(v1, c, s1);
-        s2 = _mm256_fmadd_ps(v2, c, s2);
-        s3 = _mm256_fmadd_ps(v3, c, s3);
-    }
-    float sum[4] = {hsum256(s0), hsum256(s1), hsum256(s2), hsum256(s3)};
-    for (int r = 0; r < 4; ++r) {
-        float* row = st + r * n;
-        const float* in = src + r * n;
-        for (int64_t k = i; k < n; ++k) {
-            const float v = in[k] * dA + B[k] * xdt[r];
-            row[k] = v;
-            sum[r] += v * C[k];
-        }
-        y[r] = sum[r];
-    }
-}
-
 void hc_pre(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
     hc_pre_body(o, x0, xnb1, w, hc, n);
 }
@@ -200,7 +139,7 @@ void hc_pre_gated(float* o, const char* x0, size_t xnb1, const char* g0, size_t 
 }  // namespace
 
 const SeedOps& seed_avx2() {
-    static const SeedOps k{ssm_update_dot_avx2, ssm_update_dot4_avx2, hc_pre, hc_post, li_block, dot, hc_comb4, hc_pre_gated};
+    static const SeedOps k{hc_pre, hc_post, li_block, dot, hc_comb4, hc_pre_gated};
     return k;
 }
 

@@ -14,56 +14,6 @@
 namespace pyggml::cpu::seed {
 
 namespace {
-float ssm_update_dot_avx512(float* st, const float* src, const float* B, const float* C, float dA, float xdt,
-                            int64_t n) {
-    const __m512 va = _mm512_set1_ps(dA), vx = _mm512_set1_ps(xdt);
-    __m512 s0 = _mm512_setzero_ps();
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t r = n - i;
-        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-        const __m512 v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + i), va,
-                                         _mm512_mul_ps(_mm512_maskz_loadu_ps(m, B + i), vx));
-        _mm512_mask_storeu_ps(st + i, m, v);
-        s0 = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(m, C + i), s0);
-    }
-    return _mm512_reduce_add_ps(s0);
-}
-
-// Four state rows (consecutive, stride d_state = n) sharing B and C: same per-row arithmetic
-// and lane assignment as ssm_update_dot_avx512, so results are bit-identical to four calls.
-void ssm_update_dot4_avx512(float* st, const float* src, const float* B, const float* C, float dA,
-                            const float* xdt, int64_t n, float* y) {
-    const __m512 va = _mm512_set1_ps(dA);
-    const __m512 x0 = _mm512_set1_ps(xdt[0]), x1 = _mm512_set1_ps(xdt[1]), x2 = _mm512_set1_ps(xdt[2]),
-                 x3 = _mm512_set1_ps(xdt[3]);
-    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-    float* r0 = st;
-    float* r1 = st + n;
-    float* r2 = st + 2 * n;
-    float* r3 = st + 3 * n;
-    for (int64_t i = 0; i < n; i += 16) {
-        const int64_t r = n - i;
-        const __mmask16 m = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-        const __m512 b = _mm512_maskz_loadu_ps(m, B + i), c = _mm512_maskz_loadu_ps(m, C + i);
-        const __m512 v0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + i), va, _mm512_mul_ps(b, x0));
-        const __m512 v1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + n + i), va, _mm512_mul_ps(b, x1));
-        const __m512 v2 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + 2 * n + i), va, _mm512_mul_ps(b, x2));
-        const __m512 v3 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, src + 3 * n + i), va, _mm512_mul_ps(b, x3));
-        _mm512_mask_storeu_ps(r0 + i, m, v0);
-        _mm512_mask_storeu_ps(r1 + i, m, v1);
-        _mm512_mask_storeu_ps(r2 + i, m, v2);
-        _mm512_mask_storeu_ps(r3 + i, m, v3);
-        s0 = _mm512_fmadd_ps(v0, c, s0);
-        s1 = _mm512_fmadd_ps(v1, c, s1);
-        s2 = _mm512_fmadd_ps(v2, c, s2);
-        s3 = _mm512_fmadd_ps(v3, c, s3);
-    }
-    y[0] = _mm512_reduce_add_ps(s0);
-    y[1] = _mm512_reduce_add_ps(s1);
-    y[2] = _mm512_reduce_add_ps(s2);
-    y[3] = _mm512_reduce_add_ps(s3);
-}
-
 void hc_pre(float* o, const char* x0, size_t xnb1, const float* w, int64_t hc, int64_t n) {
     hc_pre_body(o, x0, xnb1, w, hc, n);
 }
@@ -131,7 +81,7 @@ float dot(const float* a, const float* b, int64_t n) {
 
 const SeedOps& seed_avx512() {
     // The Sinkhorn block and the gated pre are 8-lane kernels: AVX-512 machines run the AVX2 ones.
-    static const SeedOps k{ssm_update_dot_avx512, ssm_update_dot4_avx512, hc_pre, hc_post, li_block, dot,
+    static const SeedOps k{hc_pre, hc_post, li_block, dot,
                            seed_avx2().hc_comb4, seed_avx2().hc_pre_gated};
     return k;
 }

@@ -34,7 +34,7 @@ void hc_pre_gated(float* o, const char* x0, size_t xnb1, const char* g0, size_t 
 }  // namespace
 
 const SeedOps& seed_scalar() {
-    static const SeedOps k{ssm_update_dot_scalar, nullptr, hc_pre, hc_post, li_block, dot_scalar,
+    static const SeedOps k{hc_pre, hc_post, li_block, dot_scalar,
                            hc_comb4_scalar, hc_pre_gated};
     return k;
 }
