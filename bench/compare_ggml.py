@@ -7,7 +7,7 @@ Rows: mul_mat GEMV (n=1) and GEMM (n=128, 512) per weight type at K=4096 x M=409
 (GEMV also as a fraction of the memcpy bandwidth measured in this run: weight bytes read per
 second over read+write memcpy GB/s, bench_ops' convention), gated_delta_net and ssm_scan
 GFLOP/s, flash_attn_ext over an F16 cache (decode n1 and a verify batch n9; K/V GB/s), F32 GEMM against numpy (OpenBLAS limited to the same threads), and the FMA peak
-(build/bench_ops fma_peak, when built). FILTER words select rows by substring (any match).
+(build/bench_ops fma_peak, when built), mul_mat_id (64 experts, 6 used, K 2048 x M 1408, 1/32/128 tokens routed at random). FILTER words select rows by substring (any match).
 Reported, never asserted. Prints `uptime` first: figures on a loaded machine are noisy.
 """
 from __future__ import annotations
@@ -106,6 +106,39 @@ def mul_mat_case(gg, np, ref, name, K, M, N, n_threads, reps):
             print(f"# WARNING {name} {K}x{M}x{N}: pyggml and ggml differ, NMSE {err:.2e}", flush=True)
     rc.free()
     return to, tt, raw.size
+
+
+def mul_mat_id_case(gg, np, ref, name, K, M, E, U, T, n_threads, reps):
+    """MoE expert matmul: E experts of M x K weights, U used per token, T tokens routed at
+    random (uneven loads). GFLOP/s of the routed products."""
+    t, raw = _weights(gg, np, name, K, M * E)
+    rng = np.random.default_rng(7)
+    b = rng.uniform(-1, 1, size=(T, 1, K)).astype(np.float32)
+    ids = np.stack([rng.choice(E, U, replace=False) for _ in range(T)]).astype(np.int32)
+    mem = raw.size + b.nbytes + ids.nbytes + M * U * T * 4 + (16 << 20)
+    ctx = gg.Context(mem_size=mem)
+    a_t = ctx.new_tensor(t, [K, M, E])
+    a_t.set({"f32": raw.view(np.float32), "f16": raw.view(np.float16), "bf16": raw.view(np.uint16)}.get(name, raw))
+    b_t = ctx.new_tensor(gg.F32, [K, 1, T]); b_t.set(b)
+    i_t = ctx.new_tensor(gg.I32, [U, T]); i_t.set(ids)
+    out = gg.mul_mat_id(ctx, a_t, b_t, i_t)
+    g = gg.Graph(ctx); g.build_forward_expand(out)
+    ours = lambda: g.compute(n_threads=n_threads)  # noqa: E731
+    flops = 2.0 * K * M * U * T
+    if ref is None:
+        return flops / _alternate(ours, ours, reps)[0] / 1e9, None
+    rc = ref.context(mem)
+    ra = rc.tensor(ref.TYPE[name], [K, M, E], raw)
+    rb = rc.tensor(ref.TYPE["f32"], [K, 1, T], b)
+    ri = rc.tensor(ref.TYPE["i32"], [U, T], ids)
+    theirs = rc.graph(ref.ggml_mul_mat_id(rc.ptr, ra, rb, ri), n_threads)
+    to, tt = _alternate(ours, theirs, reps)
+    mine, other = out.numpy().reshape(-1), rc.read_f32(theirs.out, M * U * T)
+    err = float(np.sum((mine - other) ** 2) / max(np.sum(other ** 2), 1e-30))
+    if err > 1e-3:
+        print(f"# WARNING mul_mat_id {name} T{T}: pyggml and ggml differ, NMSE {err:.2e}", flush=True)
+    rc.free()
+    return flops / to / 1e9, flops / tt / 1e9
 
 
 def gated_delta_net_case(gg, np, ref, T, n_threads, reps):
@@ -259,6 +292,11 @@ def main():
                     fl = 2.0 * 4096 * M * N
                     row(case + " ggml", fl / to / 1e9, fl / tt / 1e9 if tt else None, "GFLOP/s",
                         None)
+    for T in (1, 32, 128):
+        for name in ("f16", "q8_0", "q4_K", "mxfp4"):
+            case = f"mul_mat_id {name} E64 U6 K2048 M1408 T{T} ggml"
+            if want(case):
+                row(case, *mul_mat_id_case(gg, np, ref, name, 2048, 1408, 64, 6, T, a.threads, a.reps), "GFLOP/s")
     for T in (1, 64):
         if want(f"gated_delta_net T{T}"):
             row(f"gated_delta_net S128 H32 T{T} ggml", *gated_delta_net_case(gg, np, ref, T, a.threads, a.reps),

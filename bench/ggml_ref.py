@@ -63,6 +63,7 @@ class Ggml:
             (base, "ggml_get_data"): (P, [P]),
             (base, "ggml_nbytes"): (ctypes.c_size_t, [P]),
             (base, "ggml_mul_mat"): (P, [P, P, P]),
+            (base, "ggml_mul_mat_id"): (P, [P, P, P, P]),
             (base, "ggml_gated_delta_net"): (P, [P, P, P, P, P, P, P, I64]),
             (base, "ggml_ssm_scan"): (P, [P, P, P, P, P, P, P, P, I64]),
             (base, "ggml_flash_attn_ext"): (P, [P, P, P, P, P, ctypes.c_float, ctypes.c_float, ctypes.c_float]),

@@ -1,18 +1,27 @@
 // CPU kernel of MUL_MAT_ID (mixture-of-experts matmul): out[:, e, t] = as[ids[e, t]] @ b[:, e % Nb, t].
 //
 // The (slot e, token t) pairs are grouped by expert, so an expert's tokens share every weight
-// row load: its columns are converted once, contiguously in expert order, and each weight row
-// (or pair of rows where the kernel set has two-row dots) is dotted with up to 4 of them at a
-// time by the MUL_MAT dot kernels (mul_mat_kernels.h). Every output is one dot of one weight
-// row with one column, whose kernel adds in an order that depends on neither the column count
-// nor the row pairing, so a token's result is bitwise the same however the batch groups
-// tokens onto experts (speculative decoding verifies a batch against tokens decoded alone).
+// row load: its columns are converted once, contiguously in expert order, and each expert is a
+// small matmul over the gathered columns, run by the tiles of the MUL_MAT drivers:
+//   - block weights with a quantized GEMM (mul_mat_qgemm.h), on experts with at least
+//     kQgMinColumns tokens: groups of 8 columns packed once, each weight row packed (decoded)
+//     once per unit and dotted with the unit's groups; a last group of 1..3 columns and the
+//     experts with fewer tokens take the dot kernels (1..4 columns, two rows where the set
+//     has two-row dots);
+//   - float weights (mul_mat_float.h): the direct tiles of up to 8 rows x 4 columns.
+// Every output is bitwise what the dot kernel gives for that weight row and column (the tiles
+// repeat its arithmetic in its order), so a token's result is the same however the batch
+// groups tokens onto experts and whatever the thread count (speculative decoding verifies a
+// batch against tokens decoded alone). Units (expert, row chunk, 64-column block) are taken
+// from a shared counter; experts without tokens have none.
 #include <algorithm>
 #include <atomic>
 #include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/mul_mat_common.h"
+#include "cpu/mul_mat_float.h"
+#include "cpu/mul_mat_qgemm.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -21,22 +30,65 @@ using namespace mm;
 
 namespace {
 
-// Columns per unit (a multiple of the kernels' 4 columns): an expert's block of activations
-// stays in L2 while its weight rows stream past it once.
+// Columns per unit (a multiple of the tiles' 4 and 8 columns): an expert's block of
+// activations stays in L2 while its weight rows stream past it once.
 constexpr int64_t kColBlock = 64;
 
-// Rows per unit: enough units for dynamic balance, at most 64 rows; even, so the two-row
-// kernels pair rows (2i, 2i+1).
-int64_t rows_per_unit(int64_t M, int64_t n_groups, int nth) {
+// Rows per unit: enough units for dynamic balance, at most `max_rows` (even, at least 2); even,
+// so the two-row kernels pair rows (2i, 2i+1), and a multiple of the float tiles' 8 rows where
+// it can be.
+int64_t rows_per_unit(int64_t M, int64_t n_groups, int nth, int64_t max_rows) {
     const int64_t want_units = int64_t(nth) * 16;
-    const int64_t r = std::clamp<int64_t>(M * n_groups / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
-    return r + (r & 1);
+    int64_t r = std::clamp<int64_t>(M * n_groups / want_units, 1, std::min<int64_t>(max_rows, std::max<int64_t>(M, 1)));
+    r += r & 1;
+    return r >= kMaxDirectRows ? r / kMaxDirectRows * kMaxDirectRows : r;
+}
+
+// Sizes of the quantized GEMM's packed rows and groups for weights of type w (K values a row).
+struct QgSizes {
+    bool on = false;
+    size_t group_bytes = 0, row_bytes = 0;
+    bool groups_outer = false;
+    int64_t max_rows = 64;
+};
+
+QgSizes qg_sizes(const Kernels& kr, Type w, int64_t K) {
+    QgSizes s;
+    s.on = is_quantized(w) && kr.qg_tile[(int)w] && kr.dot[(int)w] && K > 0;
+    if (!s.on) return s;
+    const Type vt = vec_dot_type(w);
+    const int64_t nq = K / type_traits(vt).blck_size;
+    s.group_bytes = align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]);
+    s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)w]);
+    s.groups_outer = s.group_bytes <= kQgL1Group;
+    s.max_rows = s.groups_outer ? std::clamp<int64_t>(int64_t(kQgRowsBudget / s.row_bytes), 2, 64) & ~int64_t(1) : 64;
+    return s;
+}
+
+// Packed groups at most: sum over experts of ceil(count / 8), with at most min(E, slots) experts used.
+int64_t max_groups(int64_t slots, int64_t E) {
+    const int64_t used = std::min(E, slots);
+    return (slots + (kQgCols - 1) * used) / kQgCols;
+}
+
+size_t qg_thread_bytes(const QgSizes& q) { return (q.groups_outer ? size_t(q.max_rows) : 1) * q.row_bytes; }
+
+struct Layout {  // offsets into wdata
+    size_t conv, groups, rows;
+};
+
+Layout layout(const QgSizes& q, int64_t slots, int64_t E, size_t colb) {
+    Layout l;
+    l.conv = kCounterBytes;
+    l.groups = l.conv + align64(size_t(slots) * colb);
+    l.rows = l.groups + (q.on ? size_t(max_groups(slots, E)) * q.group_bytes : 0);
+    return l;
 }
 
 }  // namespace
 
-// Every thread builds the same grouping, converts its share of the b columns straight into
-// expert order, then (expert, column block, rows) units are taken from a shared counter.
+// Every thread builds the same grouping, converts (and packs) its share of the experts' column
+// groups straight into expert order, then units are taken from a shared counter.
 void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const Tensor* as = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -56,8 +108,11 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
                                                     << " is out of range [0, " << E << ")");
             ++count[x];
         }
-    std::vector<int64_t> start(E + 1, 0);
-    for (int64_t x = 0; x < E; ++x) start[x + 1] = start[x] + count[x];
+    std::vector<int64_t> start(E + 1, 0), first_group(E + 1, 0);
+    for (int64_t x = 0; x < E; ++x) {
+        start[x + 1] = start[x] + count[x];
+        first_group[x + 1] = first_group[x] + (count[x] + kQgCols - 1) / kQgCols;
+    }
     std::vector<int64_t> fill(start.begin(), start.end() - 1);
     std::vector<int32_t> slot_e(U * T), slot_t(U * T);  // sorted slot -> (e, t)
     for (int64_t t = 0; t < T; ++t)
@@ -70,52 +125,110 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     float scale[256];
     if (w == Type::NVFP4) nvfp4_scale_table(scale);
 
+    const QgSizes qg = qg_sizes(kr, w, K);
+    const bool float_tiles = is_float_weight(w);
+    const FloatKernels& fk = float_kernels_for(simd::cpu_isa());
+    auto gemm_expert = [&](int64_t x) { return qg.on && count[x] >= kQgMinColumns; };
     const size_t colb = act_col_bytes(w, K);
-    char* conv = (char*)p.wdata + kCounterBytes;
-    {
+    const Layout lay = layout(qg, U * T, E, colb);
+    char* conv = (char*)p.wdata + lay.conv;
+    char* groups = (char*)p.wdata + lay.groups;
+    char* packed_rows = (char*)p.wdata + lay.rows + size_t(p.ith) * qg_thread_bytes(qg);
+    {  // group g of expert x: slots [start[x] + 8 (g - first_group[x]), +8)
         std::vector<float> tmp;
-        int64_t s0, s1;
-        split_range(U * T, p.ith, p.nth, s0, s1);
-        for (int64_t s = s0; s < s1; ++s)
-            convert_act(kr, w, b->type, b->row(slot_e[s] % Nb, slot_t[s]), K, conv + s * colb, tmp);
+        int64_t g0, g1;
+        split_range(first_group[E], p.ith, p.nth, g0, g1);
+        int64_t x = std::upper_bound(first_group.begin(), first_group.end(), g0) - first_group.begin() - 1;
+        for (int64_t g = g0; g < g1; ++g) {
+            while (g >= first_group[x + 1]) ++x;
+            const int64_t s0 = start[x] + (g - first_group[x]) * kQgCols, s1 = std::min(start[x + 1], s0 + kQgCols);
+            for (int64_t s = s0; s < s1; ++s)
+                convert_act(kr, w, b->type, b->row(slot_e[s] % Nb, slot_t[s]), K, conv + s * colb, tmp);
+            if (gemm_expert(x) && s1 - s0 > kQgDotTail)
+                kr.qg_pack_act[(int)vec_dot_type(w)](conv + s0 * colb, colb, int(s1 - s0), K, groups + g * qg.group_bytes);
+        }
     }
-    reset_counter(p);
-    p.barrier();
 
-    // Units: (expert, 64-slot column block, row chunk); experts without tokens have none.
-    const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth);
+    const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth,
+                                       qg.max_rows);
     const int64_t chunks = (M + rows - 1) / rows;
     std::vector<int64_t> first_unit(E + 1, 0);
     for (int64_t x = 0; x < E; ++x)
         first_unit[x + 1] = first_unit[x] + chunks * ((count[x] + kColBlock - 1) / kColBlock);
-    float out[8];
-    std::atomic<int64_t>* counter = work_counter(p);
-    for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < first_unit[E];) {
-        const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
-        const int64_t local = u - first_unit[x], cb = local / chunks;
-        const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
-        const int64_t s0 = start[x] + cb * kColBlock, s1 = std::min(start[x + 1], s0 + kColBlock);
+
+    auto store = [&](int64_t m, int64_t s, float v) {
+        *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s] * dst->nb[1] + slot_t[s] * dst->nb[2]) = v;
+    };
+    // Dot kernels over slots [s0, s1) of expert x, rows [m0, m1).
+    auto run_dots = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
+        float out[8];
         Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
         for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
             if (dot2 && m + 1 == m1) dot2 = nullptr;
-            const char* arow = (const char*)as->data + x * as->nb[2] + m * as->nb[1];
+            const char* arow = abase + m * as->nb[1];
             for (int64_t s = s0; s < s1; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, s1 - s);
                 if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
                 else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
                 for (int j = 0; j < nc; ++j) {
-                    float* d = (float*)((char*)dst->data + m * sizeof(float) + slot_e[s + j] * dst->nb[1] + slot_t[s + j] * dst->nb[2]);
-                    d[0] = out[j];
-                    if (dot2) d[1] = out[4 + j];
+                    store(m, s + j, out[j]);
+                    if (dot2) store(m + 1, s + j, out[4 + j]);
                 }
             }
         }
-    }
+    };
+    auto run_float = [&](const char* abase, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
+        float out[kMaxDirectRows * 4];
+        const FloatDirectFn tile = fk.direct[float_kind(w)];
+        for (int64_t s = s0; s < s1; s += fk.direct_cols) {
+            const int nc = (int)std::min<int64_t>(fk.direct_cols, s1 - s);
+            for (int64_t m = m0; m < m1; m += fk.direct_rows[nc]) {
+                const int nr = (int)std::min<int64_t>(fk.direct_rows[nc], m1 - m);
+                tile(K, abase + m * as->nb[1], as->nb[1], nr, conv + s * colb, colb, nc, out);
+                for (int j = 0; j < nc; ++j)
+                    for (int r = 0; r < nr; ++r) store(m + r, s + j, out[r * 4 + j]);
+            }
+        }
+    };
+    auto run_gemm = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
+        float out[kQgCols];
+        const QgTileFn tile = kr.qg_tile[(int)w];
+        const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
+        auto one = [&](int64_t m, const char* row, int64_t s) {
+            const int nc = (int)std::min<int64_t>(kQgCols, s1 - s);
+            if (nc <= kQgDotTail) return run_dots(abase, x, m, m + 1, s, s1);
+            tile(K, row, groups + (first_group[x] + (s - start[x]) / kQgCols) * qg.group_bytes, out);
+            for (int c = 0; c < nc; ++c) store(m, s + c, out[c]);
+        };
+        if (qg.groups_outer) {
+            for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * as->nb[1], K, packed_rows + (m - m0) * qg.row_bytes, scale);
+            for (int64_t s = s0; s < s1; s += kQgCols)
+                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * qg.row_bytes, s);
+            return;
+        }
+        for (int64_t m = m0; m < m1; ++m) {
+            pack_row(abase + m * as->nb[1], K, packed_rows, scale);
+            for (int64_t s = s0; s < s1; s += kQgCols) one(m, packed_rows, s);
+        }
+    };
+    run_mul_mat_units(p, first_unit[E], false, [&](int64_t u) {
+        const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
+        const int64_t local = u - first_unit[x], cb = local / chunks;
+        const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
+        const int64_t s0 = start[x] + cb * kColBlock, s1 = std::min(start[x + 1], s0 + kColBlock);
+        const char* abase = (const char*)as->data + x * as->nb[2];
+        if (gemm_expert(x)) run_gemm(abase, x, m0, m1, s0, s1);
+        else if (float_tiles) run_float(abase, m0, m1, s0, s1);
+        else run_dots(abase, x, m0, m1, s0, s1);
+    });
 }
 
-size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int) {
+size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int n_threads) {
+    const Tensor* as = dst->src[0];
     const Tensor* ids = dst->src[2];
-    return kCounterBytes + size_t(ids->ne[0] * ids->ne[1]) * act_col_bytes(dst->src[0]->type, dst->src[0]->ne[0]);
+    const QgSizes qg = qg_sizes(kernels_for(simd::cpu_isa()), as->type, as->ne[0]);
+    const Layout l = layout(qg, ids->ne[0] * ids->ne[1], as->ne[2], act_col_bytes(as->type, as->ne[0]));
+    return l.rows + size_t(std::max(1, n_threads)) * qg_thread_bytes(qg);
 }
 
 }  // namespace pyggml::cpu
