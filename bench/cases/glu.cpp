@@ -15,6 +15,7 @@ PYGGML_BENCH(glu) {
     namespace simd = pyggml::cpu::simd;
     const std::pair<const char*, pyggml::GluOp> ops[] = {
         {"reglu", pyggml::GluOp::REGLU},        {"swiglu", pyggml::GluOp::SWIGLU},
+        {"geglu", pyggml::GluOp::GEGLU},        {"geglu_erf", pyggml::GluOp::GEGLU_ERF},
         {"geglu_quick", pyggml::GluOp::GEGLU_QUICK}, {"swiglu_oai", pyggml::GluOp::SWIGLU_OAI},
         {"swiglu_clamp", pyggml::GluOp::SWIGLU_CLAMP}};
     std::mt19937 rng(7);

@@ -1,24 +1,14 @@
 // CPU kernel of GLU: rows split across threads, computed in f32 and rounded to
-// the storage type. REGLU, SWIGLU, GEGLU_QUICK, SWIGLU_OAI and SWIGLU_CLAMP rows go through
-// the SIMD table of cpu/glu_simd.h; GEGLU and GEGLU_ERF use the scalar activations of
-// unary_math.h (shared with UNARY).
-#include <cmath>
+// the storage type; every op's rows go through the SIMD table of cpu/glu_simd.h.
 #include <vector>
 
 #include "cpu/glu_simd.h"
 #include "cpu/kernels.h"
-#include "cpu/unary_math.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
 
 namespace {
-
-// out[i] = f(gate[i], up[i]) over n elements.
-template <class F>
-void glu_loop(const float* g, const float* u, float* o, int64_t n, F f) {
-    for (int64_t i = 0; i < n; ++i) o[i] = f(g[i], u[i]);
-}
 
 // A whole-row function of the SIMD table as the row functor of glu_rows.
 template <class R>
@@ -26,13 +16,6 @@ struct RowFn {
     R row;
     void operator()(const float* g, const float* u, float* o, int64_t n) const { row(g, u, o, n); }
 };
-template <class F>
-struct ElemFn {
-    F f;
-    void operator()(const float* g, const float* u, float* o, int64_t n) const { glu_loop(g, u, o, n, f); }
-};
-template <class F>
-ElemFn<F> elementwise(F f) { return ElemFn<F>{f}; }
 
 template <class F>
 void glu_rows(const ComputeParams& p, Tensor* dst, F f) {
@@ -75,11 +58,11 @@ void cpu_forward_GLU(const ComputeParams& p, Tensor* dst) {
         case GluOp::REGLU:
             return glu_rows(p, dst, row(ops.reglu));
         case GluOp::GEGLU:
-            return glu_rows(p, dst, elementwise([](float g, float u) { return gelu_f32(g) * u; }));
+            return glu_rows(p, dst, row(ops.geglu));
         case GluOp::SWIGLU:
             return glu_rows(p, dst, row(ops.swiglu));
         case GluOp::GEGLU_ERF:
-            return glu_rows(p, dst, elementwise([](float g, float u) { return gelu_erf_f32(g) * u; }));
+            return glu_rows(p, dst, row(ops.geglu_erf));
         case GluOp::GEGLU_QUICK:
             return glu_rows(p, dst, row(ops.geglu_quick));
         case GluOp::SWIGLU_OAI:

@@ -1,7 +1,6 @@
 // SIMD helpers of the GLU kernel (cpu/glu.cpp): one function table per SIMD level
 // (simd/isa.h). The plain loops below are the reference and the scalar table; the AVX2 table
-// lives in simd/glu_avx2.cpp (AVX-512 CPUs use it too). GEGLU and GEGLU_ERF stay scalar on
-// every level (GELU reads ggml's f16 table; erf has no vector form here).
+// lives in simd/glu_avx2.cpp (AVX-512 CPUs use it too).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -18,6 +17,13 @@ inline void reglu_scalar(const float* g, const float* u, float* o, int64_t n) {
 }
 inline void swiglu_scalar(const float* g, const float* u, float* o, int64_t n) {
     for (int64_t i = 0; i < n; ++i) o[i] = silu_f32(g[i]) * u[i];
+}
+// GELU read from ggml's f16 table (cpu/unary_math.h)
+inline void geglu_scalar(const float* g, const float* u, float* o, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = gelu_f32(g[i]) * u[i];
+}
+inline void geglu_erf_scalar(const float* g, const float* u, float* o, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) o[i] = gelu_erf_f32(g[i]) * u[i];
 }
 inline void geglu_quick_scalar(const float* g, const float* u, float* o, int64_t n) {
     for (int64_t i = 0; i < n; ++i) o[i] = gelu_quick_f32(g[i]) * u[i];
@@ -48,6 +54,8 @@ inline void silu_scalar(const float* x, float* o, int64_t n) {
 struct GluOps {
     void (*reglu)(const float* g, const float* u, float* o, int64_t n);
     void (*swiglu)(const float* g, const float* u, float* o, int64_t n);
+    void (*geglu)(const float* g, const float* u, float* o, int64_t n);
+    void (*geglu_erf)(const float* g, const float* u, float* o, int64_t n);
     void (*geglu_quick)(const float* g, const float* u, float* o, int64_t n);
     void (*swiglu_oai)(const float* g, const float* u, float* o, int64_t n, float alpha, float limit);
     void (*swiglu_clamp)(const float* g, const float* u, float* o, int64_t n, float limit);

@@ -1,5 +1,4 @@
-"""The vectorised GLU rows (REGLU, SWIGLU, GEGLU_QUICK, SWIGLU_OAI, SWIGLU_CLAMP, the SIMD
-table of cpu/glu_simd.h) against the scalar table and the float64 references: odd row
+"""The vectorised GLU rows (every GLU op: the SIMD table of cpu/glu_simd.h) against the scalar table and the float64 references: odd row
 lengths (vector body and scalar tail), edge values (+-inf, NaN, exp overflow, values at the
 clamp limits), fused and split forms, F32 and F16 storage."""
 import numpy as np
@@ -54,7 +53,8 @@ def _same_special(a, b):
     return fin
 
 
-@pytest.mark.parametrize("op", ["reglu", "swiglu", "geglu_quick", "swiglu_oai", "swiglu_clamp"])
+@pytest.mark.parametrize("op", ["reglu", "swiglu", "geglu", "geglu_erf", "geglu_quick", "swiglu_oai",
+                                "swiglu_clamp"])
 @pytest.mark.parametrize("n", [8, 37, 4096])
 @pytest.mark.parametrize("tname,split", [("f32", True), ("f32", False), ("f16", True)])
 def test_avx2_rows_equal_scalar_rows(op, n, tname, split):
@@ -69,5 +69,27 @@ def test_avx2_rows_equal_scalar_rows(op, n, tname, split):
     v = _run("avx2", op, g, u, t, split)
     fin = _same_special(v, s)
     assert_close(v[fin], s[fin], 1e-12 if t == gg.F32 else 1e-6, f"{op} avx2 vs scalar")
-    if op in ("reglu", "swiglu", "geglu_quick") and not edges:
-        assert_close(v, ref.glu_act(op, g, u), 1e-7 if t == gg.F32 else 1e-6, f"{op} vs reference")
+    if op == "geglu":  # the same f16 table entries: the same bits
+        assert np.array_equal(v[fin], s[fin]), "geglu avx2 vs scalar bits"
+    if op in ("reglu", "swiglu", "geglu", "geglu_erf", "geglu_quick") and not edges:
+        bound = 1e-6 if t == gg.F16 or op == "geglu" else 1e-7
+        assert_close(v, ref.glu_act(op, g, u), bound, f"{op} vs reference")
+
+
+def test_avx2_geglu_erf_pointwise():
+    """The vector erf over a dense range (both pieces, their boundary, the saturation at 4,
+    tiny values): within 2.5e-7 * |x| of the float64 GELU, as the scalar f32 loop is; u = 1
+    and u = -3 (the up factor)."""
+    if gg.isa(detected=True) == "scalar":
+        pytest.skip("no AVX2 on this CPU")
+    x = np.concatenate([np.linspace(-8, 8, 40001), np.sqrt(2) * np.array([1.0, np.nextafter(1, 0), 4.0]),
+                        [1e-20, -1e-20, 1e-6, -3e-4]]).astype(np.float32)
+    pad = (-len(x)) % 8
+    x = np.concatenate([x, np.zeros(pad, np.float32)])[None, :]
+    for up in (1.0, -3.0):
+        u = np.full_like(x, up)
+        want = ref.glu_act("geglu_erf", x, u)
+        for level in ("avx2", "scalar"):
+            got = _run(level, "geglu_erf", x, u, gg.F32, True)
+            err = np.abs(got - want) / np.maximum(np.abs(x.astype(np.float64) * up), 1e-30)
+            assert err.max() <= 2.5e-7, f"{level}: worst at x={x.ravel()[err.argmax()]} ({err.max():.2e})"
