@@ -197,13 +197,28 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const int64_t m = m0 + ip * MR;
                 pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
             }
+            // Each sweep of the weight panels also prefetches, a slice per tile, the next
+            // column panel's values (from L3: all of a K block's columns exceed L2) and the
+            // next panel's outputs (read back after the first block), so the first tiles of
+            // the next sweep do not wait on them.
+            const int64_t b_lines = (nq * NR * V * int64_t(sizeof(float)) + 63) / 64;
+            const int64_t lines_per_tile = (b_lines + mp - 1) / mp;
             for (int64_t n = c0; n < c1; n += NR) {
                 const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * V;
+                const char* bnext = (const char*)(bp + pfl);
+                const bool has_next = n + NR < c1;
                 const int nv = (int)std::min<int64_t>(NR, c1 - n);
+                const int nv_next = (int)std::min<int64_t>(NR, c1 - n - NR);
                 for (int64_t ip = 0; ip < mp; ++ip) {
                     const int64_t m = m0 + ip * MR;
                     const int mv = (int)std::min<int64_t>(MR, m1 - m);
-                    fk.micro(nq, apack + ip * nq * MR * V, bp, cbase + n * ldc + m, ldc, mv, nv, k0 > 0);
+                    float* c = cbase + n * ldc + m;
+                    if (has_next) {
+                        for (int64_t l = ip * lines_per_tile; l < std::min(b_lines, (ip + 1) * lines_per_tile); ++l)
+                            __builtin_prefetch(bnext + l * 64, 0, 3);
+                        for (int j = 0; j < nv_next; ++j) __builtin_prefetch(c + (NR + j) * ldc, 1, 3);
+                    }
+                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0);
                 }
             }
         }
@@ -213,18 +228,25 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         reset_counter(p);
         pack_b(pieces);
         p.barrier();
-        const int64_t mblocks = (s.M + fk.mc - 1) / fk.mc;
+        // Row blocks of at most mc rows, as many as a multiple of the threads (equal tasks
+        // end together); column blocks of at most nc, of equal width (no thin last block
+        // repacking all of its weights for a few columns). Boundaries on whole panels.
+        const int64_t mpanels = (s.M + MR - 1) / MR;
+        int64_t mblocks = (s.M + fk.mc - 1) / fk.mc;
+        mblocks = std::min(mpanels, (mblocks + p.nth - 1) / p.nth * p.nth);
+        auto m_bound = [&](int64_t i) { return std::min(s.M, i * mpanels / mblocks * MR); };
+        auto nblocks_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + fk.nc - 1) / fk.nc; };
         std::vector<int64_t> first_task(pieces.size() + 1, 0);
-        for (size_t i = 0; i < pieces.size(); ++i)
-            first_task[i + 1] = first_task[i] + mblocks * ((pieces[i].n1 - pieces[i].n0 + fk.nc - 1) / fk.nc);
+        for (size_t i = 0; i < pieces.size(); ++i) first_task[i + 1] = first_task[i] + mblocks * nblocks_of(pieces[i]);
         std::atomic<int64_t>* counter = work_counter(p);
         for (int64_t t; (t = counter->fetch_add(1, std::memory_order_relaxed)) < first_task.back();) {
             const size_t pi = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
             const Piece& pc = pieces[pi];
             const int64_t local = t - first_task[pi];
-            const int64_t mb = local % mblocks, nb = local / mblocks;
-            const int64_t c0 = pc.n0 + nb * fk.nc, c1 = std::min(pc.n1, c0 + fk.nc);
-            run_task(pc, mb * fk.mc, std::min(s.M, (mb + 1) * fk.mc), c0, c1);
+            const int64_t mb = local % mblocks, nb = local / mblocks, nbs = nblocks_of(pc);
+            const int64_t npanels = panels_of(pc);
+            const int64_t c0 = pc.n0 + nb * npanels / nbs * NR, c1 = std::min(pc.n1, pc.n0 + (nb + 1) * npanels / nbs * NR);
+            run_task(pc, m_bound(mb), m_bound(mb + 1), c0, c1);
         }
         if (!last) p.barrier();  // the next chunk reuses the packed b; after the last, the node ends
     };
