@@ -52,11 +52,13 @@ size_t conv_bytes(const Tensor* dst) {
     return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * column_bytes(dst, b->ne[0]);
 }
 
-// Rows per unit: a multiple of the largest tile, enough units for dynamic balance, at most 64;
-// where several column groups sweep the unit's rows, few enough for those rows to stay in L2.
+// Rows per unit: a multiple of the largest tile, at most 64; where threads claim units from a
+// counter, enough units for dynamic balance (with fixed shares one unit per thread will do: a
+// unit costs a few divisions and a call, which small weights feel); where several column
+// groups sweep the unit's rows, few enough for those rows to stay in L2.
 constexpr size_t kDirectRowsBytes = size_t(128) << 10;
-int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth, bool swept, size_t row_bytes) {
-    const int64_t want_units = int64_t(nth) * 16;
+int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth, bool fixed, bool swept, size_t row_bytes) {
+    const int64_t want_units = int64_t(nth) * (fixed ? 1 : 16);
     int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, 64);
     if (swept) r = std::min<int64_t>(r, std::max<int64_t>(kMaxDirectRows, int64_t(kDirectRowsBytes / row_bytes)));
     return (r + kMaxDirectRows - 1) / kMaxDirectRows * kMaxDirectRows;
@@ -82,16 +84,41 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
             else convert_act(kr, w, b->type, src, K, out, tmp);
         });
     }
+    const bool fixed = priv || !convert;
     const int64_t col_blocks = (N + kDirectColBlock - 1) / kDirectColBlock;
-    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth, N > fk.direct_cols, a->nb[1]);
+    const int64_t rows = rows_per_unit(M, ne12 * ne13 * col_blocks, p.nth, fixed, N > fk.direct_cols, a->nb[1]);
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
+    // unit u = ((bt * col_blocks) + cb) * chunks + chunk; consecutive units step the position
+    // instead of dividing again
+    struct Pos { int64_t u = -2, chunk = 0, cb = 0, bt = -1, i12 = 0, i13 = 0; const char* abase = nullptr; char* dbase = nullptr; } pos;
+    auto locate = [&](int64_t u) {
+        int64_t bt;
+        if (u == pos.u + 1) {
+            bt = pos.bt;
+            if (++pos.chunk == chunks) {
+                pos.chunk = 0;
+                if (++pos.cb == col_blocks) pos.cb = 0, ++bt;
+            }
+        } else {
+            pos.chunk = u % chunks;
+            pos.cb = (u / chunks) % col_blocks;
+            bt = u / (chunks * col_blocks);
+        }
+        pos.u = u;
+        if (bt != pos.bt) {
+            pos.bt = bt;
+            pos.i12 = bt % ne12, pos.i13 = bt / ne12;
+            pos.abase = (const char*)a->data + (pos.i12 / r2) * a->nb[2] + (pos.i13 / r3) * a->nb[3];
+            pos.dbase = (char*)dst->data + pos.i12 * dst->nb[2] + pos.i13 * dst->nb[3];
+        }
+    };
     auto run_unit = [&](int64_t u) {
-        const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
-        const int64_t i12 = bt % ne12, i13 = bt / ne12;
-        const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
-        const int64_t n0 = cb * kDirectColBlock, n1 = std::min(N, n0 + kDirectColBlock);
-        const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
-        char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+        locate(u);
+        const int64_t bt = pos.bt, i12 = pos.i12, i13 = pos.i13;
+        const int64_t m0 = pos.chunk * rows, m1 = std::min(M, m0 + rows);
+        const int64_t n0 = pos.cb * kDirectColBlock, n1 = std::min(N, n0 + kDirectColBlock);
+        const char* abase = pos.abase;
+        char* dbase = pos.dbase;
         float out[kMaxDirectRows * 4];
         for (int64_t n = n0; n < n1; n += fk.direct_cols) {
             const int nc = (int)std::min<int64_t>(fk.direct_cols, n1 - n);
@@ -106,7 +133,7 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
             }
         }
     };
-    run_mul_mat_units(p, units, priv || !convert, run_unit);
+    run_mul_mat_units(p, units, fixed, run_unit);
 }
 
 // ---- packed GEMM
@@ -197,13 +224,32 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const int64_t m = m0 + ip * MR;
                 pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
             }
+            // Each sweep of the weight panels also prefetches, a slice per tile, the next
+            // column panel's values into L1 (from L3: all of a K block's columns exceed L2)
+            // and its outputs (read back after the first block).
+            const int64_t b_lines = (nq * NR * V * int64_t(sizeof(float)) + 63) / 64;
+            const int64_t lines_per_tile = (b_lines + mp - 1) / mp;
             for (int64_t n = c0; n < c1; n += NR) {
                 const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * V;
+                const char* bnext = (const char*)(bp + pfl);
+                const bool has_next = n + NR < c1;
                 const int nv = (int)std::min<int64_t>(NR, c1 - n);
+                const int nv_next = (int)std::min<int64_t>(NR, c1 - n - NR);
                 for (int64_t ip = 0; ip < mp; ++ip) {
                     const int64_t m = m0 + ip * MR;
                     const int mv = (int)std::min<int64_t>(MR, m1 - m);
-                    fk.micro(nq, apack + ip * nq * MR * V, bp, cbase + n * ldc + m, ldc, mv, nv, k0 > 0);
+                    float* c = cbase + n * ldc + m;
+                    if (has_next) {
+                        for (int64_t l = ip * lines_per_tile; l < std::min(b_lines, (ip + 1) * lines_per_tile); ++l)
+                            __builtin_prefetch(bnext + l * 64, 0, 3);
+                        for (int j = 0; j < nv_next; ++j) {  // once per output line
+                            const float* first = c + (NR + j) * ldc;
+                            const uintptr_t l0 = uintptr_t(first) / 64, l1 = uintptr_t(first + mv - 1) / 64;
+                            if (ip == 0 || uintptr_t(first - 1) / 64 != l0) __builtin_prefetch(first, 1, 3);
+                            if (l1 != l0) __builtin_prefetch(first + mv - 1, 1, 3);
+                        }
+                    }
+                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0);
                 }
             }
         }
@@ -213,18 +259,25 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         reset_counter(p);
         pack_b(pieces);
         p.barrier();
-        const int64_t mblocks = (s.M + fk.mc - 1) / fk.mc;
+        // Row blocks of at most mc rows, as many as a multiple of the threads (equal tasks
+        // end together); column blocks of at most nc, of equal width (no thin last block
+        // repacking all of its weights for a few columns). Boundaries on whole panels.
+        const int64_t mpanels = (s.M + MR - 1) / MR;
+        int64_t mblocks = (s.M + fk.mc - 1) / fk.mc;
+        mblocks = std::min(mpanels, (mblocks + p.nth - 1) / p.nth * p.nth);
+        auto m_bound = [&](int64_t i) { return std::min(s.M, i * mpanels / mblocks * MR); };
+        auto nblocks_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + fk.nc - 1) / fk.nc; };
         std::vector<int64_t> first_task(pieces.size() + 1, 0);
-        for (size_t i = 0; i < pieces.size(); ++i)
-            first_task[i + 1] = first_task[i] + mblocks * ((pieces[i].n1 - pieces[i].n0 + fk.nc - 1) / fk.nc);
+        for (size_t i = 0; i < pieces.size(); ++i) first_task[i + 1] = first_task[i] + mblocks * nblocks_of(pieces[i]);
         std::atomic<int64_t>* counter = work_counter(p);
         for (int64_t t; (t = counter->fetch_add(1, std::memory_order_relaxed)) < first_task.back();) {
             const size_t pi = std::upper_bound(first_task.begin(), first_task.end(), t) - first_task.begin() - 1;
             const Piece& pc = pieces[pi];
             const int64_t local = t - first_task[pi];
-            const int64_t mb = local % mblocks, nb = local / mblocks;
-            const int64_t c0 = pc.n0 + nb * fk.nc, c1 = std::min(pc.n1, c0 + fk.nc);
-            run_task(pc, mb * fk.mc, std::min(s.M, (mb + 1) * fk.mc), c0, c1);
+            const int64_t mb = local % mblocks, nb = local / mblocks, nbs = nblocks_of(pc);
+            const int64_t npanels = panels_of(pc);
+            const int64_t c0 = pc.n0 + nb * npanels / nbs * NR, c1 = std::min(pc.n1, pc.n0 + (nb + 1) * npanels / nbs * NR);
+            run_task(pc, m_bound(mb), m_bound(mb + 1), c0, c1);
         }
         if (!last) p.barrier();  // the next chunk reuses the packed b; after the last, the node ends
     };

@@ -41,6 +41,19 @@ inline __m128 hsum4(__m256 a, __m256 b, __m256 c, __m256 d) {
     return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
+// The same tree for eight accumulators at once, lane r of the result from v_r: s_i = v_i +
+// v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 + s_3; y = t_0 + t_1 (bit-identical to hsum4 per lane).
+inline __m256 halves(__m256 x, __m256 y) {  // [s_x | s_y]
+    return _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+}
+inline __m256 hsum8(const __m256* v) {
+    const __m256 ae = halves(v[0], v[4]), bf = halves(v[1], v[5]), cg = halves(v[2], v[6]), dh = halves(v[3], v[7]);
+    // [t_a0 t_a1 t_b0 t_b1 | t_e0 t_e1 t_f0 t_f1] and the same for c, d | g, h
+    const __m256 ab = _mm256_add_ps(_mm256_shuffle_ps(ae, bf, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(ae, bf, _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m256 cd = _mm256_add_ps(_mm256_shuffle_ps(cg, dh, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(cg, dh, _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 inline __m256i tail_mask(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
@@ -116,6 +129,33 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
         for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
 }
 
+// Eight rows of one column (the GEMV tile): the eight block values reduced together and
+// kept as one vector of running sums.
+template <class W, class B>
+void direct_tile_8x1(int64_t k, const char* a, size_t as, const char* b, float* out) {
+    __m256 sum = _mm256_setzero_ps();  // k == 0: zeros
+    for (int64_t k0 = 0; k0 < k; k0 += kFloatKB) {
+        const int64_t k1 = std::min(k, k0 + kFloatKB);
+        __m256 acc[8];
+        for (int r = 0; r < 8; ++r) acc[r] = _mm256_setzero_ps();
+        int64_t i = k0;
+        for (; i + kLanes <= k1; i += kLanes) {
+            const __m256 bv = B::load(b, i);
+            for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(W::load(a + r * as, i), bv, acc[r]);
+        }
+        if (i < k1) {
+            const int n = int(k1 - i);
+            const __m256 bv = B::tail(b, i, n);
+            for (int r = 0; r < 8; ++r) acc[r] = _mm256_fmadd_ps(W::tail(a + r * as, i, n), bv, acc[r]);
+        }
+        const __m256 h = hsum8(acc);
+        sum = k0 == 0 ? h : _mm256_add_ps(sum, h);
+    }
+    alignas(32) float y[8];
+    _mm256_store_ps(y, sum);
+    for (int r = 0; r < 8; ++r) out[r * 4] = y[r];
+}
+
 template <class W, class B, int C>
 void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, size_t bs, float* out) {
     switch (rows) {
@@ -125,7 +165,7 @@ void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, s
         case 4: direct_tile<W, B, 4, C>(k, a, as, b, bs, out); break;
         case 8:
             if constexpr (C == 1) {  // one column: 8 independent chains
-                direct_tile<W, B, 8, C>(k, a, as, b, bs, out);
+                direct_tile_8x1<W, B>(k, a, as, b, out);
                 break;
             }
             [[fallthrough]];
@@ -282,7 +322,7 @@ const FloatKernels& float_kernels_avx2() {
         f.mr = kFloatMR;
         f.nr = kFloatNR;
         f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
-        f.nc = 340 * kFloatNR;   // each packed weight block serves 240 columns
+        f.nc = 680 * kFloatNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
