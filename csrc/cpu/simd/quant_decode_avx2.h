@@ -16,12 +16,20 @@ inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-// a * b + c rounded once: the block-minimum sums of q4_1 / q5_1 (what ggml's compiled dot does).
-inline float fma1(float a, float b, float c) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
+// The f16 pair at p (a block's d and m, or q8_1's d and s) in lanes 0 and 1, converted by one
+// load-and-convert; lanes 2, 3 hold the next 4 bytes converted (the caller ignores them, every
+// block has them). Fewer instructions than one scalar conversion per half.
+inline __m128 f16_pair(const void* p) { return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p)); }
+// lane 0 of a times lane 0 of b, broadcast: the combined block scale, as dx * dy in floats.
+inline __m256 scale_product(__m128 a, __m128 b) { return _mm256_broadcastss_ps(_mm_mul_ss(a, b)); }
 // 8 x i32, each the sum of 4 products of unsigned u and signed s bytes.
 inline __m256i udot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+// Sum of (u - off) * s per 4-byte group, exact for u <= 31, off <= 16 (no 16-bit saturation):
+// the same integers as udot on the signed values, one instruction fewer than the sign trick.
+inline __m256i udot_offset(__m256i u, __m256i s, int off) {
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(_mm256_set1_epi8((char)off), s));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
 // Byte j is 0xFF where bit j of x is set.
 inline __m256i bits_to_bytes(uint32_t x) {
     const __m256i spread = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
@@ -45,9 +53,10 @@ inline __m256i fifth_bits(const uint8_t* qh4) {
     return _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
 }
 
-// ---- legacy blocks: signed values ----
+// ---- legacy blocks: signed values (scale(): d in lane 0) ----
 struct DecQ8_0 {
     using Block = BlockQ8_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_loadu_si256((const __m256i*)b.qs);
@@ -55,6 +64,7 @@ struct DecQ8_0 {
 };
 struct DecQ4_0 {
     using Block = BlockQ4_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
@@ -62,13 +72,17 @@ struct DecQ4_0 {
 };
 struct DecQ5_0 {
     using Block = BlockQ5_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
-        return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+        return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kOffset));
     }
+    static constexpr int kOffset = 16;  // values = levels - kOffset
+    static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
 struct DecIQ4NL {
     using Block = BlockIQ4NL;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_shuffle_epi8(lut16(kIQ4NLValues), nibbles(b.qs));
@@ -76,6 +90,11 @@ struct DecIQ4NL {
 };
 struct DecMXFP4 {
     using Block = BlockMXFP4;
+    static __m128 scale(const Block& b) {
+        float d;
+        values(b, d);  // only d is kept once inlined
+        return _mm_set_ss(d);
+    }
     static __m256i values(const Block& b, float& d) {
         const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (uint32_t(b.e) - 1) << 23;  // 2^(e-128)
         std::memcpy(&d, &bits, 4);
