@@ -159,7 +159,10 @@ struct UnpQ3_K {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
             for (int s = 0; s < 4; ++s) {
                 const int c = 4 * h + s;
-                w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_slli_epi16(low_bits(hm, c, 1), 2));
+                // bit c of each hmask byte moved to bit 2 by one 16-bit shift (no bit crosses
+                // into bit 2 from the neighbouring byte for c <= 7), then masked
+                const __m256i h = c < 2 ? _mm256_slli_epi16(hm, 2 - c) : c > 2 ? _mm256_srli_epi16(hm, c - 2) : hm;
+                w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_and_si256(h, _mm256_set1_epi8(4)));
             }
         }
         // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
