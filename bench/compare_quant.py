@@ -9,7 +9,7 @@ of minima (pyggml over the other side: > 1 means pyggml is faster).
 
 Modes:
   big    GEMV (n=1) of a 4096 x 14336 weight on THREADS (default 2): weight GB/s of pyggml and
-         ggml, and the memcpy (read+write) GB/s of a 256 MiB copy measured between them.
+         ggml, and the memcpy (read+write) GB/s of a 64 MiB copy measured between them.
   l2     GEMV of an L2-resident 4096 x 256 weight on 1 thread, 20 computes per sample: ns per
          weight block (which types are compute-bound, and against ggml).
   small  Q8_0 (or the given types) GEMV at the tiny test model's shapes (n_embd 128, n_ff 384,
@@ -96,7 +96,7 @@ class Case:
 
 
 def _memcpy():
-    a = np.ones(64 << 20, dtype=np.float32)  # 256 MiB: far past the L3
+    a = np.ones(16 << 20, dtype=np.float32)  # 64 MiB: twice the L3, short enough to often run unpreempted
     b = np.empty_like(a)
     return (lambda: np.copyto(b, a)), 2.0 * a.nbytes
 
@@ -127,7 +127,7 @@ def mode_big(gg, ref, types, n_threads, reps):
     K, M = 4096, 14336
     cp, cp_bytes = _memcpy()
     print(f"# GEMV K{K} x M{M}, n=1, {n_threads} threads, {reps} interleaved reps; GB/s = weight bytes / time;"
-          " memcpy = 2 x 256 MiB / time")
+          " memcpy = 2 x 64 MiB / time")
     print(f"{'type':<7s} {'MB':>6s} {'py med':>7s} {'py min':>7s} {'gg med':>7s} {'gg min':>7s} {'cp med':>7s}"
           f" {'cp min':>7s} {'py/cp':>6s} {'py/cp@min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}")
     for name in types:

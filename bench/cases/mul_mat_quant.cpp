@@ -47,13 +47,13 @@ double seconds_of(const std::function<void()>& fn) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// GEMV and a 256 MiB memcpy timed alternately, kReps each: a burst of load on a shared machine
-// hits both, so their ratio holds better than against the copy measured once at start.
+// GEMV and a 64 MiB memcpy (twice the L3) timed alternately, kReps each: a burst of load on a
+// shared machine hits both, so their ratio holds better than against the copy measured at start.
 // Returns {median, min} GB/s of weights read and of memcpy (read + write).
 struct GemvVsCopy { double gemv_med, gemv_min, copy_med, copy_min; };
 GemvVsCopy gemv_vs_copy(QuantMulMat& c, double weight_bytes, int n_threads) {
     constexpr int kReps = 15;
-    static std::vector<char> src(size_t(256) << 20, 1), dst(size_t(256) << 20, 0);
+    static std::vector<char> src(size_t(64) << 20, 1), dst(size_t(64) << 20, 0);
     auto gemv = [&] { c.graph.compute(n_threads); };
     auto copy = [&] { std::memcpy(dst.data(), src.data(), src.size()); };
     gemv(), copy();

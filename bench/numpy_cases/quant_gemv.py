@@ -1,5 +1,5 @@
 """Quantized GEMV (n=1) of a 4096 x 14336 weight, every block weight type of the type table:
-GB/s of weights read by pyggml against numpy's memcpy GB/s (np.copyto of 256 MiB, read+write),
+GB/s of weights read by pyggml against numpy's memcpy GB/s (np.copyto of 64 MiB, read+write),
 the two timed alternately (15 reps each, medians) so load on a shared machine hits both.
 The ratio column is then the fraction of the copy bandwidth (goal: >= 0.85)."""
 import statistics

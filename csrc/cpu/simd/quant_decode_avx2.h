@@ -39,9 +39,11 @@ inline __m256i bits_to_bytes(uint32_t x) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 // 16 bytes of packed nibbles -> 32 levels: low nibbles are values 0..15, high ones 16..31.
+// (The 16 bytes broadcast to both lanes, the high lane's 32-bit words shifted right by 4: its
+// bytes' high nibbles land in their low nibbles. One shuffle fewer than shift-then-insert.)
 inline __m256i nibbles(const uint8_t* qs) {
-    const __m128i q = _mm_loadu_si128((const __m128i*)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)qs));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 inline __m256i lut16(const int8_t* table) {
     const __m128i t = _mm_loadu_si128((const __m128i*)table);
@@ -223,7 +225,12 @@ struct UnpQ6_K {
             const __m256i la = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h));
             const __m256i lb = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h + 32));
             const __m256i qh = _mm256_loadu_si256((const __m256i*)(b.qh + 32 * h));
-            auto hi = [&](int s) { return _mm256_slli_epi16(low_bits(qh, 2 * s, 3), 4); };
+            // bits 2s, 2s+1 of each qh byte moved to bits 4, 5 by one 16-bit shift (what crosses
+            // from the neighbouring byte lands outside them), then masked
+            auto hi = [&](int s) {
+                const __m256i v = s < 2 ? _mm256_slli_epi16(qh, 4 - 2 * s) : s > 2 ? _mm256_srli_epi16(qh, 2) : qh;
+                return _mm256_and_si256(v, _mm256_set1_epi8(0x30));
+            };
             w.u[4 * h + 0] = _mm256_or_si256(low_bits(la, 0, 0xF), hi(0));
             w.u[4 * h + 1] = _mm256_or_si256(low_bits(lb, 0, 0xF), hi(1));
             w.u[4 * h + 2] = _mm256_or_si256(low_bits(la, 4, 0xF), hi(2));
