@@ -30,6 +30,8 @@ namespace {
 
 // Columns per unit of the dot path (a multiple of the kernels' 4 columns).
 constexpr int64_t kDotColBlock = 64;
+// Rows at most this long take the two-row kernels even for one column.
+constexpr int64_t kDot2ShortRow = 1024;
 
 // Activations need converting unless the weights are f32 and b is f32 already.
 bool dot_needs_conversion(const Tensor* dst) {
@@ -74,8 +76,10 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
     float out[8];
     auto run_unit = [&](int64_t u) {
-        // two-row kernels pay off once columns share the rows; one column streams better alone
-        Dot2Fn dot2 = N >= 2 ? kr.dot2[(int)w] : nullptr;
+        // two-row kernels pay off once columns share the rows, or for one column when rows are
+        // short (the call and set-up per row then weigh); one long column streams better alone.
+        // Both kernels give the same bits, so the choice never shows in the results.
+        Dot2Fn dot2 = (N >= 2 || K <= kDot2ShortRow) ? kr.dot2[(int)w] : nullptr;
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);

@@ -1,6 +1,7 @@
 // 256-bit integer dot kernels for q8_0 / q4_0 / nvfp4 weights against q8_0 activations,
 // shared by the AVX2 and AVX-512 translation units. The includer defines (under its target)
 //   static inline __m256i mm_udot(__m256i u8, __m256i s8);  // 8 x i32, each a sum of 4 products
+//   static inline __m256i mm_udot_offset(__m256i u8, __m256i s8, __m256i off8);  // same of (u - off) * s
 // Sign trick: |a| (unsigned) times (b with a's sign) gives a*b with an unsigned x signed dot.
 #pragma once
 
@@ -14,7 +15,13 @@ inline float mm_hsum256(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-inline float mm_f16(uint16_t h) { return _cvtsh_ss(h); }
+// dx * dy of two blocks whose f16 scale d comes first (followed by at least 6 more bytes),
+// broadcast: one load-and-convert per scale instead of a load, an insert and a conversion.
+inline __m256 mm_scale_product(const void* x, const void* y) {
+    const __m128 a = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)x));
+    const __m128 b = _mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)y));
+    return _mm256_broadcastss_ps(_mm_mul_ss(a, b));
+}
 
 // acc += (a . b per 4-lane group) * scale, where a is signed int8 (|a| <= 127 or -128).
 inline __m256 mm_dot_acc(__m256i ua, __m256i a, __m256i b, __m256 scale, __m256 acc) {
@@ -32,12 +39,11 @@ void mm_dot_q8_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m256i a = _mm256_loadu_si256((const __m256i*)x[ib].qs);
         const __m256i ua = _mm256_sign_epi8(a, a);
-        const float da = mm_f16(x[ib].d);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + ib;
             const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
-            acc[j] = mm_dot_acc(ua, a, by, _mm256_set1_ps(da * mm_f16(y->d)), acc[j]);
+            acc[j] = mm_dot_acc(ua, a, by, mm_scale_product(&x[ib].d, &y->d), acc[j]);
         }
     };
     const int64_t nb = k / 32;
@@ -59,16 +65,23 @@ void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     __m256 accv[NC];
     for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
-        const __m128i q = _mm_loadu_si128((const __m128i*)x[ib].qs);
-        // elements 0..15 are the low nibbles, 16..31 the high nibbles
-        const __m256i a = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), m4), off);
+        // elements 0..15 are the low nibbles, 16..31 the high nibbles: the 16 bytes in both
+        // lanes, the high lane's words shifted right by 4 (one shuffle fewer than an insert)
+        const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)x[ib].qs));
+        const __m256i u = _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), m4);
+        if constexpr (NC == 1) {  // one column: the offset form (same integers, fewer instructions)
+            const __m256i by = _mm256_loadu_si256((const __m256i*)((const BlockQ8_0*)b + ib)->qs);
+            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mm_udot_offset(u, by, off)),
+                                     mm_scale_product(&x[ib].d, &((const BlockQ8_0*)b + ib)->d), acc[0]);
+            return;
+        }
+        const __m256i a = _mm256_sub_epi8(u, off);
         const __m256i ua = _mm256_sign_epi8(a, a);
-        const float da = mm_f16(x[ib].d);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + ib;
             const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
-            acc[j] = mm_dot_acc(ua, a, by, _mm256_set1_ps(da * mm_f16(y->d)), acc[j]);
+            acc[j] = mm_dot_acc(ua, a, by, mm_scale_product(&x[ib].d, &y->d), acc[j]);
         }
     };
     const int64_t nb = k / 32;
@@ -105,7 +118,8 @@ void mm_dot_nvfp4(int64_t k, const void* av, const void* bv, size_t bs, float* o
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib + h;
             const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
-            acc[j] = mm_dot_acc(ua, a, by, _mm256_mul_ps(sa, _mm256_set1_ps(mm_f16(y->d))), acc[j]);
+            const __m256 dy = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)&y->d)));
+            acc[j] = mm_dot_acc(ua, a, by, _mm256_mul_ps(sa, dy), acc[j]);
         }
     };
     const int64_t nb = k / 64;

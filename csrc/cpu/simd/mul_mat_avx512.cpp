@@ -20,6 +20,11 @@ namespace pyggml::cpu::mm {
 
 namespace {
 inline __m256i mm_udot(__m256i u, __m256i s) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s); }
+// sum of (u - off) * s per 4-byte group: the sign trick on u - off
+inline __m256i mm_udot_offset(__m256i u, __m256i s, __m256i off) {
+    const __m256i a = _mm256_sub_epi8(u, off);
+    return mm_udot(_mm256_sign_epi8(a, a), _mm256_sign_epi8(s, a));
+}
 }  // namespace
 #include "cpu/simd/mm_quant256.h"
 

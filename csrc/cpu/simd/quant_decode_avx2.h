@@ -16,12 +16,20 @@ inline float hsum(__m256 v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
-// a * b + c rounded once: the block-minimum sums of q4_1 / q5_1 (what ggml's compiled dot does).
-inline float fma1(float a, float b, float c) {
-    return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
-}
+// The f16 pair at p (a block's d and m, or q8_1's d and s) in lanes 0 and 1, converted by one
+// load-and-convert; lanes 2, 3 hold the next 4 bytes converted (the caller ignores them, every
+// block has them). Fewer instructions than one scalar conversion per half.
+inline __m128 f16_pair(const void* p) { return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p)); }
+// lane 0 of a times lane 0 of b, broadcast: the combined block scale, as dx * dy in floats.
+inline __m256 scale_product(__m128 a, __m128 b) { return _mm256_broadcastss_ps(_mm_mul_ss(a, b)); }
 // 8 x i32, each the sum of 4 products of unsigned u and signed s bytes.
 inline __m256i udot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
+// Sum of (u - off) * s per 4-byte group, exact for u <= 31, off <= 16 (no 16-bit saturation):
+// the same integers as udot on the signed values, one instruction fewer than the sign trick.
+inline __m256i udot_offset(__m256i u, __m256i s, int off) {
+    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(_mm256_set1_epi8((char)off), s));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
 // Byte j is 0xFF where bit j of x is set.
 inline __m256i bits_to_bytes(uint32_t x) {
     const __m256i spread = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,
@@ -31,9 +39,11 @@ inline __m256i bits_to_bytes(uint32_t x) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
 }
 // 16 bytes of packed nibbles -> 32 levels: low nibbles are values 0..15, high ones 16..31.
+// (The 16 bytes broadcast to both lanes, the high lane's 32-bit words shifted right by 4: its
+// bytes' high nibbles land in their low nibbles. One shuffle fewer than shift-then-insert.)
 inline __m256i nibbles(const uint8_t* qs) {
-    const __m128i q = _mm_loadu_si128((const __m128i*)qs);
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0F));
+    const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)qs));
+    return _mm256_and_si256(_mm256_srlv_epi32(q, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
 }
 inline __m256i lut16(const int8_t* table) {
     const __m128i t = _mm_loadu_si128((const __m128i*)table);
@@ -45,9 +55,10 @@ inline __m256i fifth_bits(const uint8_t* qh4) {
     return _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
 }
 
-// ---- legacy blocks: signed values ----
+// ---- legacy blocks: signed values (scale(): d in lane 0) ----
 struct DecQ8_0 {
     using Block = BlockQ8_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_loadu_si256((const __m256i*)b.qs);
@@ -55,6 +66,7 @@ struct DecQ8_0 {
 };
 struct DecQ4_0 {
     using Block = BlockQ4_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
@@ -62,13 +74,17 @@ struct DecQ4_0 {
 };
 struct DecQ5_0 {
     using Block = BlockQ5_0;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
-        return _mm256_sub_epi8(_mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)), _mm256_set1_epi8(16));
+        return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kOffset));
     }
+    static constexpr int kOffset = 16;  // values = levels - kOffset
+    static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
 struct DecIQ4NL {
     using Block = BlockIQ4NL;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_shuffle_epi8(lut16(kIQ4NLValues), nibbles(b.qs));
@@ -76,6 +92,11 @@ struct DecIQ4NL {
 };
 struct DecMXFP4 {
     using Block = BlockMXFP4;
+    static __m128 scale(const Block& b) {
+        float d;
+        values(b, d);  // only d is kept once inlined
+        return _mm_set_ss(d);
+    }
     static __m256i values(const Block& b, float& d) {
         const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (uint32_t(b.e) - 1) << 23;  // 2^(e-128)
         std::memcpy(&d, &bits, 4);
@@ -140,7 +161,10 @@ struct UnpQ3_K {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
             for (int s = 0; s < 4; ++s) {
                 const int c = 4 * h + s;
-                w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_slli_epi16(low_bits(hm, c, 1), 2));
+                // bit c of each hmask byte moved to bit 2 by one 16-bit shift (no bit crosses
+                // into bit 2 from the neighbouring byte for c <= 7), then masked
+                const __m256i h = c < 2 ? _mm256_slli_epi16(hm, 2 - c) : c > 2 ? _mm256_srli_epi16(hm, c - 2) : hm;
+                w.u[c] = _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_and_si256(h, _mm256_set1_epi8(4)));
             }
         }
         // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
@@ -201,7 +225,12 @@ struct UnpQ6_K {
             const __m256i la = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h));
             const __m256i lb = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h + 32));
             const __m256i qh = _mm256_loadu_si256((const __m256i*)(b.qh + 32 * h));
-            auto hi = [&](int s) { return _mm256_slli_epi16(low_bits(qh, 2 * s, 3), 4); };
+            // bits 2s, 2s+1 of each qh byte moved to bits 4, 5 by one 16-bit shift (what crosses
+            // from the neighbouring byte lands outside them), then masked
+            auto hi = [&](int s) {
+                const __m256i v = s < 2 ? _mm256_slli_epi16(qh, 4 - 2 * s) : s > 2 ? _mm256_srli_epi16(qh, 2) : qh;
+                return _mm256_and_si256(v, _mm256_set1_epi8(0x30));
+            };
             w.u[4 * h + 0] = _mm256_or_si256(low_bits(la, 0, 0xF), hi(0));
             w.u[4 * h + 1] = _mm256_or_si256(low_bits(lb, 0, 0xF), hi(1));
             w.u[4 * h + 2] = _mm256_or_si256(low_bits(la, 4, 0xF), hi(2));

@@ -28,16 +28,17 @@ void dot2_signed(int64_t k, const void* av, size_t as, const void* bv, size_t bs
     for (int64_t ib = 0; ib < nb; ++ib) {
         _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
         _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
-        float d0, d1;
-        const __m256i a0 = Dec::values(x0[ib], d0), a1 = Dec::values(x1[ib], d1);
+        float unused0, unused1;
+        const __m256i a0 = Dec::values(x0[ib], unused0), a1 = Dec::values(x1[ib], unused1);
+        const __m128 d0 = Dec::scale(x0[ib]), d1 = Dec::scale(x1[ib]);
         const __m256i u0 = _mm256_sign_epi8(a0, a0), u1 = _mm256_sign_epi8(a1, a1);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
             const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
-            const float dy = f16(y.d);
-            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, _mm256_sign_epi8(q, a0))), _mm256_set1_ps(d0 * dy), acc0[j]);
-            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, _mm256_sign_epi8(q, a1))), _mm256_set1_ps(d1 * dy), acc1[j]);
+            const __m128 dy = f16_pair(&y.d);
+            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, _mm256_sign_epi8(q, a0))), scale_product(d0, dy), acc0[j]);
+            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, _mm256_sign_epi8(q, a1))), scale_product(d1, dy), acc1[j]);
         }
     }
     for (int j = 0; j < NC; ++j) {
@@ -53,28 +54,28 @@ void dot2_with_min(int64_t k, const void* av, size_t as, const void* bv, size_t 
     const Block* x1 = (const Block*)((const char*)av + as);
     const char* b = (const char*)bv;
     __m256 acc0[NC], acc1[NC];
-    float min0[NC], min1[NC];
-    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); min0[j] = min1[j] = 0.0f; }
+    __m128 min0[NC], min1[NC];  // lane 1: the m * s sums (see dot_with_min)
+    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); min0[j] = min1[j] = _mm_setzero_ps(); }
     const int64_t nb = k / 32;
     for (int64_t ib = 0; ib < nb; ++ib) {
         _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
         _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
         const __m256i u0 = Dec::levels(x0[ib]), u1 = Dec::levels(x1[ib]);
-        const float d0 = f16(x0[ib].d), m0 = f16(x0[ib].m), d1 = f16(x1[ib].d), m1 = f16(x1[ib].m);
+        const __m128 dm0 = f16_pair(&x0[ib].d), dm1 = f16_pair(&x1[ib].d);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_1& y = ((const BlockQ8_1*)(b + j * bs))[ib];
             const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
-            const float dy = f16(y.d), sy = f16(y.s);
-            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, q)), _mm256_set1_ps(d0 * dy), acc0[j]);
-            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, q)), _mm256_set1_ps(d1 * dy), acc1[j]);
-            min0[j] = fma1(m0, sy, min0[j]);
-            min1[j] = fma1(m1, sy, min1[j]);
+            const __m128 ds = f16_pair(&y.d);
+            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, q)), scale_product(dm0, ds), acc0[j]);
+            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, q)), scale_product(dm1, ds), acc1[j]);
+            min0[j] = _mm_fmadd_ps(dm0, ds, min0[j]);
+            min1[j] = _mm_fmadd_ps(dm1, ds, min1[j]);
         }
     }
     for (int j = 0; j < NC; ++j) {
-        out[j] = hsum(acc0[j]) + min0[j];
-        out[4 + j] = hsum(acc1[j]) + min1[j];
+        out[j] = hsum(acc0[j]) + _mm_cvtss_f32(_mm_movehdup_ps(min0[j]));
+        out[4 + j] = hsum(acc1[j]) + _mm_cvtss_f32(_mm_movehdup_ps(min1[j]));
     }
 }
 

@@ -20,6 +20,12 @@ namespace pyggml::cpu::mm {
 
 namespace {
 
+// Whether Dec's values are unsigned levels minus a constant kOffset (Dec::levels gives them).
+template <class Dec>
+constexpr auto has_offset(int) -> decltype(Dec::kOffset, bool()) { return true; }
+template <class Dec>
+constexpr bool has_offset(long) { return false; }
+
 // One accumulator per column with the blocks in order (the block minimums summed apart, in
 // order, added last): ggml's AVX2 vec_dot order, so the results are bit-identical to it.
 template <class Dec, int NC>
@@ -30,14 +36,22 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
     __m256 accv[NC];
     for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
-        float dx;
-        const __m256i a = Dec::values(x[ib], dx);
+        if constexpr (NC == 1 && has_offset<Dec>(0)) {  // one column: the offset form, same integers
+            const BlockQ8_0& y = ((const BlockQ8_0*)b)[ib];
+            const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
+            acc[0] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_offset(Dec::levels(x[ib]), q, Dec::kOffset)),
+                                     scale_product(Dec::scale(x[ib]), f16_pair(&y.d)), acc[0]);
+            return;
+        }
+        float unused;
+        const __m256i a = Dec::values(x[ib], unused);
+        const __m128 dx = Dec::scale(x[ib]);
         const __m256i ua = _mm256_sign_epi8(a, a);
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
             const __m256i sy = _mm256_sign_epi8(_mm256_loadu_si256((const __m256i*)y.qs), a);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(ua, sy)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(ua, sy)), scale_product(dx, f16_pair(&y.d)), acc[j]);
         }
     };
     const int64_t nb = k / 32;
@@ -57,17 +71,18 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
     __m256 accv[NC];
-    float mins[NC];
-    for (int j = 0; j < NC; ++j) { accv[j] = _mm256_setzero_ps(); mins[j] = 0.0f; }
+    __m128 mins[NC];  // lane 1: the sum of m * s in block order, each step rounded once
+    for (int j = 0; j < NC; ++j) { accv[j] = _mm256_setzero_ps(); mins[j] = _mm_setzero_ps(); }
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         const __m256i u = Dec::levels(x[ib]);
-        const float dx = f16(x[ib].d), mx = f16(x[ib].m);
+        const __m128 dm = f16_pair(&x[ib].d);  // d, m
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) {
             const BlockQ8_1& y = ((const BlockQ8_1*)(b + j * bs))[ib];
             const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u, q)), _mm256_set1_ps(dx * f16(y.d)), acc[j]);
-            mins[j] = fma1(mx, f16(y.s), mins[j]);
+            const __m128 ds = f16_pair(&y.d);  // d, s
+            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u, q)), scale_product(dm, ds), acc[j]);
+            mins[j] = _mm_fmadd_ps(dm, ds, mins[j]);
         }
     };
     const int64_t nb = k / 32;
@@ -78,7 +93,7 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
         step(ib + 1, accv);
     }
     if (ib < nb) step(ib, accv);
-    for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]) + mins[j];
+    for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[j]));
 }
 
 template <class Unp, int NC>

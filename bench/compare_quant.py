@@ -1,0 +1,204 @@
+"""Quantized mul_mat, pyggml vs ggml's CPU backend vs memcpy, robust to a loaded machine.
+
+    python bench/compare_quant.py [--mode big|l2|small|gemm] [-t THREADS] [--reps R] [TYPE ...]
+
+Every sample is taken in one process with the sides interleaved (pyggml, ggml, memcpy, the
+order rotated each rep, idle workers before each timed call), so a burst of load hits all
+sides alike. Prints for each side the median and the minimum, and the ratios of medians and
+of minima (pyggml over the other side: > 1 means pyggml is faster).
+
+Modes:
+  big    GEMV (n=1) of a 4096 x 14336 weight on THREADS (default 2): weight GB/s of pyggml and
+         ggml, and the memcpy (read+write) GB/s of a 64 MiB copy measured between them.
+  l2     GEMV of an L2-resident 4096 x 256 weight on 1 thread, 20 computes per sample: ns per
+         weight block (which types are compute-bound, and against ggml).
+  small  Q8_0 (or the given types) GEMV at the tiny test model's shapes (n_embd 128, n_ff 384,
+         vocab 256) on THREADS: microseconds per call.
+  gemm   n=128 GEMM of a 4096 x 14336 weight on THREADS: GFLOP/s.
+Reported, never asserted. ggml comes from llama-cpp-python's bundled libraries (bench/ggml_ref.py).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS is not used; keep its threads out
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+import numpy as np  # noqa: E402
+
+TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "mxfp4",
+         "nvfp4"]
+SETTLE_S = 0.003  # both thread pools spin a while after a compute: let them sleep before timing
+
+
+def _type(gg, name):
+    for row in gg.type_traits():
+        if row["name"] == name:
+            return row["type"]
+    return None
+
+
+def _weights(gg, t, K, M):
+    """Raw bytes of an M x K weight of type t: 64 quantized random rows tiled (K-quant searches are slow)."""
+    rows = np.random.default_rng(1).uniform(-1, 1, size=(min(M, 64), K)).astype(np.float32)
+    raw = np.frombuffer(gg.quantize(t, rows.ravel()), dtype=np.uint8)
+    reps = (M + rows.shape[0] - 1) // rows.shape[0]
+    return np.tile(raw, reps)[: raw.size // rows.shape[0] * M]
+
+
+class Case:
+    """pyggml and ggml callables computing mul_mat(weight M x K of `name`, b K x N) on n_threads."""
+
+    def __init__(self, gg, ref, name, K, M, N, n_threads, inner=1):
+        t = _type(gg, name)
+        self.raw = _weights(gg, t, K, M)
+        b = np.random.default_rng(2).uniform(-1, 1, size=(N, K)).astype(np.float32)
+        self.ctx = gg.Context(mem_size=self.raw.size + b.nbytes + M * N * 4 + (16 << 20))
+        a_t = self.ctx.new_tensor(t, [K, M]); a_t.set(self.raw)
+        b_t = self.ctx.new_tensor(gg.F32, [K, N]); b_t.set(b)
+        self.out = gg.mul_mat(self.ctx, a_t, b_t)
+        g = gg.Graph(self.ctx); g.build_forward_expand(self.out)
+        self.graph = g
+
+        def ours():
+            for _ in range(inner):
+                g.compute(n_threads=n_threads)
+        self.ours, self.theirs, self.rc = ours, None, None
+        if ref is None or name not in ref.TYPE:
+            return
+        self.rc = ref.context(self.raw.size + b.nbytes + M * N * 4 + (1 << 20))
+        ra = self.rc.tensor(ref.TYPE[name], [K, M], self.raw)
+        rb = self.rc.tensor(ref.TYPE["f32"], [K, N], b)
+        run = self.rc.graph(ref.ggml_mul_mat(self.rc.ptr, ra, rb), n_threads)
+
+        def theirs():
+            for _ in range(inner):
+                run()
+        self.theirs, self._run, self.M, self.N = theirs, run, M, N
+
+    def check(self):
+        """NMSE between the two outputs (same inputs: catches a broken harness), or None."""
+        if self.theirs is None:
+            return None
+        self.ours(), self.theirs()
+        mine = self.out.numpy().reshape(-1)
+        other = self.rc.read_f32(self._run.out, self.M * self.N)
+        return float(np.sum((mine - other) ** 2) / max(np.sum(other ** 2), 1e-30))
+
+
+def _memcpy():
+    a = np.ones(16 << 20, dtype=np.float32)  # 64 MiB: twice the L3, short enough to often run unpreempted
+    b = np.empty_like(a)
+    return (lambda: np.copyto(b, a)), 2.0 * a.nbytes
+
+
+def interleave(sides, reps, warm=2):
+    """{name: [seconds]} of every side, `reps` samples each, sides interleaved, order rotated."""
+    names = [n for n, f in sides if f is not None]
+    fns = dict((n, f) for n, f in sides if f is not None)
+    for _ in range(warm):
+        for n in names:
+            fns[n]()
+    ts = {n: [] for n in names}
+    for r in range(reps):
+        for i in range(len(names)):
+            n = names[(r + i) % len(names)]
+            time.sleep(SETTLE_S)
+            t0 = time.perf_counter()
+            fns[n]()
+            ts[n].append(time.perf_counter() - t0)
+    return ts
+
+
+def _med(x):
+    return statistics.median(x)
+
+
+def mode_big(gg, ref, types, n_threads, reps):
+    K, M = 4096, 14336
+    cp, cp_bytes = _memcpy()
+    print(f"# GEMV K{K} x M{M}, n=1, {n_threads} threads, {reps} interleaved reps; GB/s = weight bytes / time;"
+          " memcpy = 2 x 64 MiB / time")
+    print(f"{'type':<7s} {'MB':>6s} {'py med':>7s} {'py min':>7s} {'gg med':>7s} {'gg min':>7s} {'cp med':>7s}"
+          f" {'cp min':>7s} {'py/cp':>6s} {'py/cp@min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}")
+    for name in types:
+        c = Case(gg, ref, name, K, M, 1, n_threads)
+        err = c.check()
+        ts = interleave([("py", c.ours), ("gg", c.theirs), ("cp", cp)], reps)
+        nb = c.raw.size
+        gbs = {s: (nb / _med(v) / 1e9, nb / min(v) / 1e9) for s, v in ts.items() if s != "cp"}
+        cpg = (cp_bytes / _med(ts["cp"]) / 1e9, cp_bytes / min(ts["cp"]) / 1e9)
+        gg_ = gbs.get("gg", (float("nan"), float("nan")))
+        py = gbs["py"]
+        print(f"{name:<7s} {nb / 1e6:6.1f} {py[0]:7.2f} {py[1]:7.2f} {gg_[0]:7.2f} {gg_[1]:7.2f} {cpg[0]:7.2f}"
+              f" {cpg[1]:7.2f} {py[0] / cpg[0]:6.2f} {py[1] / cpg[1]:9.2f} {py[0] / gg_[0]:6.2f} {py[1] / gg_[1]:9.2f}"
+              + (f"   # WARNING outputs differ, NMSE {err:.1e}" if err is not None and err > 1e-3 else ""),
+              flush=True)
+        if c.rc is not None:
+            c.rc.free()
+
+
+def _per_call_table(gg, ref, types, shapes, n_threads, reps, inner, unit, scale):
+    print(f"{'case':<28s} {'py med':>9s} {'py min':>9s} {'gg med':>9s} {'gg min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}")
+    for name in types:
+        for K, M, N in shapes:
+            c = Case(gg, ref, name, K, M, N, n_threads, inner)
+            err = c.check()
+            ts = interleave([("py", c.ours), ("gg", c.theirs)], reps)
+            f = lambda s: scale(name, K, M, N, s / inner)  # noqa: E731
+            py = (f(_med(ts["py"])), f(min(ts["py"])))
+            gv = (f(_med(ts["gg"])), f(min(ts["gg"]))) if "gg" in ts else (float("nan"),) * 2
+            # unit is a time (lower is better) or a rate (higher is better): ratio > 1 = pyggml faster
+            rm, rn = ((gv[0] / py[0], gv[1] / py[1]) if unit in ("ns/blk", "us") else (py[0] / gv[0], py[1] / gv[1]))
+            print(f"{name + f' {K}x{M}x{N}':<28s} {py[0]:9.2f} {py[1]:9.2f} {gv[0]:9.2f} {gv[1]:9.2f} {rm:6.2f} {rn:9.2f}"
+                  + (f"   # WARNING outputs differ, NMSE {err:.1e}" if err is not None and err > 1e-3 else ""),
+                  flush=True)
+            if c.rc is not None:
+                c.rc.free()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mode", choices=("big", "l2", "small", "gemm"), default="big")
+    ap.add_argument("-t", "--threads", type=int, default=None)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("types", nargs="*")
+    a = ap.parse_args()
+    import pyggml as gg
+    import ggml_ref
+    ref = ggml_ref.load()
+    known = {r["name"] for r in gg.type_traits()}
+    types = [t for t in (a.types or TYPES) if t in known]
+    print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    print(f"# ggml: {ref.lib_dir if ref else 'n/a (llama_cpp not importable)'}")
+    if a.mode == "big":
+        mode_big(gg, ref, types, a.threads or 2, a.reps)
+    elif a.mode == "l2":
+        def ns_per_block(name, K, M, N, s):
+            row = next(r for r in gg.type_traits() if r["name"] == name)
+            return s / (M * K / row["blck_size"]) * 1e9
+        print(f"# GEMV of an L2-resident weight, n=1, {a.threads or 1} thread(s), 20 computes per sample; ns per weight block")
+        _per_call_table(gg, ref, types, [(4096, 256, 1)], a.threads or 1, a.reps, 20, "ns/blk", ns_per_block)
+    elif a.mode == "small":
+        types = a.types or ["q8_0"]
+        shapes = [(128, 128, 1), (128, 64, 1), (128, 384, 1), (384, 128, 1), (128, 256, 1)]
+        print(f"# GEMV at the tiny model's shapes (K x M x N), {a.threads or 2} threads, 50 computes per sample; us per call")
+        _per_call_table(gg, ref, types, shapes, a.threads or 2, a.reps, 50, "us", lambda n, K, M, N, s: s * 1e6)
+    else:
+        print(f"# GEMM K4096 x M14336 x N128, {a.threads or 2} threads; GFLOP/s")
+        _per_call_table(gg, ref, types, [(4096, 14336, 128)], a.threads or 2, max(3, a.reps // 3), 1, "GFLOP/s",
+                        lambda n, K, M, N, s: 2.0 * K * M * N / s / 1e9)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
