@@ -87,7 +87,6 @@ class GgmlSide:
             "rope_ext": [P, P, P, I, I, I, F, F, F, F, F, F],
             "flash_attn_ext": [P, P, P, P, F, F, F],
             "view_3d": [P, I64, I64, I64, sz, sz, sz], "permute": [P, I, I, I, I],
-            "soft_max_ext": [P, P, F, F],
         }
         self.fn = {}
         for name, args in sig.items():
@@ -131,7 +130,7 @@ def causal_mask(n_kv, n_tokens):
     return m.astype(np.float16)
 
 
-def cases(n_tok):
+def cases(gg, n_tok):
     """name -> builder(side, copies) returning the list of outputs."""
     rng = np.random.default_rng(0)
     f32 = lambda *shape: rng.uniform(-1, 1, size=shape).astype(np.float32)  # noqa: E731
@@ -215,7 +214,7 @@ def cases(n_tok):
             b = f32(n_tok, K)
 
             def mm(s, c, tname=tname, K=K, M=M, b=b):
-                _, raw = _weights(s_gg, np, tname, K, M)
+                _, raw = _weights(gg, np, tname, K, M)
                 data = {"f32": raw.view(np.float32), "f16": raw.view(np.float16)}.get(tname, raw)
                 if isinstance(s, GgmlSide):
                     wt = s.ctx.tensor(s.ref.TYPE[tname], [K, M], raw)
@@ -227,11 +226,8 @@ def cases(n_tok):
     return out
 
 
-s_gg = None
-
 
 def main():
-    global s_gg
     ap = argparse.ArgumentParser()
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-n", "--tokens", type=int, default=128)
@@ -241,14 +237,13 @@ def main():
     a = ap.parse_args()
     import pyggml as gg
     import ggml_ref
-    s_gg = gg
     ref = ggml_ref.load()
     if ref is None:
         sys.exit("llama_cpp's libggml does not load: nothing to compare against")
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     print(f"# threads={a.threads} tokens={a.tokens} copies={a.copies} best of {a.reps}")
     print(f"{'case':<52s} {'pyggml us':>10s} {'ggml us':>10s} {'ratio':>6s}")
-    for name, build in cases(a.tokens).items():
+    for name, build in cases(gg, a.tokens).items():
         if a.filters and not any(f in name for f in a.filters):
             continue
         ours, theirs = OursSide(gg), GgmlSide(ref)
