@@ -136,17 +136,26 @@ class Theirs:
         self.lc.llama_model_free(self.model)
 
 
+# llama.cpp's CPU backend runs on OpenMP here: after each llama_decode its libgomp workers spin
+# for several milliseconds (the GOMP spin count), holding a core that whatever is timed next
+# needs; in an alternating run that is the other engine's first case. Every timed part starts
+# after this pause, so each engine starts from sleeping workers and neither pays for the other.
+SETTLE_S = 0.02
+
+
 def run_case(engine, prompts, n_gen):
     """tokens/s of one engine: each prompt from an empty context, then n_gen greedy tokens
     after a 16-token prompt."""
     out = {}
     for name, toks in prompts.items():
         engine.reset()
+        time.sleep(SETTLE_S)
         t0 = time.perf_counter()
         engine.prompt(toks)
         out[name] = len(toks) / (time.perf_counter() - t0)
     engine.reset()
     tok = engine.prompt(prompts["pp128"][:16])
+    time.sleep(SETTLE_S)
     t0 = time.perf_counter()
     for _ in range(n_gen):
         tok = engine.step(tok)
@@ -160,6 +169,7 @@ def run_case_long(engine, prompts, long_ctx):
         return {}
     engine.reset()
     tok = engine.prompt(prompts["long"])
+    time.sleep(SETTLE_S)
     t0 = time.perf_counter()
     for _ in range(16):
         tok = engine.step(tok)

@@ -115,8 +115,12 @@ struct alignas(64) ShareCounters {
     std::atomic<int> finished{0};
 };
 
-// How long a thread waiting for the previous step spins before it sleeps.
+// How long a thread waiting for the previous step spins, then polls between yields of its
+// core, before it sleeps. The yields cover a stretch of solo steps or a step's uneven shares
+// (tens of microseconds each in a prompt graph of a small model): a worker that slept there
+// costs a futex wake-up at the next split step, on an idle machine more than the step saves.
 constexpr int64_t kStepSpinNs = 20000;
+constexpr int64_t kStepYieldNs = 200000;
 
 // PYGGML_CPU_SHARES=0 runs barrier-free nodes as gang steps too (every thread its own share,
 // all waiting for the slowest): the lockstep schedule, kept for benchmarks.
@@ -220,7 +224,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         };
         auto wait_for = [&](size_t k) {
             for (uint32_t v; (v = completed.value.load(std::memory_order_acquire)) < (uint32_t)k;)
-                completed.wait_while(v, kStepSpinNs);
+                completed.wait_while(v, kStepSpinNs, kStepYieldNs);
         };
         for (size_t k = 0; k < steps.size(); ++k) {
             const Step& st = steps[k];

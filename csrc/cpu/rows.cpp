@@ -57,6 +57,18 @@ void cpu_forward_SET_ROWS(const ComputeParams& p, Tensor* dst) {
     float* buf = (float*)p.wdata + (size_t)p.ith * (ne0 + 16);
     int64_t r0, r1;
     split_range(b->nrows(), p.ith, p.nth, r0, r1);
+    if (b->type == Type::F32 && dt == Type::F16 && b->nb[0] == 4 && dst->nb[0] == 2 && b->ne[2] * b->ne[3] == 1) {
+        // The KV cache write of a prompt (f32 rows into an f16 cache): the row converter is
+        // picked once, not per row; a per-row dispatch costs as much as a short row itself.
+        const auto to_f16 = conv::kernels_for(simd::cpu_isa()).f32_to_f16;
+        for (int64_t i = r0; i < r1; ++i) {
+            const int64_t idx = read_index(c, i, 0, 0);
+            if (idx < 0 || idx >= dst->ne[1]) bad_index("set_rows", idx, dst->ne[1], i, 0, 0);
+            to_f16((const float*)((const char*)b->data + i * b->nb[1]),
+                   (uint16_t*)((char*)dst->data + idx * dst->nb[1]), ne0);
+        }
+        return;
+    }
     for (int64_t r = r0; r < r1; ++r) {
         const int64_t i = r % n_rows, j = (r / n_rows) % nb2, k = r / (n_rows * nb2);
         const int64_t idx = read_index(c, i, j % c->ne[1], k % c->ne[2]);

@@ -43,13 +43,20 @@ int max_threads() {
     return cap;
 }
 
-void WaitWord::wait_while(uint32_t seen, int64_t spin_ns) {
+void WaitWord::wait_while(uint32_t seen, int64_t spin_ns, int64_t yield_ns) {
     if (value.load(std::memory_order_acquire) != seen) return;
     const int64_t until = now_ns() + spin_ns;
     for (int i = 1;; ++i) {
         PG_PAUSE();
         if (value.load(std::memory_order_acquire) != seen) return;
         if ((i & 63) == 0 && now_ns() > until) break;
+    }
+    if (yield_ns > 0) {
+        const int64_t yield_until = now_ns() + yield_ns;
+        do {
+            std::this_thread::yield();
+            if (value.load(std::memory_order_acquire) != seen) return;
+        } while (now_ns() < yield_until);
     }
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
 #if defined(__linux__)

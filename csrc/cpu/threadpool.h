@@ -27,8 +27,11 @@ int max_threads();
 class WaitWord {
 public:
     std::atomic<uint32_t> value{0};
-    // Returns once value != seen: spins for about spin_ns first, then sleeps.
-    void wait_while(uint32_t seen, int64_t spin_ns);
+    // Returns once value != seen: spins for about spin_ns first, then (yield_ns > 0) polls
+    // between yields of the core for about yield_ns, then sleeps. A yield returns at once on
+    // an idle machine (the waiter stays as prompt as a spinner, with no wake-up to pay) and
+    // hands the core to a runnable thread on a busy one.
+    void wait_while(uint32_t seen, int64_t spin_ns, int64_t yield_ns = 0);
     // After changing value: wakes every sleeper (a no-op when nobody sleeps).
     void wake_all();
 

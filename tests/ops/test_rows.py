@@ -247,6 +247,36 @@ def test_set_rows_later_reader_sees_writes_kv_cache_pattern():
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_set_rows_f32_into_f16_cache_rows(n_threads):
+    """The prompt's KV-cache write (f32 rows into f16 rows of a 2-D cache): an odd row length
+    (SIMD body and tail), specials (inf, NaN, f16 overflow and subnormals), a destination view
+    with padded rows, many rows over several threads, and an index past the cache."""
+    ctx = ctx_()
+    n, cells, rows = 37, 300, 129
+    big = ctx.new_tensor(gg.F16, [n + 3, cells])
+    raw0 = np.random.default_rng(7).uniform(-1, 1, size=(cells, n + 3)).astype(np.float16)
+    big.set(raw0)
+    dst = gg.view_2d(ctx, big, n, cells, big.nb[1], 0)
+    src, sv = new(ctx, gg.F32, [n, rows], lo=-4, hi=4)
+    sv = np.array(sv, dtype=np.float32)
+    sv[0, 0, 0, :5] = [np.inf, -np.inf, np.nan, 7e4, 3e-7]
+    src.set(sv[0, 0])
+    idx = np.random.default_rng(8).permutation(cells)[:rows].astype(np.int64)
+    r = gg.set_rows(ctx, dst, src, idx_tensor(ctx, idx, gg.I64))
+    g = gg.Graph(ctx)
+    g.build_forward_expand(r)
+    g.compute(n_threads=n_threads)
+    got = np.array(big.numpy()).reshape(cells, n + 3)
+    want = raw0.copy()
+    want[idx, :n] = ref.convert_values(sv[0, 0], "f16").astype(np.float16)
+    np.testing.assert_array_equal(got.view(np.uint16)[:, n:], raw0.view(np.uint16)[:, n:])
+    np.testing.assert_array_equal(got[:, :n], want[:, :n])  # NaN == NaN for assert_array_equal
+    bad = gg.set_rows(ctx, dst, src, idx_tensor(ctx, np.r_[idx[:-1], cells], gg.I64))
+    with pytest.raises(ValueError, match=f"set_rows.*{cells}"):
+        compute(ctx, bad)
+
+
 @pytest.mark.parametrize("bad", [-1, 6, 2**40])
 def test_set_rows_out_of_range_index_raises(bad):
     ctx = ctx_()
