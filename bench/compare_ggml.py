@@ -34,7 +34,7 @@ def _limit_openblas(n_threads):
     return lim(n_threads)
 
 
-SETTLE_S = 0.003  # both pools' workers spin a while after a compute: let them go to sleep first
+SETTLE_S = 0.02  # both pools keep a core busy for several ms after a compute (OpenMP, our yield-poll): let them sleep first
 
 
 def _timed(f):
