@@ -118,6 +118,28 @@ def test_recent_matches_reference(hist, n_max, a, b):
     assert got == ref_recent(hist, n_max, hi, lo)
 
 
+def test_history_buffer_through_process_and_accept():
+    # a long prompt (the buffer grows), then verify batches with partial acceptance: the
+    # drafter's history is what a list of the committed tokens holds
+    rng = np.random.default_rng(5)
+    hist = [int(t) for t in rng.integers(0, 6, 600)]
+    d = NgramDrafter(None)
+    d.process(np.array(hist, np.int32), 0, {})
+    for step in range(30):
+        pos0 = len(hist)
+        id_last = int(rng.integers(0, 6))
+        want = ref_longest(hist + [id_last], 5)
+        assert d.draft(id_last, pos0, 5).ids == want
+        batch = [id_last] + [int(t) for t in rng.integers(0, 6, int(rng.integers(0, 5)))]
+        d.process(np.array(batch, np.int32), pos0, {})
+        n_acc = int(rng.integers(0, len(batch)))
+        d.accept(n_acc)
+        hist = hist + batch[:n_acc + 1]
+        assert d.history == hist
+    d.reset()
+    assert d.history == []
+
+
 def test_bad_options():
     with pytest.raises(ValueError, match="lookup='nearest'"):
         NgramDrafter(None, lookup="nearest")

@@ -54,6 +54,8 @@ def _key_starts(seq: np.ndarray, N: int) -> np.ndarray:
     if N < 1 or L <= N:
         return np.zeros(0, np.int64)
     key = seq[L - N:]
+    if N == 2:          # the default key: one pass
+        return np.flatnonzero((seq[:L - 2] == key[0]) & (seq[1:L - 1] == key[1]))
     starts = np.flatnonzero(seq[:L - N] == key[0])
     for j in range(1, N):
         if not len(starts):
@@ -67,16 +69,13 @@ def match_lengths(seq: np.ndarray, ends: np.ndarray, cap: int = MATCH_CAP) -> np
     the largest m <= min(cap, e) with seq[e-m:e] == seq[L-m:L]."""
     L = len(seq)
     ends = np.asarray(ends, np.int64)
-    m = np.zeros(len(ends), np.int64)
-    alive = np.ones(len(ends), bool)
-    for k in range(1, cap + 1):
-        alive &= ends - k >= 0
-        if not alive.any():
-            break
-        idx = np.where(alive, ends - k, 0)
-        alive &= seq[idx] == seq[L - k]
-        m += alive
-    return m
+    cap = min(cap, L)
+    if not len(ends) or cap <= 0:
+        return np.zeros(len(ends), np.int64)
+    back = np.arange(1, cap + 1)
+    idx = ends[:, None] - back[None, :]              # [n_ends, cap]: seq[e - k]
+    eq = (seq[np.maximum(idx, 0)] == seq[L - back][None, :]) & (idx >= 0)
+    return np.cumprod(eq, axis=1).sum(axis=1)
 
 
 def find_substituted(seq: np.ndarray, window: int = SUB_WINDOW) -> int:
@@ -86,14 +85,18 @@ def find_substituted(seq: np.ndarray, window: int = SUB_WINDOW) -> int:
     L = len(seq)
     if L <= window:
         return -1
-    ends = np.arange(window, L)                      # e = L would be the sequence itself
-    wins = np.lib.stride_tricks.sliding_window_view(seq[:L - 1], window)   # wins[s] ends s+W
-    diff = (wins != seq[L - window:]).sum(axis=1)
+    # one difference in the window leaves the last or the one before it equal: only places
+    # where one of those two matches are counted in full
+    ends = np.flatnonzero((seq[window - 1:L - 1] == seq[L - 1])
+                          | (seq[window - 2:L - 2] == seq[L - 2])) + window
+    if not len(ends):
+        return -1
+    back = np.arange(1, window + 1)
+    diff = (seq[ends[:, None] - back[None, :]] != seq[L - back][None, :]).sum(axis=1)
     ok = np.flatnonzero(diff <= 1)
     if not len(ok):
         return -1
-    best = ok[diff[ok] == diff[ok].min()][-1]
-    return int(ends[best])
+    return int(ends[ok[diff[ok] == diff[ok].min()][-1]])
 
 
 def longest_match_draft(seq: np.ndarray, n_max: int, ngram_min: int = 2,
@@ -141,16 +144,39 @@ class NgramDrafter(Drafter):
         self.target = target_ctx
         self.ngram_max, self.ngram_min = int(ngram_max), int(ngram_min)
         self.lookup, self.substitute = lookup, substitute
-        self.history: list = []   # tokens at positions 0.. of the target's sequence
+        # tokens at positions 0.. of the target's sequence: buf[:n] (a growing array, so
+        # that a lookup reads a view instead of converting a list every step)
+        self._buf = np.zeros(256, np.int64)
+        self._n = 0
         self._pos0 = 0
 
+    @property
+    def history(self) -> list:
+        return self._buf[:self._n].tolist()
+
+    def _put(self, pos0: int, tokens: np.ndarray) -> None:
+        end = pos0 + len(tokens)
+        if end > len(self._buf):
+            grown = np.zeros(max(2 * len(self._buf), end), np.int64)
+            grown[:self._n] = self._buf[:self._n]
+            self._buf = grown
+        self._buf[pos0:end] = tokens
+        self._n = end
+
     def process(self, tokens, pos0, taps):
-        del self.history[pos0:]
-        self.history.extend(int(t) for t in np.asarray(tokens).ravel())
+        if pos0 > self._n:
+            raise ValueError(f"NgramDrafter.process: tokens at {pos0}.. but only {self._n} "
+                             f"known")
+        self._put(pos0, np.asarray(tokens, np.int64).ravel())
         self._pos0 = pos0
 
     def draft(self, id_last, pos0, n_max):
-        seq = np.asarray(self.history[:pos0] + [int(id_last)], np.int64)
+        if pos0 > self._n:
+            raise ValueError(f"NgramDrafter.draft: id_last at {pos0} but only {self._n} "
+                             f"tokens known")
+        # id_last sits at pos0 (the next process() writes it there again)
+        self._put(pos0, np.array([int(id_last)], np.int64))
+        seq = self._buf[:pos0 + 1]
         if self.lookup == "recent":
             ids = find_continuation(seq, n_max, self.ngram_max, self.ngram_min)
         else:
@@ -158,7 +184,7 @@ class NgramDrafter(Drafter):
         return Draft(ids=ids)
 
     def accept(self, n_accepted):
-        del self.history[self._pos0 + n_accepted + 1:]
+        self._n = min(self._n, self._pos0 + n_accepted + 1)
 
     def reset(self):
-        self.history.clear()
+        self._n = 0
