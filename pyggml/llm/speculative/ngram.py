@@ -11,9 +11,10 @@ Two lookup rules (option `lookup`):
 * "longest" (default): among the earlier places where the last ngram_min tokens occur, the
   one whose exact match reaches furthest back wins (counted up to MATCH_CAP tokens and to
   no more than the tokens that follow the place; ties: the most recent), and the draft is
-  at most as long as that match: a match of 2 tokens drafts 2, a match of 12 up to n_max. A verify step costs more with every drafted token
-  (a CPU decode of 5 tokens costs about 2.7 one-token decodes for a 135M Q4_1 model), so a
-  draft should be long only where the source is a real copy. When no exact key occurs,
+  at most as long as that match: a match of 2 tokens drafts 2, a match of 12 up to n_max.
+  A verify step costs more with every drafted token (a CPU decode of 5 tokens costs about
+  2.7 one-token decodes for a 135M Q4_1 model), so a draft should be long only where the
+  source is a real copy. When no exact key occurs,
   the one-substitution rule tries: a place whose last SUB_WINDOW tokens equal ours but for
   at most one (an edit that renamed x to y keeps copying after the renamed token).
 * "recent": the last N tokens (N = ngram_max down to ngram_min), the most recent earlier
