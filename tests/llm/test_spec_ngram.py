@@ -140,6 +140,18 @@ def test_history_buffer_through_process_and_accept():
     assert d.history == []
 
 
+def test_positions_never_seen_match_nothing():
+    # the target held 5 positions before the drafter saw any: the lookup only copies from
+    # what it was shown, and the unseen stretch is no match for anything
+    d = NgramDrafter(None)
+    d.process(np.array([4, 1, 2, 3, 1], np.int32), 5, {})
+    assert d.draft(2, 10, 4).ids == [3, 1]
+    assert d.history[:5] == [-1, -2, -3, -4, -5]
+    d = NgramDrafter(None)
+    d.process(np.array([8], np.int32), 3, {})
+    assert d.draft(9, 4, 4).ids == []         # -4, 8, 9 ... nothing seen twice
+
+
 def test_bad_options():
     with pytest.raises(ValueError, match="lookup='nearest'"):
         NgramDrafter(None, lookup="nearest")

@@ -161,20 +161,18 @@ class NgramDrafter(Drafter):
             grown = np.zeros(max(2 * len(self._buf), end), np.int64)
             grown[:self._n] = self._buf[:self._n]
             self._buf = grown
+        if pos0 > self._n:
+            # positions this drafter never saw (the sequence was in the target before the
+            # decoder ran): distinct negative ids, which match nothing
+            self._buf[self._n:pos0] = -1 - np.arange(self._n, pos0)
         self._buf[pos0:end] = tokens
         self._n = end
 
     def process(self, tokens, pos0, taps):
-        if pos0 > self._n:
-            raise ValueError(f"NgramDrafter.process: tokens at {pos0}.. but only {self._n} "
-                             f"known")
         self._put(pos0, np.asarray(tokens, np.int64).ravel())
         self._pos0 = pos0
 
     def draft(self, id_last, pos0, n_max):
-        if pos0 > self._n:
-            raise ValueError(f"NgramDrafter.draft: id_last at {pos0} but only {self._n} "
-                             f"tokens known")
         # id_last sits at pos0 (the next process() writes it there again)
         self._put(pos0, np.array([int(id_last)], np.int64))
         seq = self._buf[:pos0 + 1]
