@@ -1,6 +1,6 @@
 """Speculative decoding against plain decoding, same process, sides alternated.
 
-    python bench/compare_speculative.py [--part a,b,c] [--repeats 3] [-t 2]
+    python bench/compare_speculative.py [--part a,b,c,d,e,w] [--repeats 3] [-t 2]
 
 (a) SmolLM2-135M-Instruct Q4_1 (fetched once into the cache folder like the demo) with the
     n-gram (prompt lookup) draft on copy-heavy prompts: acceptance, decode tokens/s with and
@@ -11,6 +11,10 @@
     a prompt it cannot copy from; slowdown per generated token against no speculation.
 (d) greedy verification with the argmax taken in the graph (ids copied) against the same
     step copying logits rows and taking the argmax on the host.
+(e) the n-gram lookup rules (recent, longest without and with the substitution fallback)
+    on the prompts of (a), each against plain decoding.
+(w) the cost of a target decode of w = 1..9 tokens against one token (a verify step of
+    w - 1 drafts): what a draft must earn.
 
 Figures are medians over the repeats; the machine's load (os.getloadavg) is printed with them.
 """
@@ -63,10 +67,40 @@ CLASS = '''class Stack:
         return self.items[-1]
 '''
 
+POINT = '''# point3d.py
+class Point3D:
+    """A point in space with validated float coordinates."""
+
+    def __init__(self, x, y, z):
+        self._x = float(x)
+        self._y = float(y)
+        self._z = float(z)
+
+    @property
+    def x(self):
+        """The x coordinate."""
+        return self._x
+
+    @x.setter
+    def x(self, value):
+        if not isinstance(value, (int, float)):
+            raise TypeError("x must be a number")
+        self._x = float(value)
+
+    @property
+    def y(self):'''
+
+QUEUE_HEAD = ("# stack.py\n" + CLASS + "\n\n# queue.py: the same structure as stack.py\n"
+              "class Queue:\n    \"\"\"A first-in first-out queue.\"\"\"\n\n    def __init__(self):")
+# continue-class ends with a newline after the colon: the model must then produce the body's
+# indentation without the newline it is normally merged with, and SmolLM2 closes a markdown
+# block and writes prose instead. continue-class-colon is the same task ending at the colon.
+# continue-mirror: the y property and setter mirror x's (then z's).
 COPY_PROMPTS = {
     "copy-function": "# merge.py, version 1\n" + CODE + "\n\n# merge.py, version 2: identical to version 1\n",
-    "continue-class": "# stack.py\n" + CLASS + "\n\n# queue.py: the same structure as stack.py\n"
-                      "class Queue:\n    \"\"\"A first-in first-out queue.\"\"\"\n\n    def __init__(self):\n",
+    "continue-class": QUEUE_HEAD + "\n",
+    "continue-class-colon": QUEUE_HEAD,
+    "continue-mirror": POINT,
 }
 FRESH_PROMPT = "Write a short paragraph about the history of the printing press."
 
@@ -152,10 +186,74 @@ def part_a(args):
             dec.generate(prompt[:8], 8)               # warm-up: verify graphs
             tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
             mode = {False: "fixed", True: "default", "cost": "cost"}[adaptive]
-            print(f"  {name:15s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
+            print(f"  {name:20s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
                   f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
                   f"rate {s['acceptance_rate']:.2f}  verify steps {s['n_verify_steps']}  "
                   f"plain steps {s['n_plain_steps']}  identical {same}  load {load():.1f}")
+
+
+def part_e(args):
+    """The n-gram lookup rules side by side (default adaptive length), each against plain
+    decoding in the same alternation."""
+    from pyggml import demo
+    from pyggml.llm import Context, Model
+    from pyggml.llm.speculative import SpeculativeDecoder
+    path, why = demo.fetch_smollm2()
+    if path is None:
+        print(f"(e) skipped: {why}")
+        return
+    model = Model.load(path, progress=False)
+    print(f"(e) SmolLM2 Q4_1, n-gram lookup rules, default adaptive length, {args.gen} tokens")
+    rules = (("recent", dict(lookup="recent")), ("longest, no subst", dict(substitute=False)),
+             ("longest (default)", {}))
+    for name, text in COPY_PROMPTS.items():
+        prompt = model.tokenize(text)
+        ctx = Context(model, n_ctx=len(prompt) + args.gen + 16, n_threads=args.threads,
+                      flash_attn=args.flash_attn)
+        ctx.generate(prompt[:8], 4)
+        for n_max in (4, 8):
+            for label, opt in rules:
+                dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, **opt)
+                dec.generate(prompt[:8], 8)
+                tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
+                print(f"  {name:20s} n_max {n_max} {label:18s}: speedup {tb / ts:5.2f}x  "
+                      f"accept len {s['mean_acceptance_length']:.2f}  drafted {s['n_drafted']}  "
+                      f"accepted {s['n_accepted']}  verify steps {s['n_verify_steps']}  "
+                      f"plain steps {s['n_plain_steps']}  identical {same}  load {load():.1f}")
+
+
+def part_w(args):
+    """What a target decode of w tokens costs against one of 1 token (all rows outputs,
+    greedy ids), the price of a verify step drafting w - 1 tokens."""
+    from pyggml import demo
+    from pyggml.llm import Context, Model
+    from pyggml.llm.speculative.target import decode_steps
+    path, why = demo.fetch_smollm2()
+    if path is None:
+        print(f"(w) skipped: {why}")
+        return
+    model = Model.load(path, progress=False)
+    prompt = model.tokenize(COPY_PROMPTS["copy-function"])
+    ctx = Context(model, n_ctx=len(prompt) + 16, n_threads=args.threads,
+                  flash_attn=args.flash_attn)
+    ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, 12)
+    ctx.decode_greedy(prompt)
+    n0 = ctx.n_past(0)
+    cost = {w: [] for w in range(1, 10)}
+    for rep in range(args.repeats * 3 + 1):
+        for w in range(1, 10):
+            tok = np.array(prompt[10:10 + w], np.int32)
+            t0 = time.process_time() if args.clock == "cpu" else time.perf_counter()
+            decode_steps(ctx, [(0, tok)], True)
+            t1 = time.process_time() if args.clock == "cpu" else time.perf_counter()
+            ctx.seq_rm(0, n0, -1)
+            if rep:                     # the first round builds the graphs
+                cost[w].append(t1 - t0)
+    c1 = statistics.median(cost[1])
+    print(f"(w) SmolLM2 Q4_1 target decode of w tokens ({args.clock} clock), median of "
+          f"{len(cost[1])}: w=1 {c1 * 1e3:.1f} ms; c(w)/c(1): " +
+          " ".join(f"{w}:{statistics.median(cost[w]) / c1:.2f}" for w in range(2, 10)) +
+          f"  load {load():.1f}")
 
 
 def tiny_target(folder):
@@ -321,6 +419,10 @@ def main() -> int:
             part_c(args, tiny)
         if "d" in parts:
             part_d(args, tiny)
+        if "e" in parts:
+            part_e(args)
+        if "w" in parts:
+            part_w(args)
     return 0
 
 
