@@ -16,16 +16,15 @@ class HybridMemory(Memory):
     def __init__(self, attn: KVCache, recr: RecurrentMemory):
         self.attn, self.recr = attn, recr
         self.n_rs_seq = recr.n_rs_seq
-
-    @property
-    def keep_tail(self) -> int:
-        return self.recr.keep_tail
+        self.keep_tail = recr.keep_tail
 
     def init_batch(self, ubatches):
         a = self.attn.init_batch(ubatches)
         if a is None:
             return None
         r = self.recr.init_batch(ubatches)
+        if len(a) == 1:
+            return [HybridContext(a[0], r[0])]
         return [HybridContext(x, y) for x, y in zip(a, r)]
 
     def clear(self):
@@ -76,4 +75,4 @@ class HybridContext(MemoryContext):
         return self._recr
 
     def shape_key(self):
-        return (self.attn.shape_key(), self._recr.shape_key())
+        return (self.attn.n_kv, self._recr.key)
