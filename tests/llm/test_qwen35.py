@@ -133,6 +133,24 @@ def test_graph_reuse_gives_the_same_logits(model):
     np.testing.assert_array_equal(out[True], out[False])
 
 
+def test_fused_projections_equal_separate_ones(path, monkeypatch):
+    """Small projections sharing an input run as one mul_mat over a fused weight copy; each
+    output row is the same dot product, so prompt (split into ubatches) and decode logits
+    equal those of the separate mul_mats, with fewer mul_mat nodes."""
+    from pyggml.llm.models import qwen35
+    toks = tokens(23, seed=8)
+    out, n_mm = {}, {}
+    for fuse in (True, False):
+        monkeypatch.setattr(qwen35, "FUSE_MAX_BYTES", 1 << 20 if fuse else 0)
+        ctx = f32_ctx(Model.load(path), n_ubatch=7, n_rs_seq=2)
+        rows = [ctx.decode(toks[:19], logits_all=True)] + [ctx.decode([int(t)]) for t in toks[19:]]
+        out[fuse] = np.concatenate(rows)
+        n_mm[fuse] = sum(str(n.op) == "MUL_MAT" for n in ctx._last.gf.nodes)
+    np.testing.assert_array_equal(out[True], out[False])
+    # per delta-net layer 4 -> 1 and 2 -> 1 (ffn), per attention layer 3 -> 1 and 2 -> 1
+    assert n_mm[False] - n_mm[True] == 3 * (3 + 1) + (2 + 1)
+
+
 def test_interleaved_sequences_equal_independent_runs(model, ref):
     a, b = tokens(12, seed=12), tokens(9, seed=13)
     ctx = f32_ctx(model, n_ubatch=16, n_seq_max=2, n_rs_seq=2)

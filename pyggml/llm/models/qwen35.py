@@ -363,10 +363,12 @@ class Qwen35Graph(GraphContext):
         conv_out = self.cb(gg.silu(c, gg.ssm_conv(c, conv_in, L.ssm_conv1d)), "conv_output_silu", il)
         es = gg.type_size(conv_out.type)
         nb1 = conv_out.nb[1]
-        q = gg.view_4d(c, conv_out, S, Hk, T, n_seqs, S * es, nb1, nb1 * T, 0)
-        k = gg.view_4d(c, conv_out, S, Hk, T, n_seqs, S * es, nb1, nb1 * T, S * Hk * es)
+        # q and k heads are adjacent: one row-wise L2 norm over both (same rows, fewer nodes)
+        qk = gg.view_4d(c, conv_out, S, 2 * Hk, T, n_seqs, S * es, nb1, nb1 * T, 0)
+        qk = l2_norm(c, qk, hp.rms_eps)
+        q = gg.view_4d(c, qk, S, Hk, T, n_seqs, S * es, qk.nb[2], qk.nb[3], 0)
+        k = gg.view_4d(c, qk, S, Hk, T, n_seqs, S * es, qk.nb[2], qk.nb[3], S * Hk * es)
         v = gg.view_4d(c, conv_out, S, Hv, T, n_seqs, S * es, nb1, nb1 * T, 2 * S * Hk * es)
-        q, k = l2_norm(c, q, hp.rms_eps), l2_norm(c, k, hp.rms_eps)
 
         K = r.K
         out = gated_delta_net(c, q, k, v, g, beta, state, K)
@@ -414,6 +416,8 @@ class Qwen35Graph(GraphContext):
         pos = self.res.add_input(InpPosMulti(c, self.n_tokens)).pos
         inp_out_ids = self.build_inp_out_ids()
         masked = self.params.nextn_masked
+        # when nobody reads h_nextn, the last layer runs on the output rows only (as masked)
+        crop_early = masked or not self.params.embeddings_nextn
         for il in range(hp.n_layer):
             L = self.layer(il)
             self.res.t_layer_inp.append(inp_l)
@@ -424,13 +428,13 @@ class Qwen35Graph(GraphContext):
             else:
                 cur = self.build_layer_attn(inp_attn, cur, pos, L, il)
             res_in = inp_l
-            if il == hp.n_layer - 1 and masked:   # crop early: h_nextn of the output rows only
+            if il == hp.n_layer - 1 and crop_early:   # h_nextn of the output rows only
                 cur = gg.get_rows(c, cur, inp_out_ids)
                 res_in = gg.get_rows(c, res_in, inp_out_ids)
             inp_l = self.build_ffn_block(cur, res_in, L, il)
         cur = self.cb(self.build_norm(inp_l, m.get("output_norm.weight"), type=NormType.RMS), "h_nextn")
         self.res.t_h_nextn = cur
-        if not masked:                            # every row kept until here: crop for the head
+        if not crop_early:                        # every row kept until here: crop for the head
             cur = self.cb(gg.get_rows(c, cur, inp_out_ids), "result_norm")
         self.res.t_embd = cur
         cur = self.cb(self.build_lora_mm(output, cur), "result_output")
