@@ -416,8 +416,9 @@ class Qwen35Graph(GraphContext):
         pos = self.res.add_input(InpPosMulti(c, self.n_tokens)).pos
         inp_out_ids = self.build_inp_out_ids()
         masked = self.params.nextn_masked
-        # when nobody reads h_nextn, the last layer runs on the output rows only (as masked)
-        crop_early = masked or not self.params.embeddings_nextn
+        # when nobody reads h_nextn or other taps (named outputs keep every row), the last
+        # layer runs on the output rows only, as when masked
+        crop_early = masked or not (self.params.embeddings_nextn or self.params.outputs)
         for il in range(hp.n_layer):
             L = self.layer(il)
             self.res.t_layer_inp.append(inp_l)
