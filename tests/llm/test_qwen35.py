@@ -151,6 +151,26 @@ def test_fused_projections_equal_separate_ones(path, monkeypatch):
     assert n_mm[False] - n_mm[True] == 3 * (3 + 1) + (2 + 1)
 
 
+def test_long_prompt_keeps_the_decode_graphs_cached(model):
+    """A long prompt's ubatches each have their own n_kv (one graph each); small graphs stay
+    cached past MAX_GRAPHS, so returning to the short prompt and decode shapes builds nothing."""
+    ctx = Context(model, n_ctx=1600, n_ubatch=256)
+    short, long = tokens(16, seed=9), tokens(1536, seed=10)
+
+    def short_run():
+        ctx.reset()
+        tok = ctx.decode_greedy(short)
+        return [tok := ctx.decode_greedy([tok]) for _ in range(4)]
+
+    first = short_run()
+    ctx.reset()
+    ctx.decode_greedy(long)                      # 6 ubatches, n_kv 256 .. 1536
+    assert len(ctx._graphs) > Context.MAX_GRAPHS
+    built = ctx.timings["n_graph_build"]
+    assert short_run() == first
+    assert ctx.timings["n_graph_build"] == built
+
+
 def test_interleaved_sequences_equal_independent_runs(model, ref):
     a, b = tokens(12, seed=12), tokens(9, seed=13)
     ctx = f32_ctx(model, n_ubatch=16, n_seq_max=2, n_rs_seq=2)
