@@ -313,7 +313,7 @@ class Context:
             raise ValueError(f"decode: sequence {seq_id} would reach {pos0 + n} tokens "
                              f"({pos0} cached + {n} new) but n_ctx is {self.n_ctx}")
         samplers = tuple(samplers) or self.samplers
-        sizes = split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
+        sizes = (1,) if n == 1 else split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
         ubs, wanted = [], []
         n_out_max = self.cparams.n_outputs_max
         if n == 1:    # a decoded token (small arrays from lists: cheaper than arange/full)
