@@ -204,7 +204,8 @@ FUSE_MAX_BYTES = 1 << 20
 
 def fused_weight(model, names):
     """One weight [K, sum of rows] holding the rows of `names` in order (cached on the model),
-    or None when they cannot be joined (different types or K, not 2-D) or are too big."""
+    or None when they cannot be joined (different types or K, not 2-D, not in host memory)
+    or are too big."""
     cache = model.__dict__.setdefault("_fused_weights", {})
     key = tuple(names)
     if key in cache:
@@ -216,8 +217,10 @@ def fused_weight(model, names):
         total = sum(t.nbytes for t in parts)
         if total <= FUSE_MAX_BYTES and all(
                 t.type == typ and t.ne[0] == ne0 and t.ne[2] == 1 and t.ne[3] == 1
-                and t.is_contiguous() for t in parts):
-            buf = np.empty(total, np.uint8)
+                and t.is_contiguous() and t.backend_name == "cpu" for t in parts):
+            raw_buf = np.empty(total + 64, np.uint8)       # 64-byte aligned, as the kernels like
+            start = -raw_buf.ctypes.data % 64
+            buf = raw_buf[start:start + total]
             off = 0
             for t in parts:
                 raw = (ctypes.c_uint8 * t.nbytes).from_address(t.data_ptr)
