@@ -304,7 +304,8 @@ class Qwen35Graph(GraphContext):
         es, nb1 = gg.type_size(qg.type), qg.nb[1]
         q = gg.view_3d(c, qg, d, H, T, 2 * d * es, nb1, 0)
         gate = gg.view_3d(c, qg, d, H, T, 2 * d * es, nb1, d * es)
-        gate = self.cb(gg.cont_2d(c, gate, d * H, T), "gate_reshaped", il)
+        # the sigmoid reads the strided gate rows itself (no copy first); same values
+        gate = self.cb(gg.reshape_2d(c, gg.sigmoid(c, gate), d * H, T), "gate_reshaped", il)
         q = self.cb(self.build_norm(q, L.q_norm, type=NormType.RMS, il=il), "Qcur_normed", il)
         k = gg.view_3d(c, k, d, Hkv, T, d * es, k.nb[1], 0)
         k = self.cb(self.build_norm(k, L.k_norm, type=NormType.RMS, il=il), "Kcur_normed", il)
@@ -316,7 +317,7 @@ class Qwen35Graph(GraphContext):
         k = self.cb(gg.rope_multi(c, k, pos, None, **rope), "Kcur", il)
         self.cb(v, "Vcur", il)
         cur = self.build_attn(inp, None, None, q, k, v, kq_scale=1.0 / math.sqrt(d), il=il)
-        cur = self.cb(gg.mul(c, cur, gg.sigmoid(c, gate)), "attn_gated", il)
+        cur = self.cb(gg.mul(c, cur, gate), "attn_gated", il)
         return self.cb(self.build_lora_mm(L.wo, cur), "attn_output", il)
 
     # ---- gated delta-net ---------------------------------------------------------------
