@@ -14,7 +14,9 @@ post-norm hidden state as `h_nextn` (every row, or only the output rows when mas
 With n_rs_seq snapshots (K = n_rs_seq + 1) the delta-net op returns K states, most recent
 first; conv windows ending 0..K-1 tokens before the end are written too (their start is
 clamped at the ubatch's first conv input, as upstream does). Conv states are stored
-channel-packed (see build_conv_state), the transpose of upstream's rows.
+channel-packed (see build_conv_state), the transpose of upstream's rows. Small projections
+that share an input (qkv | z | beta | alpha, q | k | v, gate | up) run as one mul_mat over a
+fused weight copy (see fused_weight); the logits are the same bits as separate mul_mats.
 """
 from __future__ import annotations
 
