@@ -425,6 +425,7 @@ class Qwen35Graph(GraphContext):
         # when nobody reads h_nextn or other taps (named outputs keep every row), the last
         # layer runs on the output rows only, as when masked
         crop_early = masked or not (self.params.embeddings_nextn or self.params.outputs)
+        crop = self.n_outputs < self.n_tokens     # else out_ids is the identity: nothing to crop
         for il in range(hp.n_layer):
             L = self.layer(il)
             self.res.t_layer_inp.append(inp_l)
@@ -435,7 +436,7 @@ class Qwen35Graph(GraphContext):
             else:
                 cur = self.build_layer_attn(inp_attn, cur, pos, L, il)
             res_in = inp_l
-            if il == hp.n_layer - 1 and crop_early:   # h_nextn of the output rows only
+            if il == hp.n_layer - 1 and crop_early and crop:   # h_nextn of the output rows only
                 cur = gg.get_rows(c, cur, inp_out_ids)
                 res_in = gg.get_rows(c, res_in, inp_out_ids)
             inp_l = self.build_ffn_block(cur, res_in, L, il)
