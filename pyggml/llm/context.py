@@ -78,6 +78,11 @@ class Context:
     """
 
     MAX_GRAPHS = 4  # built graphs kept (one per shape key); clear_graphs() drops them
+    # ... and more while their compute buffers total at most this (small models: a long
+    # prompt's ubatches each have their own n_kv, and evicting the decode graphs for them
+    # makes every later shape rebuild)
+    GRAPH_CACHE_BYTES = 128 << 20
+    GRAPH_CACHE_MAX = 32
 
     def __init__(self, model, n_ctx: int = 512, n_threads: int = 2, flash_attn: bool = True,
                  n_batch: int = 2048, n_ubatch: int = 512, n_seq_max: int = 1, n_rs_seq: int = 0,
@@ -308,7 +313,7 @@ class Context:
             raise ValueError(f"decode: sequence {seq_id} would reach {pos0 + n} tokens "
                              f"({pos0} cached + {n} new) but n_ctx is {self.n_ctx}")
         samplers = tuple(samplers) or self.samplers
-        sizes = split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
+        sizes = (1,) if n == 1 else split_sizes(n, self.n_ubatch, getattr(self.memory, "keep_tail", 0))
         ubs, wanted = [], []
         n_out_max = self.cparams.n_outputs_max
         if n == 1:    # a decoded token (small arrays from lists: cheaper than arange/full)
@@ -441,9 +446,14 @@ class Context:
         self.timings["t_build_s"] += time.perf_counter() - t0
         self.timings["n_graph_build"] += 1
         if self.graph_reuse:
+            st = res.gf.plan_stats()
+            res.nbytes = st["peak_bytes"] + st["leaf_bytes"]
             self._graphs[key] = res
-            while len(self._graphs) > self.MAX_GRAPHS:
-                self._graphs.popitem(last=False)
+            graphs = self._graphs
+            total = sum(getattr(g, "nbytes", 0) for g in graphs.values())
+            while len(graphs) > self.MAX_GRAPHS and (total > self.GRAPH_CACHE_BYTES
+                                                     or len(graphs) > self.GRAPH_CACHE_MAX):
+                total -= getattr(graphs.popitem(last=False)[1], "nbytes", 0)
         return res
 
     # ---- generation -----------------------------------------------------------------------

@@ -16,16 +16,19 @@ class HybridMemory(Memory):
     def __init__(self, attn: KVCache, recr: RecurrentMemory):
         self.attn, self.recr = attn, recr
         self.n_rs_seq = recr.n_rs_seq
-
-    @property
-    def keep_tail(self) -> int:
-        return self.recr.keep_tail
+        self.keep_tail = recr.keep_tail
+        # per-token calls answered by the KV cache alone: bound once, no extra frame per call
+        self.update = attn.update
+        self.seq_pos_min = attn.seq_pos_min
+        self.seq_pos_max = attn.seq_pos_max
 
     def init_batch(self, ubatches):
         a = self.attn.init_batch(ubatches)
         if a is None:
             return None
         r = self.recr.init_batch(ubatches)
+        if len(a) == 1:
+            return [HybridContext(a[0], r[0])]
         return [HybridContext(x, y) for x, y in zip(a, r)]
 
     def clear(self):
@@ -51,29 +54,21 @@ class HybridMemory(Memory):
         self.attn.seq_keep(seq)
         self.recr.seq_keep(seq)
 
-    def seq_pos_min(self, seq):
-        return self.attn.seq_pos_min(seq)
-
-    def seq_pos_max(self, seq):
-        return self.attn.seq_pos_max(seq)
-
-    def update(self, n_threads):
-        self.attn.update(n_threads)
-
 
 class HybridContext(MemoryContext):
+    """The KV plan and the recurrent plan of one ubatch (the attention part is one unified
+    cache: its n_kv is the attention's share of the shape key)."""
+
     def __init__(self, attn, recr: RecurrentContext):
         self.attn, self._recr = attn, recr
+        self.parts = attn.parts
 
     def apply(self):
         self.attn.apply()
         self._recr.apply()
 
-    def parts(self):
-        return self.attn.parts()
-
     def recr(self) -> RecurrentContext:
         return self._recr
 
     def shape_key(self):
-        return (self.attn.shape_key(), self._recr.shape_key())
+        return (self.attn.n_kv, self._recr.key)

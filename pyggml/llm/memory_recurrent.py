@@ -50,12 +50,9 @@ class RecurrentMemory(Memory):
             r.numpy()[...] = 0
             s.numpy()[...] = 0
             self.r_l[il], self.s_l[il] = r, s
+        # trailing tokens of a batch that must share one ubatch (its snapshots name them)
+        self.keep_tail = self.n_rs_seq + 1 if self.n_rs_seq else 0
         self.clear()
-
-    @property
-    def keep_tail(self) -> int:
-        """Trailing tokens of a batch that must share one ubatch (its snapshots name them)."""
-        return self.n_rs_seq + 1 if self.n_rs_seq else 0
 
     def has_layer(self, il: int) -> bool:
         return il in self.r_l
@@ -73,17 +70,25 @@ class RecurrentMemory(Memory):
     def _drop(self, s: int) -> None:
         self.pos[s], self.fresh[s], self.rs_idx[s], self.valid[s] = -1, True, 0, 0
 
+    def _cell_of(self, ub) -> int:
+        seqs = ub.seq_id
+        s = int(seqs[0])
+        if len(seqs) > 1 and np.any(seqs != s):
+            raise ValueError("recurrent memory: a ubatch must hold tokens of one sequence")
+        if not 0 <= s < self.size:
+            raise ValueError(f"recurrent memory: seq_id {s} out of range [0, {self.size})")
+        return s
+
     def init_batch(self, ubatches):
+        if len(ubatches) == 1:          # a decode step: nothing to carry between ubatches
+            ub = ubatches[0]
+            s = self._cell_of(ub)
+            return [RecurrentContext(self, ub, s, self.rs_idx[s], self.fresh[s])]
         pending = list(self.rs_idx)     # the first ubatch of a sequence consumes its rollback
         fresh = list(self.fresh)        # ... and clears a fresh cell
         plans = []
         for ub in ubatches:
-            seqs = ub.seq_id
-            s = int(seqs[0])
-            if len(seqs) > 1 and np.any(np.asarray(seqs) != s):
-                raise ValueError("recurrent memory: a ubatch must hold tokens of one sequence")
-            if not 0 <= s < self.size:
-                raise ValueError(f"recurrent memory: seq_id {s} out of range [0, {self.size})")
+            s = self._cell_of(ub)
             plans.append(RecurrentContext(self, ub, s, pending[s], fresh[s]))
             pending[s], fresh[s] = 0, False
         return plans
@@ -151,11 +156,14 @@ class RecurrentContext(MemoryContext):
 
     def __init__(self, mem: RecurrentMemory, ub, cell: int, rs: int, fresh: bool):
         self.mem, self.ub, self.head, self.rs = mem, ub, cell, rs
-        self.n_seqs, self.n_seq_tokens = 1, ub.n_tokens
-        self.size = mem.size
-        self.rs_zero = mem.row(0, cell) if fresh else -1
-        self.K = mem.n_rs_seq + 1
-        self.n_written = min(ub.n_tokens, self.K)
+        n = len(ub.pos)
+        self.n_seqs, self.n_seq_tokens = 1, n
+        self.size = size = mem.size
+        self.rs_zero = cell if fresh else -1          # row of plane 0
+        self.K = K = mem.n_rs_seq + 1
+        self.n_written = n if n < K else K
+        self.src_row = rs * size + cell               # the row the starting state is read from
+        self.key = (cell, self.rs_zero, self.n_written, K)
 
     def apply(self):
         m, s = self.mem, self.head
@@ -168,7 +176,7 @@ class RecurrentContext(MemoryContext):
         return self
 
     def shape_key(self):
-        return (self.head, self.rs_zero, self.n_written, self.K)
+        return self.key
 
     def get_r_l(self, il: int):
         return self.mem.r_l[il]
@@ -178,7 +186,7 @@ class RecurrentContext(MemoryContext):
 
     def s_copy(self) -> np.ndarray:
         """The source row of each sequence's starting state (plane rs of its cell)."""
-        return np.array([self.mem.row(self.rs, self.head)], np.int32)
+        return np.array([self.src_row], np.int32)
 
 
 class InpRS(GraphInput):
@@ -195,12 +203,11 @@ class InpRS(GraphInput):
         if self._view is False:
             self._view = _host_view(self.s_copy)
         if self._view is not None:
-            r = self.rctx
-            self._view[...] = r.mem.row(r.rs, r.head) if r.n_seqs == 1 else r.s_copy()
+            self._view[0] = self.rctx.src_row    # one sequence per ubatch
 
     def can_reuse(self, params):
         r = params.mctx.recr()
-        ok = r.shape_key() == self.rctx.shape_key() and self.s_copy.ne[0] == r.n_seqs
+        ok = r.key == self.rctx.key
         self.rctx = r
         return ok
 

@@ -133,6 +133,44 @@ def test_graph_reuse_gives_the_same_logits(model):
     np.testing.assert_array_equal(out[True], out[False])
 
 
+def test_fused_projections_equal_separate_ones(path, monkeypatch):
+    """Small projections sharing an input run as one mul_mat over a fused weight copy; each
+    output row is the same dot product, so prompt (split into ubatches) and decode logits
+    equal those of the separate mul_mats, with fewer mul_mat nodes."""
+    from pyggml.llm.models import qwen35
+    toks = tokens(23, seed=8)
+    out, n_mm = {}, {}
+    for fuse in (True, False):
+        monkeypatch.setattr(qwen35, "FUSE_MAX_BYTES", 1 << 20 if fuse else 0)
+        ctx = f32_ctx(Model.load(path), n_ubatch=7, n_rs_seq=2)
+        rows = [ctx.decode(toks[:19], logits_all=True)] + [ctx.decode([int(t)]) for t in toks[19:]]
+        out[fuse] = np.concatenate(rows)
+        n_mm[fuse] = sum(str(n.op) == "MUL_MAT" for n in ctx._last.gf.nodes)
+    np.testing.assert_array_equal(out[True], out[False])
+    # per delta-net layer 4 -> 1 and 2 -> 1 (ffn), per attention layer 3 -> 1 and 2 -> 1
+    assert n_mm[False] - n_mm[True] == 3 * (3 + 1) + (2 + 1)
+
+
+def test_long_prompt_keeps_the_decode_graphs_cached(model):
+    """A long prompt's ubatches each have their own n_kv (one graph each); small graphs stay
+    cached past MAX_GRAPHS, so returning to the short prompt and decode shapes builds nothing."""
+    ctx = Context(model, n_ctx=1600, n_ubatch=256)
+    short, long = tokens(16, seed=9), tokens(1536, seed=10)
+
+    def short_run():
+        ctx.reset()
+        tok = ctx.decode_greedy(short)
+        return [tok := ctx.decode_greedy([tok]) for _ in range(4)]
+
+    first = short_run()
+    ctx.reset()
+    ctx.decode_greedy(long)                      # 6 ubatches, n_kv 256 .. 1536
+    assert len(ctx._graphs) > Context.MAX_GRAPHS
+    built = ctx.timings["n_graph_build"]
+    assert short_run() == first
+    assert ctx.timings["n_graph_build"] == built
+
+
 def test_interleaved_sequences_equal_independent_runs(model, ref):
     a, b = tokens(12, seed=12), tokens(9, seed=13)
     ctx = f32_ctx(model, n_ubatch=16, n_seq_max=2, n_rs_seq=2)

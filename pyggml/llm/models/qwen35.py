@@ -14,10 +14,13 @@ post-norm hidden state as `h_nextn` (every row, or only the output rows when mas
 With n_rs_seq snapshots (K = n_rs_seq + 1) the delta-net op returns K states, most recent
 first; conv windows ending 0..K-1 tokens before the end are written too (their start is
 clamped at the ubatch's first conv input, as upstream does). Conv states are stored
-channel-packed (see build_conv_state), the transpose of upstream's rows.
+channel-packed (see build_conv_state), the transpose of upstream's rows. Small projections
+that share an input (qkv | z | beta | alpha, q | k | v, gate | up) run as one mul_mat over a
+fused weight copy (see fused_weight); the logits are the same bits as separate mul_mats.
 """
 from __future__ import annotations
 
+import ctypes
 import math
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -135,16 +138,18 @@ class InpPosMulti(GraphInput):
 
     def __init__(self, ctx, n_tokens: int):
         self.pos = _input(ctx, gg.I32, [ROPE_SECTIONS * n_tokens], "inp_pos")
+        self.n_tokens = n_tokens
         self._view = False
 
     def set_input(self, ub):
         if self._view is False:
-            self._view = _host_view(self.pos)
+            v = _host_view(self.pos)
+            self._view = None if v is None else v.reshape(ROPE_SECTIONS, -1)
         if self._view is not None:
-            self._view.reshape(ROPE_SECTIONS, -1)[...] = ub.pos
+            self._view[...] = ub.pos[0] if self.n_tokens == 1 else ub.pos
 
     def can_reuse(self, params):
-        return self.pos.ne[0] == ROPE_SECTIONS * params.ubatch.n_tokens
+        return self.n_tokens == len(params.ubatch.pos)
 
 
 def gated_delta_net(c, q, k, v, g, beta, state, K: int):
@@ -190,6 +195,55 @@ def l2_norm(c, x, eps: float):
     """x / sqrt(||x||^2 + eps) over dim 0, as upstream computes it (an RMS norm rescaled)."""
     n = x.ne[0]
     return gg.scale(c, gg.rms_norm(c, x, eps / n), 1.0 / math.sqrt(n))
+
+
+# Projections that read the same input are run as one wider mul_mat over a fused copy of
+# their weights when the copy is small: there a mat-vec costs about as much as a graph node's
+# fixed overhead, so one node instead of four pays; big weights keep their own mul_mats (no
+# copy of the model). Each output row is the same dot product either way (same bits).
+FUSE_MAX_BYTES = 1 << 20
+
+
+def fused_weight(model, names):
+    """One weight [K, sum of rows] holding the rows of `names` in order (cached on the model),
+    or None when they cannot be joined (different types or K, not 2-D, not in host memory)
+    or are too big."""
+    cache = model.__dict__.setdefault("_fused_weights", {})
+    key = tuple(names)
+    if key in cache:
+        return cache[key]
+    parts = [model.get(n, required=False) for n in names]
+    fused = None
+    if all(t is not None for t in parts):
+        ne0, typ = parts[0].ne[0], parts[0].type
+        total = sum(t.nbytes for t in parts)
+        if total <= FUSE_MAX_BYTES and all(
+                t.type == typ and t.ne[0] == ne0 and t.ne[2] == 1 and t.ne[3] == 1
+                and t.is_contiguous() and t.backend_name == "cpu" for t in parts):
+            raw_buf = np.empty(total + 64, np.uint8)       # 64-byte aligned, as the kernels like
+            start = -raw_buf.ctypes.data % 64
+            buf = raw_buf[start:start + total]
+            off = 0
+            for t in parts:
+                raw = (ctypes.c_uint8 * t.nbytes).from_address(t.data_ptr)
+                buf[off:off + t.nbytes] = np.frombuffer(raw, np.uint8)
+                off += t.nbytes
+            ctx = gg.Context(mem_size=0, no_alloc=True)
+            fused = ctx.tensor_from_buffer(buf, typ, [ne0, sum(t.ne[1] for t in parts)])
+            fused.name = "+".join(names)
+            cache.setdefault("_contexts", []).append(ctx)
+    cache[key] = fused
+    return fused
+
+
+def split_rows(c, out, widths, T, n_seqs):
+    """Views [w, T, n_seqs] of consecutive row blocks of a fused mul_mat's output."""
+    es, nb1 = gg.type_size(out.type), out.nb[1]
+    views, off = [], 0
+    for w in widths:
+        views.append(gg.view_3d(c, out, w, T, n_seqs, nb1, nb1 * T, off * es))
+        off += w
+    return views
 
 
 @register("qwen35")
@@ -242,15 +296,22 @@ class Qwen35Graph(GraphContext):
     def build_layer_attn(self, inp, cur, pos, L, il):
         c, hp = self.ctx0, self.hparams
         d, H, Hkv, T = hp.head_dim_k, hp.n_head, hp.n_head_kv, self.n_tokens
-        qg = self.cb(self.build_lora_mm(L.wq, cur), "Qcur_full", il)     # per head: q | gate
-        es = gg.type_size(qg.type)
-        q = gg.view_3d(c, qg, d, H, T, 2 * d * es, 2 * d * H * es, 0)
-        gate = gg.view_3d(c, qg, d, H, T, 2 * d * es, 2 * d * H * es, d * es)
-        gate = self.cb(gg.cont_2d(c, gate, d * H, T), "gate_reshaped", il)
+        wqkv = fused_weight(self.model, [L.wq.name, L.wk.name, L.wv.name])
+        if wqkv is not None:               # q | gate per head, then k, then v in one mul_mat
+            qg, k, v = split_rows(c, self.build_lora_mm(wqkv, cur),
+                                  (2 * d * H, d * Hkv, d * Hkv), T, 1)
+        else:
+            qg, k, v = (self.build_lora_mm(w, cur) for w in (L.wq, L.wk, L.wv))
+        self.cb(qg, "Qcur_full", il)
+        es, nb1 = gg.type_size(qg.type), qg.nb[1]
+        q = gg.view_3d(c, qg, d, H, T, 2 * d * es, nb1, 0)
+        gate = gg.view_3d(c, qg, d, H, T, 2 * d * es, nb1, d * es)
+        # the sigmoid reads the strided gate rows itself (no copy first); same values
+        gate = self.cb(gg.reshape_2d(c, gg.sigmoid(c, gate), d * H, T), "gate_reshaped", il)
         q = self.cb(self.build_norm(q, L.q_norm, type=NormType.RMS, il=il), "Qcur_normed", il)
-        k = gg.reshape_3d(c, self.build_lora_mm(L.wk, cur), d, Hkv, T)
+        k = gg.view_3d(c, k, d, Hkv, T, d * es, k.nb[1], 0)
         k = self.cb(self.build_norm(k, L.k_norm, type=NormType.RMS, il=il), "Kcur_normed", il)
-        v = gg.reshape_3d(c, self.build_lora_mm(L.wv, cur), d, Hkv, T)
+        v = gg.view_3d(c, v, d, Hkv, T, d * es, v.nb[1], 0)
         rope = dict(n_dims=hp.n_rot, sections=list(hp.rope_sections), mode=ROPE_TYPE_IMROPE,
                     n_ctx_orig=hp.n_ctx_train, freq_base=hp.rope_freq_base, freq_scale=1.0,
                     ext_factor=0.0, attn_factor=1.0, beta_fast=32.0, beta_slow=1.0)
@@ -258,7 +319,7 @@ class Qwen35Graph(GraphContext):
         k = self.cb(gg.rope_multi(c, k, pos, None, **rope), "Kcur", il)
         self.cb(v, "Vcur", il)
         cur = self.build_attn(inp, None, None, q, k, v, kq_scale=1.0 / math.sqrt(d), il=il)
-        cur = self.cb(gg.mul(c, cur, gg.sigmoid(c, gate)), "attn_gated", il)
+        cur = self.cb(gg.mul(c, cur, gate), "attn_gated", il)
         return self.cb(self.build_lora_mm(L.wo, cur), "attn_output", il)
 
     # ---- gated delta-net ---------------------------------------------------------------
@@ -285,12 +346,19 @@ class Qwen35Graph(GraphContext):
         c, hp, r = self.ctx0, self.hparams, inp.rctx
         S, Hk, Hv, T, n_seqs = hp.d_state, hp.n_k_head, hp.n_v_head, self.n_tokens, r.n_seqs
         conv_dim = hp.conv_dim
-        qkv = self.cb(gg.reshape_3d(c, self.build_lora_mm(L.wqkv, cur), conv_dim, T, n_seqs),
-                      "linear_attn_qkv_mixed", il)
-        z = self.cb(self.build_lora_mm(L.wqkv_gate, cur), "z", il)
-        beta = gg.reshape_4d(c, self.build_lora_mm(L.ssm_beta, cur), 1, Hv, T, n_seqs)
+        ws = (L.wqkv, L.wqkv_gate, L.ssm_beta, L.ssm_alpha)
+        fused = fused_weight(self.model, [w.name for w in ws])
+        if fused is not None:              # qkv | z | beta | alpha in one mul_mat
+            qkv, z, beta, alpha = split_rows(c, self.build_lora_mm(fused, cur),
+                                             (conv_dim, S * Hv, Hv, Hv), T, n_seqs)
+        else:
+            qkv, z, beta, alpha = (gg.reshape_3d(c, self.build_lora_mm(w, cur), w.ne[1], T, n_seqs)
+                                   for w in ws)
+        self.cb(qkv, "linear_attn_qkv_mixed", il)
+        self.cb(z, "z", il)
+        fs = gg.type_size(z.type)
+        beta = gg.view_4d(c, beta, 1, Hv, T, n_seqs, fs, beta.nb[1], beta.nb[2], 0)
         beta = self.cb(gg.sigmoid(c, beta), "beta_sigmoid", il)
-        alpha = gg.reshape_3d(c, self.build_lora_mm(L.ssm_alpha, cur), Hv, T, n_seqs)
         g = gg.mul(c, gg.softplus(c, gg.add(c, alpha, L.ssm_dt_b)), L.ssm_a)
         g = gg.reshape_4d(c, self.cb(g, "gate", il), 1, Hv, T, n_seqs)
 
@@ -301,10 +369,12 @@ class Qwen35Graph(GraphContext):
         conv_out = self.cb(gg.silu(c, gg.ssm_conv(c, conv_in, L.ssm_conv1d)), "conv_output_silu", il)
         es = gg.type_size(conv_out.type)
         nb1 = conv_out.nb[1]
-        q = gg.view_4d(c, conv_out, S, Hk, T, n_seqs, S * es, nb1, nb1 * T, 0)
-        k = gg.view_4d(c, conv_out, S, Hk, T, n_seqs, S * es, nb1, nb1 * T, S * Hk * es)
+        # q and k heads are adjacent: one row-wise L2 norm over both (same rows, fewer nodes)
+        qk = gg.view_4d(c, conv_out, S, 2 * Hk, T, n_seqs, S * es, nb1, nb1 * T, 0)
+        qk = l2_norm(c, qk, hp.rms_eps)
+        q = gg.view_4d(c, qk, S, Hk, T, n_seqs, S * es, qk.nb[2], qk.nb[3], 0)
+        k = gg.view_4d(c, qk, S, Hk, T, n_seqs, S * es, qk.nb[2], qk.nb[3], S * Hk * es)
         v = gg.view_4d(c, conv_out, S, Hv, T, n_seqs, S * es, nb1, nb1 * T, 2 * S * Hk * es)
-        q, k = l2_norm(c, q, hp.rms_eps), l2_norm(c, k, hp.rms_eps)
 
         K = r.K
         out = gated_delta_net(c, q, k, v, g, beta, state, K)
@@ -319,7 +389,7 @@ class Qwen35Graph(GraphContext):
                                       r.size * row, r.head * row)))
         o = gg.view_4d(c, out, S, Hv, T, n_seqs, S * fs, S * Hv * fs, S * Hv * T * fs, 0)
         o = self.cb(o, "attn_output", il)
-        z4 = gg.reshape_4d(c, z, S, Hv, T, n_seqs)
+        z4 = gg.view_4d(c, z, S, Hv, T, n_seqs, S * fs, z.nb[1], z.nb[2], 0)
         o = gg.mul(c, self.build_norm(o, L.ssm_norm, type=NormType.RMS, il=il), gg.silu(c, z4))
         o = self.cb(gg.reshape_3d(c, o, S * Hv, T, n_seqs), "final_output", il)
         cur = self.build_lora_mm(L.ssm_out, o)
@@ -330,8 +400,13 @@ class Qwen35Graph(GraphContext):
         c = self.ctx0
         cur = self.cb(gg.add(c, cur, residual), "attn_residual", il)
         post = self.cb(self.build_norm(cur, L.post_norm, type=NormType.RMS, il=il), "attn_post_norm", il)
-        ffn = self.build_ffn(post, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
-                             type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
+        gate_up = fused_weight(self.model, [L.ffn_gate.name, L.ffn_up.name])
+        if gate_up is not None:            # gate | up in one mul_mat, SwiGLU over its halves
+            ffn = self.build_ffn(post, up=gate_up, down=L.ffn_down, type_op=FfnOp.SWIGLU,
+                                 type_gate=FfnGate.PAR, il=il)
+        else:
+            ffn = self.build_ffn(post, up=L.ffn_up, gate=L.ffn_gate, down=L.ffn_down,
+                                 type_op=FfnOp.SILU, type_gate=FfnGate.PAR, il=il)
         self.cb(ffn, "ffn_out", il)
         return self.cb(gg.add(c, ffn, cur), "l_out", il)
 
@@ -347,6 +422,10 @@ class Qwen35Graph(GraphContext):
         pos = self.res.add_input(InpPosMulti(c, self.n_tokens)).pos
         inp_out_ids = self.build_inp_out_ids()
         masked = self.params.nextn_masked
+        # when nobody reads h_nextn or other taps (named outputs keep every row), the last
+        # layer runs on the output rows only, as when masked
+        crop_early = masked or not (self.params.embeddings_nextn or self.params.outputs)
+        crop = self.n_outputs < self.n_tokens     # else out_ids is the identity: nothing to crop
         for il in range(hp.n_layer):
             L = self.layer(il)
             self.res.t_layer_inp.append(inp_l)
@@ -357,13 +436,13 @@ class Qwen35Graph(GraphContext):
             else:
                 cur = self.build_layer_attn(inp_attn, cur, pos, L, il)
             res_in = inp_l
-            if il == hp.n_layer - 1 and masked:   # crop early: h_nextn of the output rows only
+            if il == hp.n_layer - 1 and crop_early and crop:   # h_nextn of the output rows only
                 cur = gg.get_rows(c, cur, inp_out_ids)
                 res_in = gg.get_rows(c, res_in, inp_out_ids)
             inp_l = self.build_ffn_block(cur, res_in, L, il)
         cur = self.cb(self.build_norm(inp_l, m.get("output_norm.weight"), type=NormType.RMS), "h_nextn")
         self.res.t_h_nextn = cur
-        if not masked:                            # every row kept until here: crop for the head
+        if not crop_early:                        # every row kept until here: crop for the head
             cur = self.cb(gg.get_rows(c, cur, inp_out_ids), "result_norm")
         self.res.t_embd = cur
         cur = self.cb(self.build_lora_mm(output, cur), "result_output")
