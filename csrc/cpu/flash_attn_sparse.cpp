@@ -124,11 +124,55 @@ PG_SP_AVX2 static inline void pv_block(const float* P, int ldp, const T* const* 
         for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(O + (int64_t)i * ldo + d + 8 * z, acc[i][z]);
 }
 
+// NQ (1 or 2) rows of O, 32 columns starting at d, in named registers (an array of
+// accumulators made GCC store them to the stack on every step).
+template <int NQ, class T>
+PG_SP_AVX2 static inline void pv_block32(const float* P, int ldp, const T* const* v, int nk, int64_t d, float* O,
+                                         int ldo) {
+    float* o0 = O + d;
+    float* o1 = O + ldo + d;
+    __m256 a0 = _mm256_loadu_ps(o0), a1 = _mm256_loadu_ps(o0 + 8);
+    __m256 a2 = _mm256_loadu_ps(o0 + 16), a3 = _mm256_loadu_ps(o0 + 24);
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    if constexpr (NQ == 2) {
+        c0 = _mm256_loadu_ps(o1);
+        c1 = _mm256_loadu_ps(o1 + 8);
+        c2 = _mm256_loadu_ps(o1 + 16);
+        c3 = _mm256_loadu_ps(o1 + 24);
+    }
+    for (int j = 0; j < nk; ++j) {
+        const T* vj = v[j] + d;
+        const __m256 b0 = load8(vj), b1 = load8(vj + 8), b2 = load8(vj + 16), b3 = load8(vj + 24);
+        const __m256 p = _mm256_broadcast_ss(P + j);
+        a0 = _mm256_fmadd_ps(p, b0, a0);
+        a1 = _mm256_fmadd_ps(p, b1, a1);
+        a2 = _mm256_fmadd_ps(p, b2, a2);
+        a3 = _mm256_fmadd_ps(p, b3, a3);
+        if constexpr (NQ == 2) {
+            const __m256 p1 = _mm256_broadcast_ss(P + ldp + j);
+            c0 = _mm256_fmadd_ps(p1, b0, c0);
+            c1 = _mm256_fmadd_ps(p1, b1, c1);
+            c2 = _mm256_fmadd_ps(p1, b2, c2);
+            c3 = _mm256_fmadd_ps(p1, b3, c3);
+        }
+    }
+    _mm256_storeu_ps(o0, a0);
+    _mm256_storeu_ps(o0 + 8, a1);
+    _mm256_storeu_ps(o0 + 16, a2);
+    _mm256_storeu_ps(o0 + 24, a3);
+    if constexpr (NQ == 2) {
+        _mm256_storeu_ps(o1, c0);
+        _mm256_storeu_ps(o1 + 8, c1);
+        _mm256_storeu_ps(o1 + 16, c2);
+        _mm256_storeu_ps(o1 + 24, c3);
+    }
+}
+
 template <int NQ, class T>
 PG_SP_AVX2 static inline void pv_rows(const float* P, int ldp, const T* const* v, int nk, int64_t Dv, float* O,
                                       int ldo) {
     int64_t d = 0;
-    for (; d + 32 <= Dv; d += 32) pv_block<NQ, 4>(P, ldp, v, nk, d, O, ldo);
+    for (; d + 32 <= Dv; d += 32) pv_block32<NQ>(P, ldp, v, nk, d, O, ldo);
     switch ((Dv - d) / 8) {
         case 3: pv_block<NQ, 3>(P, ldp, v, nk, d, O, ldo); break;
         case 2: pv_block<NQ, 2>(P, ldp, v, nk, d, O, ldo); break;
@@ -221,9 +265,9 @@ struct Plan {
         hm_n = std::min(mask->ne[2], H);
         sm_n = std::min(mask->ne[3], S);
         cap = std::max<int64_t>(1, std::min<int64_t>(dst->param_i32(kFaNKvMax), KV));
-        stride = cap + kTile;  // the list scan appends up to one step past the cap
+        stride = cap + kTile;  // the list scan appends up to one step past the cap (then values)
         nchunks = (cap + kChunkEntries - 1) / kChunkEntries;
-        const int64_t row_bytes = stride * 4, rows_per_token = hm_n * sm_n;
+        const int64_t row_bytes = stride * 8, rows_per_token = hm_n * sm_n;
         tpp = std::clamp<int64_t>(kListBudget / std::max<int64_t>(1, row_bytes * rows_per_token), 1,
                                   std::max<int64_t>(N, 1));
         npass = (N + tpp - 1) / tpp;
@@ -237,7 +281,7 @@ struct Plan {
         kv_shared = v->data == k->data && v->type == k->type && v->nb[1] == k->nb[1] && v->nb[2] == k->nb[2] &&
                     v->nb[3] == k->nb[3] && rk == rv && Dv <= D;
         shared = 64 * (size_t)(nth + 1);
-        lists = (size_t)round_up((int64_t)(sizeof(int32_t) * (rows_per_token * tpp) * (stride + 1)), 64);
+        lists = (size_t)round_up((int64_t)(sizeof(int32_t) * (rows_per_token * tpp) * (2 * stride + 1)), 64);
         partials = nsplit > 1 ? (size_t)round_up((int64_t)(sizeof(float) * S * G * n_hb * N * nsplit * hpu *
                                                            (ldv + 2)), 64)
                               : 0;
@@ -335,7 +379,8 @@ public:
     }
 
 private:
-    // List of mask row (t, hm, sm) of the current pass: count (-1: more than cap) and entries.
+    // List of mask row (t, hm, sm) of the current pass: count (-1: more than cap), then at
+    // lists_ + index * 2 * stride its columns and their mask values.
     int64_t row_index(int64_t t, int64_t hm, int64_t sm) const {
         return (sm * plan_.hm_n + hm) * plan_.tpp + (t - t0_);
     }
@@ -348,11 +393,15 @@ private:
             const int64_t t = t0_ + r % nt, hm = (r / nt) % plan_.hm_n, sm = r / (nt * plan_.hm_n);
             const uint16_t* row = (const uint16_t*)mask_->row(t, hm, sm);
             const int64_t ri = row_index(t, hm, sm);
-            int32_t* out = lists_ + ri * plan_.stride;
+            int32_t* out = lists_ + ri * 2 * plan_.stride;
             int64_t n = 0;
             for (int64_t j = 0; j < plan_.KV && n <= plan_.cap; j += kTile)
                 n += kern_.scan(&row, 1, j, std::min<int64_t>(plan_.KV, j + kTile), out + n);
             counts_[ri] = n > plan_.cap ? -1 : (int32_t)n;
+            // the mask values of the entries, in list order (read contiguously by the tiles)
+            float* val = (float*)(out + plan_.stride);
+            if (n <= plan_.cap)
+                for (int64_t e = 0; e < n; ++e) val[e] = fp16_to_fp32(row[out[e]]);
         }
     }
 
@@ -421,7 +470,7 @@ private:
         }
         const int64_t ri = row_index(x.t, hm, sm);
         const int32_t count = counts_[ri];
-        const int32_t* list = lists_ + ri * plan_.stride;
+        const int32_t* list = lists_ + ri * 2 * plan_.stride;
         const uint16_t* mrow = (const uint16_t*)mask_->row(x.t, hm, sm);
         const int64_t hk = x.h0 / plan_.rk, hv = x.h0 / plan_.rv;
         auto reset = [&](float* M, float* Z, float* O) {
@@ -456,7 +505,8 @@ private:
                 for (int64_t e = e0; e < e1; e += kTile) {
                     const int n = (int)std::min<int64_t>(kTile, e1 - e);
                     const int64_t nx = std::min<int64_t>(e_end, e + n + kTile) - (e + n);
-                    tile(nq, mrow, list + e, n, list + e + n, (int)std::max<int64_t>(0, nx), hk, hv, x.s);
+                    tile(nq, (const float*)(list + plan_.stride) + e, list + e, n, list + e + n,
+                         (int)std::max<int64_t>(0, nx), hk, hv, x.s);
                 }
                 fold();
             }
@@ -484,7 +534,9 @@ private:
             if (have == 0) break;
             const int n = (int)std::min<int64_t>(kTile, have);
             if (done % kChunkEntries == 0) reset(sc_.M, sc_.Z, sc_.O);
-            tile(nq, mrow, buf, n, nullptr, 0, hk, hv, s);
+            for (int jj = 0; jj < n; ++jj) sc_.mraw[jj] = mrow[buf[jj]];
+            kern_.f16_to_f32(sc_.mraw, sc_.mval, n);
+            tile(nq, sc_.mval, buf, n, nullptr, 0, hk, hv, s);
             done += n;
             std::copy(buf + n, buf + have, buf);
             have -= n;
@@ -510,17 +562,12 @@ private:
     }
 
     // Logits (scale, softcap, mask) of the tile's scores and the online-softmax update.
-    void softmax_step(int nq, const uint16_t* mrow, const int32_t* idx, int n) {
+    // mval: the mask values of the tile's columns.
+    void softmax_step(int nq, const float* mval, int n) {
         const int64_t Dv = plan_.Dv;
-        if (idx[n - 1] - idx[0] == n - 1) {
-            kern_.f16_to_f32(mrow + idx[0], sc_.mval, n);
-        } else {
-            for (int jj = 0; jj < n; ++jj) sc_.mraw[jj] = mrow[idx[jj]];
-            kern_.f16_to_f32(sc_.mraw, sc_.mval, n);
-        }
         for (int i = 0; i < nq; ++i) {
             float* srow = sc_.P + (int64_t)i * kTile;
-            const float mt = kern_.logits(srow, sc_.mval, n, scale_, cap_, sc_.slope[i]);
+            const float mt = kern_.logits(srow, mval, n, scale_, cap_, sc_.slope[i]);
             const float Mold = sc_.M[i];
             const float Mnew = std::max(Mold, mt);
             if (Mnew == kNegInf) {  // nothing finite yet for this query
@@ -537,8 +584,9 @@ private:
         }
     }
 
-    // One tile of columns idx[0..n); next[0..nnext) are the next tile's (prefetched).
-    void tile(int nq, const uint16_t* mrow, const int32_t* idx, int n, const int32_t* next, int nnext, int64_t hk,
+    // One tile of columns idx[0..n) with mask values mval[0..n); next[0..nnext) are the next
+    // tile's columns (prefetched).
+    void tile(int nq, const float* mval, const int32_t* idx, int n, const int32_t* next, int nnext, int64_t hk,
               int64_t hv, int64_t s) {
         const int64_t D = plan_.D, Dv = plan_.Dv;
         const bool shared = plan_.kv_shared;
@@ -556,7 +604,7 @@ private:
             for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
             mat_.qk(sc_.qp, nq, sc_.kp, n, D, P, kTile);
         }
-        softmax_step(nq, mrow, idx, n);
+        softmax_step(nq, mval, n);
         if (direct) {
             for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);
             mat_.pv_f16(P, kTile, nq, sc_.vh, n, Dv, sc_.O, (int)plan_.ldv);
