@@ -43,6 +43,7 @@ constexpr int64_t kChunkEntries = 4 * kTile;  // list entries per chunk (fixed p
 constexpr int kMaxHeads = 64;                 // query heads per unit at most
 constexpr int kMinHeads = 8;                  // head blocks shrink to this for parallelism
 constexpr int kDirectMaxQ = 8;                // up to this many query vectors read F16 in place
+constexpr int kSegment = 16;                  // columns per prefetch step of a tile
 constexpr int64_t kListBudget = int64_t(64) << 20;  // bytes of column lists per pass
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -592,26 +593,46 @@ private:
         const bool shared = plan_.kv_shared;
         const bool direct = nq <= kDirectMaxQ && mat_.qk_f16 && mat_.pv_f16 && k_->type == Type::F16 &&
                             v_->type == Type::F16;
-        if (nnext) {
-            prefetch_rows(k_, next, nnext, hk, s);
-            if (!shared) prefetch_rows(v_, next, nnext, hv, s);
-        }
+        // The next tile's rows are prefetched a segment at a time between segments of this
+        // tile's work (a burst of prefetches would stall on the core's miss buffers with no
+        // arithmetic left to overlap); segments cut neither a dot product nor an O update.
+        auto ahead = [&](const Tensor* t, int j, int m, int64_t h) {
+            if (j < nnext) prefetch_rows(t, next + j, std::min(m, nnext - j), h, s);
+        };
         float* P = sc_.P;
+        float* O = sc_.O;
+        const int ldv = (int)plan_.ldv;
         if (direct) {
             for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
-            mat_.qk_f16(sc_.qp, nq, sc_.kh, n, D, P, kTile);
+            for (int j = 0; j < n; j += kSegment) {
+                const int m = std::min(kSegment, n - j);
+                ahead(k_, j, m, hk);
+                mat_.qk_f16(sc_.qp, nq, sc_.kh + j, m, D, P + j, kTile);
+            }
         } else {
-            for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
+            for (int j = 0; j < n; j += kSegment) {
+                const int m = std::min(kSegment, n - j);
+                ahead(k_, j, m, hk);
+                for (int jj = j; jj < j + m; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
+            }
             mat_.qk(sc_.qp, nq, sc_.kp, n, D, P, kTile);
         }
         softmax_step(nq, mval, n);
         if (direct) {
             for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);
-            mat_.pv_f16(P, kTile, nq, sc_.vh, n, Dv, sc_.O, (int)plan_.ldv);
+            for (int j = 0; j < n; j += kSegment) {
+                const int m = std::min(kSegment, n - j);
+                if (!shared) ahead(v_, j, m, hv);
+                mat_.pv_f16(P + j, kTile, nq, sc_.vh + j, m, Dv, O, ldv);
+            }
         } else {
-            for (int jj = 0; jj < n; ++jj)
-                sc_.vp[jj] = shared ? sc_.kp[jj] : row_f32(v_, idx[jj], hv, s, sc_.vt + jj * plan_.ldv, Dv);
-            mat_.pv(P, kTile, nq, sc_.vp, n, Dv, sc_.O, (int)plan_.ldv);
+            for (int j = 0; j < n; j += kSegment) {
+                const int m = std::min(kSegment, n - j);
+                if (!shared) ahead(v_, j, m, hv);
+                for (int jj = j; jj < j + m; ++jj)
+                    sc_.vp[jj] = shared ? sc_.kp[jj] : row_f32(v_, idx[jj], hv, s, sc_.vt + jj * plan_.ldv, Dv);
+            }
+            mat_.pv(P, kTile, nq, sc_.vp, n, Dv, O, ldv);
         }
     }
 
