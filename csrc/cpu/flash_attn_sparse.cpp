@@ -367,10 +367,13 @@ public:
             if (p_.ith == 0) counter_->store(0, std::memory_order_relaxed);
             p_.barrier();
             const int64_t nu = plan_.S * plan_.G * plan_.n_hb * (t1_ - t0_) * plan_.nsplit;
-            for (;;) {
-                const int64_t u = counter_->fetch_add(1, std::memory_order_relaxed);
-                if (u >= nu) break;
-                unit(u);
+            // The next unit is taken before this one runs, so its first rows can be prefetched
+            // during this one's last tile.
+            int64_t u = counter_->fetch_add(1, std::memory_order_relaxed);
+            while (u < nu) {
+                const int64_t un = counter_->fetch_add(1, std::memory_order_relaxed);
+                unit(u, un < nu ? un : -1);
+                u = un;
             }
         }
         if (plan_.nsplit > 1) {
@@ -450,20 +453,45 @@ private:
         return partials_ + ((u0 * plan_.nsplit + c) * plan_.hpu + i) * (plan_.ldv + 2);
     }
 
-    void unit(int64_t u) {
+    // Rows to prefetch: columns cols[0..n) of K head hk / V head hv, stream s.
+    struct Ahead {
+        const int32_t* cols = nullptr;
+        int n = 0;
+        int64_t hk = 0, hv = 0, s = 0;
+    };
+
+    // The first tile of unit u (its first mask row's list from its chunk).
+    Ahead first_tile(int64_t u) const {
+        Ahead a;
+        if (u < 0) return a;
+        const Unit x = decode(u);
+        const int64_t ri = row_index(x.t, x.h0 % mask_->ne[2], x.s % mask_->ne[3]);
+        const int64_t e0 = plan_.nsplit > 1 ? x.c * kChunkEntries : 0;
+        if (counts_[ri] <= e0) return a;
+        a.cols = lists_ + ri * 2 * plan_.stride + e0;
+        a.n = (int)std::min<int64_t>(kTile, counts_[ri] - e0);
+        a.hk = x.h0 / plan_.rk;
+        a.hv = x.h0 / plan_.rv;
+        a.s = x.s;
+        return a;
+    }
+
+    void unit(int64_t u, int64_t u_next) {
         const Unit x = decode(u);
         // Heads reading the same mask row run together: head h reads mask head h % mh, so the
         // first mh heads of the block start one group each.
         const int64_t mh = mask_->ne[2];
-        for (int64_t h = x.h0; h < std::min(x.h1, x.h0 + mh); ++h) {
+        const int64_t h_end = std::min(x.h1, x.h0 + mh);
+        for (int64_t h = x.h0; h < h_end; ++h) {
             int nq = 0;
             for (int64_t h2 = h; h2 < x.h1; h2 += mh) sc_.heads[nq++] = h2;
-            run_heads(x, nq, h % mh);
+            run_heads(x, nq, h % mh, h + 1 == h_end ? first_tile(u_next) : Ahead{});
         }
     }
 
     // The query vectors sc_.heads[0..nq) of token x.t, all reading mask row (x.t, hm, s).
-    void run_heads(const Unit& x, int nq, int64_t hm) {
+    // then_ahead: the rows that follow the last tile (the next unit's first).
+    void run_heads(const Unit& x, int nq, int64_t hm, const Ahead& then_ahead) {
         const int64_t ld = plan_.ldv, Dv = plan_.Dv, sm = x.s % mask_->ne[3];
         for (int i = 0; i < nq; ++i) {
             sc_.qp[i] = (const float*)q_->row(x.t, sc_.heads[i], x.s);
@@ -505,9 +533,10 @@ private:
                 const int64_t e_end = plan_.nsplit > 1 ? e1 : count;  // prefetch within the unit
                 for (int64_t e = e0; e < e1; e += kTile) {
                     const int n = (int)std::min<int64_t>(kTile, e1 - e);
-                    const int64_t nx = std::min<int64_t>(e_end, e + n + kTile) - (e + n);
-                    tile(nq, (const float*)(list + plan_.stride) + e, list + e, n, list + e + n,
-                         (int)std::max<int64_t>(0, nx), hk, hv, x.s);
+                    const int nx = (int)(std::min<int64_t>(e_end, e + n + kTile) - (e + n));
+                    const bool last = e + n >= e_end && c + 1 >= std::min(c1, nch);
+                    tile(nq, (const float*)(list + plan_.stride) + e, list + e, n, hk, hv, x.s,
+                         last ? then_ahead : Ahead{list + e + n, nx, hk, hv, x.s});
                 }
                 fold();
             }
@@ -537,7 +566,7 @@ private:
             if (done % kChunkEntries == 0) reset(sc_.M, sc_.Z, sc_.O);
             for (int jj = 0; jj < n; ++jj) sc_.mraw[jj] = mrow[buf[jj]];
             kern_.f16_to_f32(sc_.mraw, sc_.mval, n);
-            tile(nq, sc_.mval, buf, n, nullptr, 0, hk, hv, s);
+            tile(nq, sc_.mval, buf, n, hk, hv, s, Ahead{});
             done += n;
             std::copy(buf + n, buf + have, buf);
             have -= n;
@@ -585,10 +614,10 @@ private:
         }
     }
 
-    // One tile of columns idx[0..n) with mask values mval[0..n); next[0..nnext) are the next
-    // tile's columns (prefetched).
-    void tile(int nq, const float* mval, const int32_t* idx, int n, const int32_t* next, int nnext, int64_t hk,
-              int64_t hv, int64_t s) {
+    // One tile of columns idx[0..n) with mask values mval[0..n); nx: the rows of the tile
+    // that follows (prefetched).
+    void tile(int nq, const float* mval, const int32_t* idx, int n, int64_t hk, int64_t hv, int64_t s,
+              const Ahead& nx) {
         const int64_t D = plan_.D, Dv = plan_.Dv;
         const bool shared = plan_.kv_shared;
         const bool direct = nq <= kDirectMaxQ && mat_.qk_f16 && mat_.pv_f16 && k_->type == Type::F16 &&
@@ -597,7 +626,7 @@ private:
         // tile's work (a burst of prefetches would stall on the core's miss buffers with no
         // arithmetic left to overlap); segments cut neither a dot product nor an O update.
         auto ahead = [&](const Tensor* t, int j, int m, int64_t h) {
-            if (j < nnext) prefetch_rows(t, next + j, std::min(m, nnext - j), h, s);
+            if (j < nx.n) prefetch_rows(t, nx.cols + j, std::min(m, nx.n - j), h, nx.s);
         };
         float* P = sc_.P;
         float* O = sc_.O;
@@ -606,13 +635,13 @@ private:
             for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
-                ahead(k_, j, m, hk);
+                ahead(k_, j, m, nx.hk);
                 mat_.qk_f16(sc_.qp, nq, sc_.kh + j, m, D, P + j, kTile);
             }
         } else {
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
-                ahead(k_, j, m, hk);
+                ahead(k_, j, m, nx.hk);
                 for (int jj = j; jj < j + m; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
             }
             mat_.qk(sc_.qp, nq, sc_.kp, n, D, P, kTile);
@@ -622,13 +651,13 @@ private:
             for (int jj = 0; jj < n; ++jj) sc_.vh[jj] = (const uint16_t*)v_->row(idx[jj], hv, s);
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
-                if (!shared) ahead(v_, j, m, hv);
+                if (!shared) ahead(v_, j, m, nx.hv);
                 mat_.pv_f16(P + j, kTile, nq, sc_.vh + j, m, Dv, O, ldv);
             }
         } else {
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
-                if (!shared) ahead(v_, j, m, hv);
+                if (!shared) ahead(v_, j, m, nx.hv);
                 for (int jj = j; jj < j + m; ++jj)
                     sc_.vp[jj] = shared ? sc_.kp[jj] : row_f32(v_, idx[jj], hv, s, sc_.vt + jj * plan_.ldv, Dv);
             }
