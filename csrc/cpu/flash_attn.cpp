@@ -9,15 +9,7 @@
 // Column lists: each tile only holds the columns that are finite for at least one query
 // vector of the unit (the mask is scanned with SIMD compares against f16 -inf); tiles
 // without any are skipped, so K/V rows excluded by the mask are never read.
-// Sparse hint (op_params slot 4, n_kv_max > 0, with a mask): the KV range is walked in
-// windows holding at most a few hundred columns that are finite for some query vector of the
-// unit (the union); those K/V rows are read from memory and widened to F32 once per window
-// into a buffer that stays in L2, then every token runs full tiles over its own finite
-// columns taken from that buffer (consecutive tokens are grouped while their union stays
-// small), so DRAM traffic follows the union and work follows n_kv_max rather than KV (a
-// single-token tile has nothing to share and reads its rows in place, tile by tile). The
-// result is the dense result (the same entries, the same mask values); a row breaking the
-// promise is still computed exactly, or raises ValueError in debug mode.
+// The sparse hint (n_kv_max set) runs in flash_attn_sparse.cpp.
 // Dense: every query vector's result depends only on its own inputs (not on the other query
 // vectors of its unit, the batch size, the thread count or -inf columns anywhere), so a
 // speculative verify batch reproduces one-token decoding bit for bit. The KV axis is cut into
@@ -26,15 +18,15 @@
 // fixed by the column index (so columns another query brought in add exact zeros), and the
 // chunks are folded in ascending order with the log-sum-exp rule. With few units (decode) the
 // threads take (unit, chunk) pieces and fold after a barrier, otherwise a unit folds its own
-// chunks: the same instructions either way. (The sparse hint keeps its own KV split.)
+// chunks: the same instructions either way.
 #include <atomic>
 #include <cmath>
 #include <limits>
 #include <numeric>
-#include <sstream>
 
 #include "cpu/flash_attn_kernels.h"
 #include "cpu/flash_attn_rowwise.h"
+#include "cpu/flash_attn_sparse.h"
 #include "cpu/kernels.h"
 #include "pyggml/error.h"
 #include "pyggml/graph.h"
@@ -47,10 +39,6 @@ namespace {
 constexpr int kTile = 64;   // K/V rows per tile
 constexpr int64_t kChunk = 256;  // dense KV chunk (a multiple of kTile), fixed boundaries
 constexpr int kMaxQ = 64;   // query vectors per unit
-constexpr int kSparseTokens = 16;  // tokens per unit with the sparse hint
-constexpr int64_t kGatherBytes = 256 << 10;  // widened union rows of one sparse window
-constexpr int kGatherAhead = 8;              // rows prefetched ahead while gathering
-constexpr int64_t kWindowCols = 4096;        // KV columns per sparse window at most
 constexpr int kDirectMaxQ = 8;    // up to this many query vectors read F16 K/V rows in place
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -77,14 +65,7 @@ struct Scratch {
     const float** vp;
     const uint16_t** kh;     // K/V rows read in place as F16
     const uint16_t** vh;
-    int32_t* list[3];
-    // sparse windows: union columns, their widened rows and row pointers, per-column pointers
-    const uint16_t** urows;  // distinct mask rows of the whole unit
-    int32_t* ucols;
-    int32_t* slot;           // window column - window start -> union slot
-    float *gk, *gv;
-    const float **gkp, **gvp;  // union slot -> K/V row (in place for F32, else in gk/gv)
-    const float **skp, **svp;  // per-group column -> K/V row
+    int32_t* list[2];
 };
 
 // Folds a chunk's softmax state (Mc, Zc, Oc) into the running (M, Z, O); chunks go in
@@ -112,46 +93,27 @@ struct Plan {
     int64_t n_units0;     // units without the KV split
     int64_t nsplit, chunk;
     int64_t ldk, ldv;
-    int64_t ucap;         // union columns per sparse window (+ one scan step of slack)
-    bool sparse, kv_shared;
     size_t per_thread, shared, partials;
 
     explicit Plan(const Tensor* dst, int nth) {
-        const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2], *mask = dst->src[3];
+        const Tensor *q = dst->src[0], *k = dst->src[1], *v = dst->src[2];
         D = q->ne[0]; Dv = v->ne[0]; N = q->ne[1]; H = q->ne[2]; S = q->ne[3]; KV = k->ne[1];
         rk = H / k->ne[2];
         rv = H / v->ne[2];
         r = std::gcd(rk, rv);
-        sparse = mask && dst->param_i32(kFaNKvMax) > 0 && KV > 0;
         hpu = std::min<int64_t>(r, kMaxQ);
         n_hb = (r + hpu - 1) / hpu;
         tpu = std::max<int64_t>(1, kMaxQ / hpu);
-        if (sparse) tpu = std::min<int64_t>(tpu, kSparseTokens);
         tpu = std::min<int64_t>(tpu, std::max<int64_t>(N, 1));
         n_tb = (N + tpu - 1) / tpu;
         n_units0 = S * (H / r) * n_tb * n_hb;
         nsplit = 1;
-        if (!sparse) {
-            const int64_t nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
-            if (n_units0 > 0 && n_units0 < 4 * nth) nsplit = nchunks;
-            chunk = nsplit > 1 ? kChunk : std::max<int64_t>(kTile, round_up(KV, kTile));
-        } else {
-            if (n_units0 > 0 && n_units0 < 4 * nth && KV >= 512) {
-                nsplit = std::min<int64_t>((4 * nth + n_units0 - 1) / n_units0, KV / 256);
-                nsplit = std::max<int64_t>(nsplit, 1);
-            }
-            chunk = round_up((KV + nsplit - 1) / std::max<int64_t>(nsplit, 1), kTile);
-            if (chunk == 0) chunk = kTile;
-        }
+        const int64_t nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
+        if (n_units0 > 0 && n_units0 < 4 * nth) nsplit = nchunks;
+        chunk = nsplit > 1 ? kChunk : std::max<int64_t>(kTile, round_up(KV, kTile));
         nsplit = std::max<int64_t>(1, (KV + chunk - 1) / chunk);
         ldk = round_up(D, 16);
         ldv = round_up(Dv, 16);
-        // V the same rows as K (DeepSeek V4's shared K=V head, or V a view of K's first dims):
-        // one gathered row serves both.
-        kv_shared = v->data == k->data && v->type == k->type && v->nb[1] == k->nb[1] &&
-                    v->nb[2] == k->nb[2] && v->nb[3] == k->nb[3] && rk == rv && Dv <= D;
-        const int64_t row_bytes = 4 * (ldk + (kv_shared ? 0 : ldv));
-        ucap = std::clamp<int64_t>(kGatherBytes / row_bytes / kTile * kTile, kTile, 8 * kTile) + kTile;
         const int64_t nq = hpu * tpu;
         Bump b{0};
         Scratch sc;
@@ -187,28 +149,8 @@ void layout_scratch(Bump& b, const Plan& plan, Scratch& sc) {
     sc.vp = b.take<const float*>(kTile);
     sc.kh = b.take<const uint16_t*>(kTile);
     sc.vh = b.take<const uint16_t*>(kTile);
-    const int64_t nlist = plan.sparse ? plan.ucap : kTile;
-    for (int i = 0; i < 3; ++i) sc.list[i] = i < (plan.sparse ? 3 : 2) ? b.take<int32_t>(nlist) : nullptr;
-    sc.urows = nullptr; sc.ucols = sc.slot = nullptr; sc.gk = sc.gv = nullptr;
-    sc.gkp = sc.gvp = sc.skp = sc.svp = nullptr;
-    if (plan.sparse) {
-        sc.urows = b.take<const uint16_t*>(nq);
-        sc.ucols = b.take<int32_t>(2 * plan.ucap);
-        sc.slot = b.take<int32_t>(kWindowCols);
-        sc.gk = b.take<float>(plan.ucap * plan.ldk);
-        sc.gv = plan.kv_shared ? nullptr : b.take<float>(plan.ucap * plan.ldv);
-        sc.gkp = b.take<const float*>(plan.ucap);
-        sc.gvp = b.take<const float*>(plan.ucap);
-        sc.skp = b.take<const float*>(plan.ucap);
-        sc.svp = b.take<const float*>(plan.ucap);
-    }
+    for (int i = 0; i < 2; ++i) sc.list[i] = b.take<int32_t>(kTile);
 }
-
-// Shared header: slot 0 the unit counter, slots 1..nth one debug report per thread.
-struct DebugReport {
-    int64_t bad;  // 0 or 1
-    int64_t t, hm, sm, count;
-};
 
 class FlashAttn {
 public:
@@ -218,7 +160,6 @@ public:
         scale_ = dst->param_f32(kFaScale);
         max_bias_ = dst->param_f32(kFaMaxBias);
         cap_ = dst->param_f32(kFaLogitSoftcap);
-        n_kv_max_ = dst->param_i32(kFaNKvMax);
         if (cap_ != 0.0f) scale_ /= cap_;
         const int64_t H = plan_.H;
         n_head_log2_ = H > 0 ? (int64_t)1 << (int64_t)std::floor(std::log2((double)H)) : 1;
@@ -226,29 +167,15 @@ public:
         m1_ = std::pow(2.0f, -(max_bias_ / 2.0f) / (float)n_head_log2_);
         char* base = (char*)p.wdata;
         counter_ = (std::atomic<int64_t>*)base;
-        reports_ = (DebugReport*)(base + 64);
         partials_ = (float*)(base + plan_.shared);
         Bump b{(uintptr_t)base + plan_.shared + round_up((int64_t)plan_.partials, 64) + plan_.per_thread * p.ith};
         layout_scratch(b, plan_, sc_);
     }
 
     void run() {
-        // Phase 1 (debug mode with the sparse hint): validate the promise; init the counter.
-        if (plan_.sparse && debug_enabled()) check_contract();
+        // Phase 1: init the counter.
         if (p_.ith == 0) counter_->store(0, std::memory_order_relaxed);
         p_.barrier();
-        if (plan_.sparse && debug_enabled()) {
-            for (int t = 0; t < p_.nth; ++t)
-                if (reports_[t].bad) {
-                    if (p_.ith != 0) return;
-                    const DebugReport& r = reports_[t];
-                    std::ostringstream os;
-                    os << "[flash_attn_ext] n_kv_max contract violated: mask row (token " << r.t << ", head "
-                       << r.hm << ", seq " << r.sm << ") has " << r.count << " finite entries, more than "
-                       << "n_kv_max=" << n_kv_max_ << " (debug mode)";
-                    throw ShapeError(os.str());
-                }
-        }
         // Phase 2: units, dynamically scheduled.
         const int64_t nu = plan_.n_units();
         for (;;) {
@@ -298,23 +225,6 @@ private:
         return (const uint16_t*)mask_->row(t, h % mask_->ne[2], s % mask_->ne[3]);
     }
 
-    void check_contract() {
-        DebugReport& rep = reports_[p_.ith];
-        rep = DebugReport{0, 0, 0, 0, 0};
-        const int64_t hm_n = std::min(mask_->ne[2], plan_.H), sm_n = std::min(mask_->ne[3], plan_.S);
-        const int64_t nrows = plan_.N * hm_n * sm_n;
-        int64_t r0, r1;
-        split_range(nrows, p_.ith, p_.nth, r0, r1);
-        for (int64_t r = r0; r < r1; ++r) {
-            const int64_t t = r % plan_.N, hm = (r / plan_.N) % hm_n, sm = r / (plan_.N * hm_n);
-            const int64_t c = kern_.count_finite((const uint16_t*)mask_->row(t, hm, sm), plan_.KV);
-            if (c > n_kv_max_) {
-                rep = DebugReport{1, t, hm, sm, c};
-                return;
-            }
-        }
-    }
-
     // Widen K (or V) row j of head hk, sequence s to F32; returns a pointer to D floats.
     const float* row_f32(const Tensor* t, int64_t j, int64_t h, int64_t s, float* buf, int64_t n) const {
         const char* src = t->row(j, h, s);
@@ -325,9 +235,9 @@ private:
         }
     }
 
-    // Distinct mask rows of the query vectors [va, vb), into out (default: sc_.drows).
-    int distinct_rows(int va, int vb, const uint16_t** out = nullptr) const {
-        if (!out) out = sc_.drows;
+    // Distinct mask rows of the query vectors [va, vb), into sc_.drows.
+    int distinct_rows(int va, int vb) const {
+        const uint16_t** out = sc_.drows;
         int nd = 0;
         for (int i = va; i < vb; ++i) {
             const uint16_t* m = sc_.mrow[i];
@@ -352,39 +262,35 @@ private:
                 std::fill(sc_.O + i * plan_.ldv, sc_.O + i * plan_.ldv + plan_.Dv, 0.0f);
             }
         const int nq = (int)x.nq;
-        if (!plan_.sparse) {
-            // Dense: tiles of kTile columns, each reduced to the columns finite for some query
-            // vector (no mask: all); the next tile's list is built first so its K rows can be
-            // prefetched while this tile computes.
-            const int nd = mask_ ? distinct_rows(0, nq) : 0;
-            auto build = [&](int64_t j0, int32_t* idx) {
-                const int64_t j1 = std::min<int64_t>(x.c1, j0 + kTile);
-                if (mask_) return kern_.scan(sc_.drows, nd, j0, j1, idx);
-                for (int64_t j = j0; j < j1; ++j) idx[j - j0] = (int32_t)j;
-                return (int)(j1 - j0);
-            };
-            int32_t *cur = sc_.list[0], *nxt = sc_.list[1];
-            int ncur = x.c0 < x.c1 ? build(x.c0, cur) : 0;
-            const bool folds = plan_.nsplit == 1;  // this unit covers every chunk
-            if (folds) {
-                std::fill(sc_.Ma, sc_.Ma + nq, kNegInf);
-                std::fill(sc_.Za, sc_.Za + nq, 0.0f);
-                std::fill(sc_.Oa, sc_.Oa + nq * plan_.ldv, 0.0f);
-            }
-            for (int64_t j0 = x.c0; j0 < x.c1; j0 += kTile) {
-                if (folds && j0 > x.c0 && j0 % kChunk == 0) fold_chunk(nq);
-                const int nnxt = j0 + kTile < x.c1 ? build(j0 + kTile, nxt) : 0;
-                if (ncur) tile(0, nq, cur, ncur, hk, hv, x.s, nxt, nnxt, j0);
-                std::swap(cur, nxt);
-                ncur = nnxt;
-            }
-            if (folds) {
-                fold_chunk(nq);
-                finish(x, sc_.Oa, sc_.Ma, sc_.Za);
-                return;
-            }
-        } else {
-            sparse_unit(x, hk, hv);
+        // Dense: tiles of kTile columns, each reduced to the columns finite for some query
+        // vector (no mask: all); the next tile's list is built first so its K rows can be
+        // prefetched while this tile computes.
+        const int nd = mask_ ? distinct_rows(0, nq) : 0;
+        auto build = [&](int64_t j0, int32_t* idx) {
+            const int64_t j1 = std::min<int64_t>(x.c1, j0 + kTile);
+            if (mask_) return kern_.scan(sc_.drows, nd, j0, j1, idx);
+            for (int64_t j = j0; j < j1; ++j) idx[j - j0] = (int32_t)j;
+            return (int)(j1 - j0);
+        };
+        int32_t *cur = sc_.list[0], *nxt = sc_.list[1];
+        int ncur = x.c0 < x.c1 ? build(x.c0, cur) : 0;
+        const bool folds = plan_.nsplit == 1;  // this unit covers every chunk
+        if (folds) {
+            std::fill(sc_.Ma, sc_.Ma + nq, kNegInf);
+            std::fill(sc_.Za, sc_.Za + nq, 0.0f);
+            std::fill(sc_.Oa, sc_.Oa + nq * plan_.ldv, 0.0f);
+        }
+        for (int64_t j0 = x.c0; j0 < x.c1; j0 += kTile) {
+            if (folds && j0 > x.c0 && j0 % kChunk == 0) fold_chunk(nq);
+            const int nnxt = j0 + kTile < x.c1 ? build(j0 + kTile, nxt) : 0;
+            if (ncur) tile(0, nq, cur, ncur, hk, hv, x.s, nxt, nnxt, j0);
+            std::swap(cur, nxt);
+            ncur = nnxt;
+        }
+        if (folds) {
+            fold_chunk(nq);
+            finish(x, sc_.Oa, sc_.Ma, sc_.Za);
+            return;
         }
         finish(x, sc_.O, sc_.M, sc_.Z);
     }
@@ -398,152 +304,6 @@ private:
             sc_.Z[i] = 0.0f;
             std::fill(sc_.O + i * ld, sc_.O + i * ld + Dv, 0.0f);
         }
-    }
-
-    // Windows of the unit's KV range, each holding at most ucap - kTile union columns.
-    // Within a window tokens are grouped greedily: the next token joins the current group
-    // while the group's column union times its token count stays within 1.25x of the tokens'
-    // own counts; a group runs full tiles over its union.
-    void sparse_unit(const Unit& x, int64_t hk, int64_t hv) {
-        const int nh = (int)x.nh, nq = (int)x.nq;
-        if (x.t1 - x.t0 == 1) return sparse_single(x, hk, hv);
-        const int64_t wmax = plan_.ucap - kTile;
-        const int nd_all = distinct_rows(0, nq, sc_.urows);
-        int32_t* cols[2] = {sc_.ucols, sc_.ucols + plan_.ucap};
-        int64_t j = x.c0;
-        // Union columns of the window starting at j (j moves to its end).
-        auto scan_window = [&](int32_t* out) {
-            const int64_t wa = j;
-            int64_t n = 0;
-            while (j < x.c1 && n < wmax && j - wa < kWindowCols) {
-                const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
-                n += kern_.scan(sc_.urows, nd_all, j, j1, out + n);
-                j = j1;
-            }
-            return n;
-        };
-        int64_t wa = j, nU = scan_window(cols[0]);
-        for (int cur = 0;; cur ^= 1) {
-            const int64_t wb = j;
-            if (nU) gather(cols[cur], nU, hk, hv, x.s);
-            if (j >= x.c1 && nU == 0) break;
-            // The next window is known before this one is computed: its rows are prefetched
-            // while the tokens run their tiles, so memory works during the arithmetic.
-            const int64_t wa_next = j, nU_next = j < x.c1 ? scan_window(cols[cur ^ 1]) : 0;
-            if (nU) sparse_window(x, wa, wb, nU, nh, cols[cur], cols[cur ^ 1], nU_next, hk, hv);
-            if (wb >= x.c1) break;
-            wa = wa_next;
-            nU = nU_next;
-        }
-    }
-
-    // One token: no row is shared, so tiles of its finite columns read K/V in place, the
-    // next tile's K rows prefetched while this one computes.
-    void sparse_single(const Unit& x, int64_t hk, int64_t hv) {
-        const int nq = (int)x.nq;
-        const int nd = distinct_rows(0, nq);
-        int32_t *cur = sc_.list[0], *nxt = sc_.list[1];  // up to 2*kTile - 1 columns each
-        int64_t j = x.c0;
-        auto fill = [&](int32_t* out) {
-            int64_t n = 0;
-            while (j < x.c1 && n < kTile) {
-                const int64_t j1 = std::min<int64_t>(x.c1, j + kTile);
-                n += kern_.scan(sc_.drows, nd, j, j1, out + n);
-                j = j1;
-            }
-            return n;
-        };
-        int64_t ncur = fill(cur);
-        while (ncur) {
-            const int64_t nnxt = fill(nxt);
-            for (int64_t off = 0; off < ncur; off += kTile) {
-                const int m = (int)std::min<int64_t>(kTile, ncur - off);
-                const bool last = off + kTile >= ncur;
-                const int32_t* next = last ? nxt : cur + off + kTile;
-                const int nn = (int)std::min<int64_t>(kTile, last ? nnxt : ncur - off - kTile);
-                tile(0, nq, cur + off, m, hk, hv, x.s, next, nn, -1);
-            }
-            std::swap(cur, nxt);
-            ncur = nnxt;
-        }
-    }
-
-    void prefetch_row(const Tensor* t, int64_t j, int64_t h, int64_t s) const {
-        const char* r = t->row(j, h, s);
-        const size_t bytes = t->row_bytes();
-        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
-    }
-
-    // Reads (widens) the K/V rows of the union columns once; prefetches a few rows ahead.
-    void gather(const int32_t* cols, int64_t n, int64_t hk, int64_t hv, int64_t s) {
-        const bool shared = plan_.kv_shared;
-        auto fetch = [&](int64_t u) {
-            prefetch_row(k_, cols[u], hk, s);
-            if (!shared) prefetch_row(v_, cols[u], hv, s);
-        };
-        for (int64_t u = 0; u < std::min<int64_t>(n, kGatherAhead); ++u) fetch(u);
-        for (int64_t u = 0; u < n; ++u) {
-            if (u + kGatherAhead < n) fetch(u + kGatherAhead);
-            sc_.gkp[u] = row_f32(k_, cols[u], hk, s, sc_.gk + u * plan_.ldk, plan_.D);
-            sc_.gvp[u] = shared ? sc_.gkp[u] : row_f32(v_, cols[u], hv, s, sc_.gv + u * plan_.ldv, plan_.Dv);
-        }
-    }
-
-    void sparse_window(const Unit& x, int64_t wa, int64_t wb, int64_t nU, int nh, const int32_t* ucols,
-                       const int32_t* next, int64_t n_next, int64_t hk, int64_t hv) {
-        int32_t *U = sc_.list[0], *L = sc_.list[1], *Mg = sc_.list[2];
-        int64_t ta = x.t0, pf = 0;
-        auto prefetch_next = [&](int64_t tb) {  // in step with the tokens done
-            const int64_t want = n_next * (tb - x.t0) / std::max<int64_t>(1, x.t1 - x.t0);
-            for (; pf < want; ++pf) {
-                prefetch_row(k_, next[pf], hk, x.s);
-                if (!plan_.kv_shared) prefetch_row(v_, next[pf], hv, x.s);
-            }
-        };
-        auto scan_token = [&](int64_t t, int32_t* out) {
-            const int va = (int)(t - x.t0) * nh;
-            const int nd = distinct_rows(va, va + nh);
-            return (int64_t)kern_.scan(sc_.drows, nd, wa, wb, out);
-        };
-        auto run_group = [&](int64_t tb, const int32_t* list, int64_t n) {
-            if (n == 0) return;
-            for (int64_t i = 0; i < n; ++i) {  // columns -> gathered rows
-                const int32_t u = sc_.slot[list[i] - wa];
-                sc_.skp[i] = sc_.gkp[u];
-                sc_.svp[i] = sc_.gvp[u];
-            }
-            const int va = (int)(ta - x.t0) * nh, vb = (int)(tb - x.t0) * nh;
-            for (int64_t off = 0; off < n; off += kTile) {
-                tile_rows(va, vb, list + off, (int)std::min<int64_t>(kTile, n - off), sc_.skp + off, sc_.svp + off);
-                prefetch_next(ta + (tb - ta) * std::min<int64_t>(n, off + kTile) / n);
-            }
-        };
-        for (int64_t u = 0; u < nU; ++u) sc_.slot[ucols[u] - wa] = (int32_t)u;
-        int64_t nG = scan_token(x.t0, U), sumc = nG;
-        for (int64_t t = x.t0 + 1; t < x.t1; ++t) {
-            const int64_t nL = scan_token(t, L);
-            int64_t a = 0, b = 0, m = 0;
-            while (a < nG && b < nL) {
-                const int32_t ca = U[a], cb = L[b];
-                Mg[m++] = ca < cb ? ca : cb;
-                a += ca <= cb;
-                b += cb <= ca;
-            }
-            while (a < nG) Mg[m++] = U[a++];
-            while (b < nL) Mg[m++] = L[b++];
-            if ((double)m * (double)(t - ta + 1) <= 1.25 * (double)(sumc + nL)) {
-                std::swap(U, Mg);
-                nG = m;
-                sumc += nL;
-                continue;
-            }
-            run_group(t, U, nG);
-            ta = t;
-            std::swap(U, L);
-            nG = nL;
-            sumc = nL;
-        }
-        run_group(x.t1, U, nG);
     }
 
     // Brings K/V rows towards the cache ahead of use (DRAM works while we compute).
@@ -596,15 +356,6 @@ private:
             const float z = kern_.exp_sum(srow, n, Mnew);
             sc_.Z[i] += j0 >= 0 ? kern_.lane_sum(srow, idx, n, (int32_t)j0, sc_.lanes) : z;
         }
-    }
-
-    // One tile whose K/V rows are already F32 (the sparse windows' gathered rows).
-    void tile_rows(int va, int vb, const int32_t* idx, int n, const float* const* kp, const float* const* vp) {
-        const int nq = vb - va;
-        float* P = sc_.P + (int64_t)va * kTile;
-        kern_.qk(sc_.qp + va, nq, kp, n, plan_.D, P, kTile);
-        softmax_step(va, vb, idx, n, -1);
-        kern_.pv(P, kTile, nq, vp, n, plan_.Dv, sc_.O + (int64_t)va * plan_.ldv, (int)plan_.ldv);
     }
 
     // One tile of n columns idx[0..n) for the query vectors [va, vb); next[0..nnext) are the
@@ -708,11 +459,9 @@ private:
     const fa::Kernels& kern_;
     const Tensor *q_, *k_, *v_, *mask_, *sinks_;
     float scale_, max_bias_, cap_;
-    int32_t n_kv_max_;
     int64_t n_head_log2_;
     float m0_, m1_;
     std::atomic<int64_t>* counter_;
-    DebugReport* reports_;
     float* partials_;
     Scratch sc_;
 };
@@ -720,6 +469,7 @@ private:
 }  // namespace
 
 void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
+    if (fa_sparse_applies(dst)) return fa_sparse_forward(p, dst);
     if (fa_rowwise_applies(dst)) return fa_rowwise_forward(p, dst);
     FlashAttn(p, dst).run();
 }
@@ -727,6 +477,7 @@ void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
 size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor* dst, int n_threads) {
     // both kernels' needs: the ISA level that picks one may change before the compute
     const Plan plan(dst, n_threads);
+    if (fa_sparse_applies(dst)) return fa_sparse_work_size(dst, n_threads);
     return std::max(fa_rowwise_work_size(dst, n_threads),
                     plan.shared + (size_t)round_up((int64_t)plan.partials, 64) + plan.per_thread * n_threads);
 }

@@ -1,8 +1,8 @@
 // Inner kernels of the CPU flash attention (csrc/cpu/flash_attn.cpp): Q·K tiles, P·V
 // accumulation, the online-softmax row step, mask scans and K/V row widening.
 // Three variants with the same contract: a plain loop (the reference), AVX2+FMA+F16C and
-// AVX-512 (F/BW/VL/DQ), picked by the SIMD level of cpu/simd/isa.h. Include this file
-// from exactly one translation unit (it defines internal functions).
+// AVX-512 (F/BW/VL/DQ), picked by the SIMD level of cpu/simd/isa.h. Included by the dense and
+// the sparse kernels (flash_attn.cpp, flash_attn_sparse.cpp); each gets its own internal copies.
 #pragma once
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -656,7 +656,7 @@ PG_AVX2 static int64_t count_finite(const uint16_t* row, int64_t n) {
 }  // namespace avx2
 #endif  // x86
 
-inline const Kernels& ref_kernels() {
+static inline const Kernels& ref_kernels() {
     static const Kernels k{"scalar", ref::qk, ref::pv, nullptr, nullptr, ref::logits, ref::exp_sum, ref::lane_sum, ref::scale,
                            ref::f16_to_f32, ref::scan, ref::count_finite};
     return k;
@@ -664,7 +664,7 @@ inline const Kernels& ref_kernels() {
 
 // The variant of the current SIMD level (simd/isa.h: the CPU's, capped by PYGGML_ISA or
 // gg.set_isa).
-inline const Kernels& select_kernels() {
+static inline const Kernels& select_kernels() {
 #ifdef PG_FA_X86
     static const Kernels k512{"avx512", avx512::qk, avx512::pv, avx512::qk_f16, avx512::pv_f16, avx512::logits, avx512::exp_sum,
                               avx512::lane_sum, avx512::scale, avx512::f16_to_f32, avx512::scan, avx512::count_finite};
