@@ -268,16 +268,15 @@ private:
         const char* v_base = v_->row(0, x.hv, x.s);
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
+            // every vector's mask values over the block (slope times the F16 entry, as ggml),
+            // and the columns some vector sees
+            uint32_t seen = 0;
+            for (int64_t i = 0; i < nq; ++i) seen |= mask_block(i, jb, nb);
             int na = 0;  // columns of the block some vector sees
-            for (int jj = 0; jj < nb; ++jj) {
+            for (; seen; seen &= seen - 1) {
+                const int jj = __builtin_ctz(seen);
                 const int64_t ic = jb + jj;
-                bool any = false;
-                for (int64_t i = 0; i < nq; ++i) {
-                    const float mv = mrow_[i] ? slope_[i] * _cvtsh_ss(mrow_[i][ic]) : 0.0f;
-                    mvs_[i * kBlock + na] = mv;
-                    any |= mv != kNegInf;
-                }
-                if (!any) continue;
+                for (int64_t i = 0; i < nq; ++i) mvs_[i * kBlock + na] = mblk_[i * kBlock + jj];
                 widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_ + na * D, D);
                 vrow_[na++] = (const uint16_t*)(v_base + ic * v_->nb[1]);
             }
@@ -295,6 +294,31 @@ private:
             for (; i < nq; ++i)
                 if (step_n_[i]) accumulate(acc_ + i * Dv, i, Dv, step_n_[i]);
         }
+    }
+
+    // Mask values of vector i for columns jb..jb+nb-1 into mblk_; returns the bits of the
+    // columns it sees (value above -inf).
+    uint32_t mask_block(int64_t i, int64_t jb, int nb) {
+        float* mb = mblk_ + i * kBlock;
+        const uint32_t all = nb == 32 ? ~0u : (1u << nb) - 1;
+        if (!mrow_[i]) {
+            std::fill(mb, mb + nb, 0.0f);
+            return all;
+        }
+        const uint16_t* m = mrow_[i] + jb;
+        const __m256 slope = _mm256_set1_ps(slope_[i]), ninf = _mm256_set1_ps(kNegInf);
+        uint32_t bits = 0;
+        int jj = 0;
+        for (; jj + 8 <= nb; jj += 8) {
+            const __m256 v = _mm256_mul_ps(slope, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(m + jj))));
+            _mm256_storeu_ps(mb + jj, v);
+            bits |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v, ninf, _CMP_NEQ_UQ)) << jj;
+        }
+        for (; jj < nb; ++jj) {
+            mb[jj] = slope_[i] * _cvtsh_ss(m[jj]);
+            bits |= uint32_t(mb[jj] != kNegInf) << jj;
+        }
+        return bits & all;
     }
 
     // Scores of vector i against the block's na visible columns (K rows widened in kf_).
@@ -489,7 +513,7 @@ private:
     float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *kf_;
     const uint16_t* mrow_[kMaxVectors];
     // one block of columns: scores per vector, V rows, and every vector's update steps
-    float score_[kMaxVectors * kBlock], mvs_[kMaxVectors * kBlock];
+    float score_[kMaxVectors * kBlock], mvs_[kMaxVectors * kBlock], mblk_[kMaxVectors * kBlock];
     const uint16_t* vrow_[kBlock];
     const uint16_t* step_v_[kMaxVectors * kBlock];
     float step_vs_[kMaxVectors * kBlock], step_ms_[kMaxVectors * kBlock];
