@@ -68,7 +68,13 @@ CellTable cell_table(const PosArray& pos, const SeqArray& seq, const char* op) {
 // sequence does not see; it is the largest position, so a causal test rejects it by itself.
 constexpr int64_t kHidden = std::numeric_limits<int64_t>::max();
 
-__attribute__((target_clones("avx2", "default")))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PYGGML_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define PYGGML_AVX2_CLONE
+#endif
+
+PYGGML_AVX2_CLONE
 void visible_positions(const int64_t* pos, const bool* seq, int64_t n_seq, int32_t s, int64_t n,
                        int64_t* key_pos) {
     if (n_seq == 1) {  // the usual table: unit stride
@@ -82,7 +88,7 @@ void visible_positions(const int64_t* pos, const bool* seq, int64_t n_seq, int32
 }
 
 // One F16 mask row without SWA: 0.0 where the key is visible (causal: not after p1), -inf elsewhere.
-__attribute__((target_clones("avx2", "default")))
+PYGGML_AVX2_CLONE
 void mask_row_f16(const int64_t* key_pos, int64_t n, int64_t p1, bool causal, uint16_t* row) {
     const int64_t limit = causal ? p1 : kHidden - 1;
     for (int64_t j = 0; j < n; ++j) row[j] = key_pos[j] <= limit ? 0x0000 : 0xFC00;  // 0.0 / -inf
