@@ -34,6 +34,8 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "cpu/expf_libm_avx2.h"
 #define PYGGML_FA_ROWWISE 1
 #endif
 
@@ -70,7 +72,7 @@ struct RowPlan {
         nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
         split = nchunks > 1 && n_base < 4 * nth;
         const int64_t nq = hpi * tpi;
-        per_thread = nq * (D + 2 * Dv + 8) + D + Dv + 64;
+        per_thread = nq * (D + 2 * Dv + 8) + kBlock * D + Dv + 64;  // kf_: a block of K rows
     }
     int64_t nq() const { return hpi * tpi; }
     size_t partial_floats() const { return split ? size_t(n_base * nchunks * nq() * (Dv + 2)) : 0; }
@@ -105,28 +107,6 @@ size_t fa_rowwise_work_size(const Tensor* dst, int n_threads) {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
-// Dot of n values that are F16 numbers held as F32: lanes j*8..j*8+7 of every 32 go to
-// accumulator j, then (a0 + a2) + (a1 + a3), halves, two horizontal adds; the last n % 32
-// products are added one by one in f64 (ggml's F16 dot, term for term).
-float dot_f16_values(int64_t n, const float* x, const float* y) {
-    const int64_t np = n & ~int64_t(31);
-    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-    for (int64_t i = 0; i < np; i += 32)
-        for (int j = 0; j < 4; ++j)
-            acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * j), _mm256_loadu_ps(y + i + 8 * j), acc[j]);
-    acc[0] = _mm256_add_ps(acc[0], acc[2]);
-    acc[1] = _mm256_add_ps(acc[1], acc[3]);
-    acc[0] = _mm256_add_ps(acc[0], acc[1]);
-    const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(acc[0]), _mm256_extractf128_ps(acc[0], 1));
-    const __m128 t1 = _mm_hadd_ps(t0, t0);
-    double sum = (double)_mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-    for (int64_t i = np; i < n; ++i) {
-        const float prod = x[i] * y[i];
-        sum += (double)prod;
-    }
-    return (float)sum;
-}
 
 inline __m256 round_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, 0)); }
 inline float round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
@@ -176,7 +156,6 @@ public:
         fM_ = w; w += nq;
         fS_ = w; w += nq;
         slope_ = w; w += nq;
-        mv_ = w; w += nq;
         kf_ = w;
     }
 
@@ -289,59 +268,23 @@ private:
         const char* v_base = v_->row(0, x.hv, x.s);
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
+            // every vector's mask values over the block (slope times the F16 entry, as ggml),
+            // and the columns some vector sees
+            uint32_t seen = 0;
+            for (int64_t i = 0; i < nq; ++i) seen |= mask_block(i, jb, nb);
             int na = 0;  // columns of the block some vector sees
-            for (int jj = 0; jj < nb; ++jj) {
+            for (; seen; seen &= seen - 1) {
+                const int jj = __builtin_ctz(seen);
                 const int64_t ic = jb + jj;
-                bool any = false;
-                for (int64_t i = 0; i < nq; ++i) {
-                    const float mv = mrow_[i] ? slope_[i] * _cvtsh_ss(mrow_[i][ic]) : 0.0f;
-                    mv_[i] = mv;
-                    any |= mv != kNegInf;
-                }
-                if (!any) continue;
-                widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_, D);
-                for (int64_t i = 0; i < nq; ++i) {
-                    float& sc = score_[i * kBlock + na];
-                    if (mv_[i] == kNegInf) {
-                        sc = kNegInf;
-                        continue;
-                    }
-                    float s = dot_f16_values(D, kf_, qf_ + i * D);
-                    s = s * scale_;
-                    if (cap_ != 0.0f) s = cap_ * tanhf(s);
-                    s += mv_[i];
-                    sc = s;
-                }
+                for (int64_t i = 0; i < nq; ++i) mvs_[i * kBlock + na] = mblk_[i * kBlock + jj];
+                widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_ + na * D, D);
                 vrow_[na++] = (const uint16_t*)(v_base + ic * v_->nb[1]);
             }
+            for (int64_t i = 0; i < nq && na > 0; ++i) score_block(i, na);
             bool all_full = true;  // every vector weighs every column of the block
             for (int64_t i = 0; i < nq; ++i) {
-                // ggml's recurrence: a new maximum rescales the accumulator (then weight 1),
-                // otherwise the weight is exp(s - M); entries at -inf are skipped.
-                int n = 0;
-                const int64_t o = i * kBlock;
-                for (int a = 0; a < na; ++a) {
-                    const float s = score_[i * kBlock + a];
-                    if (s == kNegInf) continue;
-                    const float Mold = M_[i];
-                    float ms = 1.0f, vs = 1.0f;
-                    bool rescale = false;
-                    if (s > M_[i]) {
-                        M_[i] = s;
-                        ms = expf(Mold - s);
-                        rescale = true;
-                    } else {
-                        vs = expf(s - M_[i]);
-                    }
-                    S_[i] = S_[i] * ms + vs;
-                    step_v_[o + n] = vrow_[a];
-                    step_vs_[o + n] = vs;
-                    step_ms_[o + n] = ms;
-                    step_rs_[o + n] = rescale;
-                    ++n;
-                }
-                step_n_[i] = n;
-                all_full &= n == na;
+                step_n_[i] = recurrence(i, na);
+                all_full &= step_n_[i] == na;
             }
             int64_t i = 0;
             // Two vectors over the same V rows at once: twice the chains in flight for
@@ -351,6 +294,122 @@ private:
             for (; i < nq; ++i)
                 if (step_n_[i]) accumulate(acc_ + i * Dv, i, Dv, step_n_[i]);
         }
+    }
+
+    // Mask values of vector i for columns jb..jb+nb-1 into mblk_; returns the bits of the
+    // columns it sees (value above -inf).
+    uint32_t mask_block(int64_t i, int64_t jb, int nb) {
+        float* mb = mblk_ + i * kBlock;
+        const uint32_t all = nb == 32 ? ~0u : (1u << nb) - 1;
+        if (!mrow_[i]) {
+            std::fill(mb, mb + nb, 0.0f);
+            return all;
+        }
+        const uint16_t* m = mrow_[i] + jb;
+        const __m256 slope = _mm256_set1_ps(slope_[i]), ninf = _mm256_set1_ps(kNegInf);
+        uint32_t bits = 0;
+        int jj = 0;
+        for (; jj + 8 <= nb; jj += 8) {
+            const __m256 v = _mm256_mul_ps(slope, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(m + jj))));
+            _mm256_storeu_ps(mb + jj, v);
+            bits |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(v, ninf, _CMP_NEQ_UQ)) << jj;
+        }
+        for (; jj < nb; ++jj) {
+            mb[jj] = slope_[i] * _cvtsh_ss(m[jj]);
+            bits |= uint32_t(mb[jj] != kNegInf) << jj;
+        }
+        return bits & all;
+    }
+
+    // Scores of vector i against the block's na visible columns (K rows widened in kf_).
+    // Each dot is ggml's F16 dot term for term: lanes j*8..j*8+7 of every 32 go to
+    // accumulator j, then (a0 + a2) + (a1 + a3), halves, two horizontal adds; the last
+    // n % 32 products are added one by one in f64. Eight columns go through the cross-lane
+    // adds together (the same pairs added in the same order, one transposed reduction
+    // instead of eight horizontal ones).
+    void score_block(int64_t i, int na) {
+        const int64_t D = plan_.D, np = D & ~int64_t(31);
+        const float* q = qf_ + i * D;
+        const float* mv = mvs_ + i * kBlock;
+        float* sc = score_ + i * kBlock;
+        alignas(32) float r8[8];
+        for (int a0 = 0; a0 < na; a0 += 8) {
+            const int n8 = std::min(8, na - a0);
+            __m256 u[8];
+            for (int c = 0; c < 8; ++c) {
+                const float* kr = kf_ + (a0 + std::min(c, n8 - 1)) * D;
+                __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+                for (int64_t d = 0; d < np; d += 32)
+                    for (int j = 0; j < 4; ++j)
+                        acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(kr + d + 8 * j), _mm256_loadu_ps(q + d + 8 * j), acc[j]);
+                u[c] = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+            }
+            // t_c = low half + high half of u_c, columns c and c + 4 side by side
+            __m256 t[4];
+            for (int c = 0; c < 4; ++c)
+                t[c] = _mm256_add_ps(_mm256_permute2f128_ps(u[c], u[c + 4], 0x20),
+                                     _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
+            const __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+            _mm256_store_ps(r8, r);
+            for (int c = 0; c < n8; ++c) {
+                const int a = a0 + c;
+                if (mv[a] == kNegInf) {
+                    sc[a] = kNegInf;
+                    continue;
+                }
+                float s = r8[c];
+                if (np < D) {  // the last D % 32 products, one by one in f64
+                    const float* kr = kf_ + a * D;
+                    double sum = (double)s;
+                    for (int64_t d = np; d < D; ++d) {
+                        const float prod = kr[d] * q[d];
+                        sum += (double)prod;
+                    }
+                    s = (float)sum;
+                }
+                s = s * scale_;
+                if (cap_ != 0.0f) s = cap_ * tanhf(s);
+                s += mv[a];
+                sc[a] = s;
+            }
+        }
+    }
+
+    // ggml's recurrence for vector i over the block's na scores: a new maximum rescales the
+    // accumulator (then weight 1), otherwise the weight is exp(s - M); entries at -inf are
+    // skipped. The running maximum before each column fixes every exponent's argument, so
+    // the exponentials are taken eight at a time (expf_libm8: expf's bits), then the sum
+    // runs in column order. Returns the number of update steps recorded.
+    int recurrence(int64_t i, int na) {
+        const int64_t o = i * kBlock;
+        const float* sc = score_ + o;
+        alignas(32) float arg[kBlock], e[kBlock];
+        bool up[kBlock];
+        float M = M_[i];
+        for (int a = 0; a < na; ++a) {
+            const float s = sc[a];
+            const bool nm = s > M;
+            up[a] = nm;
+            arg[a] = s == kNegInf ? 0.0f : nm ? M - s : s - M;
+            if (nm) M = s;
+        }
+        for (int a = na; a < ((na + 7) & ~7); ++a) arg[a] = 0.0f;
+        for (int a = 0; a < na; a += 8) _mm256_store_ps(e + a, expf_libm8(_mm256_load_ps(arg + a)));
+        float S = S_[i];
+        int n = 0;
+        for (int a = 0; a < na; ++a) {
+            if (sc[a] == kNegInf) continue;
+            const float ms = up[a] ? e[a] : 1.0f, vs = up[a] ? 1.0f : e[a];
+            S = std::fma(S, ms, vs);
+            step_v_[o + n] = vrow_[a];
+            step_vs_[o + n] = vs;
+            step_ms_[o + n] = ms;
+            step_rs_[o + n] = up[a];
+            ++n;
+        }
+        M_[i] = M;
+        S_[i] = S;
+        return n;
     }
 
     // acc_block for vectors i and i + 1 (accumulators acc and acc + Dv) that share V rows.
@@ -451,10 +510,10 @@ private:
     float scale_, max_bias_, cap_, m0_, m1_;
     uint32_t n_head_log2_;
     float* partials_;
-    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *mv_, *kf_;
+    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *kf_;
     const uint16_t* mrow_[kMaxVectors];
     // one block of columns: scores per vector, V rows, and every vector's update steps
-    float score_[kMaxVectors * kBlock];
+    float score_[kMaxVectors * kBlock], mvs_[kMaxVectors * kBlock], mblk_[kMaxVectors * kBlock];
     const uint16_t* vrow_[kBlock];
     const uint16_t* step_v_[kMaxVectors * kBlock];
     float step_vs_[kMaxVectors * kBlock], step_ms_[kMaxVectors * kBlock];

@@ -63,6 +63,37 @@ CellTable cell_table(const PosArray& pos, const SeqArray& seq, const char* op) {
     return {pos.data(), seq.data(), (int64_t)pos.shape(0), (int64_t)seq.shape(1)};
 }
 
+// The mask's two per-cell passes, branch-free so that they vectorize (an AVX2 clone where
+// the CPU has it: the int64 compares are what SSE2 lacks). kHidden marks a cell the query's
+// sequence does not see; it is the largest position, so a causal test rejects it by itself.
+constexpr int64_t kHidden = std::numeric_limits<int64_t>::max();
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define PYGGML_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define PYGGML_AVX2_CLONE
+#endif
+
+PYGGML_AVX2_CLONE
+void visible_positions(const int64_t* pos, const bool* seq, int64_t n_seq, int32_t s, int64_t n,
+                       int64_t* key_pos) {
+    if (n_seq == 1) {  // the usual table: unit stride
+        for (int64_t j = 0; j < n; ++j) key_pos[j] = (pos[j] >= 0) & seq[j] ? pos[j] : kHidden;
+        return;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+        const int64_t p = pos[j];
+        key_pos[j] = (p >= 0) & seq[j * n_seq + s] ? p : kHidden;
+    }
+}
+
+// One F16 mask row without SWA: 0.0 where the key is visible (causal: not after p1), -inf elsewhere.
+PYGGML_AVX2_CLONE
+void mask_row_f16(const int64_t* key_pos, int64_t n, int64_t p1, bool causal, uint16_t* row) {
+    const int64_t limit = causal ? p1 : kHidden - 1;
+    for (int64_t j = 0; j < n; ++j) row[j] = key_pos[j] <= limit ? 0x0000 : 0xFC00;  // 0.0 / -inf
+}
+
 // dst [n_kv, T, 1, 1] (F16 or F32, contiguous) <- 0 where query token i may attend cell j,
 // -inf elsewhere. A cell is visible when it holds the query's sequence, and (causal) its
 // position is not after the query's, and (SWA) it is inside the query's window.
@@ -100,22 +131,21 @@ void fill_kq_mask(TensorArg dst_arg, const PosArray& cell_pos, const SeqArray& c
                                   std::to_string(qs[i]) + " is outside [0, " + std::to_string(c.n_seq) + ")");
 
     py::gil_scoped_release release;
-    // Per sequence: the position of every cell it sees, or a sentinel for cells it does not.
-    constexpr int64_t kHidden = std::numeric_limits<int64_t>::min();
-    std::vector<int64_t> key_pos((size_t)n_kv);
+    // Per sequence: the position of every cell it sees, or kHidden for cells it does not.
+    thread_local std::vector<int64_t> key_pos;  // kept between calls: no allocation per token
+    if (key_pos.size() < (size_t)n_kv) key_pos.resize((size_t)n_kv);
     int32_t cur_seq = -1;
     const bool f16 = dst->type == Type::F16;
     const bool swa = swa_type != kSwaNone && n_swa > 0;
     for (int64_t i = 0; i < n_rows; ++i) {
         if (qs[i] != cur_seq) {
             cur_seq = qs[i];
-            for (int64_t j = 0; j < n_kv; ++j) {
-                const int64_t p = c.pos[j];
-                key_pos[j] = (p >= 0 && c.seq[j * c.n_seq + cur_seq]) ? p : kHidden;
-            }
+            visible_positions(c.pos, c.seq, c.n_seq, cur_seq, n_kv, key_pos.data());
         }
         const int64_t p1 = qp[i];
-        if (f16) {
+        if (f16 && !swa) {
+            mask_row_f16(key_pos.data(), n_kv, p1, causal, (uint16_t*)dst->data + i * n_kv);
+        } else if (f16) {
             uint16_t* row = (uint16_t*)dst->data + i * n_kv;
             for (int64_t j = 0; j < n_kv; ++j) {
                 const int64_t p0 = key_pos[j];
