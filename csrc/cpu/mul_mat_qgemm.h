@@ -8,8 +8,9 @@
 //     once (decoded) and dotted with the block's groups. Groups small enough for L1 (short
 //     rows) go outermost, each dotted with all the chunk's packed rows; larger ones stream from
 //     L2 past one packed row at a time;
-//   - a last group of 1..3 columns is not padded to 8: those columns keep their converted
-//     blocks and take the dot kernel (the same bits, at a fraction of a padded tile's work).
+//   - a last group of 1..4 columns is not padded to 8: those columns keep their converted
+//     blocks and take the dot kernel (the same bits, for less work than a padded tile; wider
+//     ones cost more in dot kernels than one padded tile on rows already packed).
 #pragma once
 #include <algorithm>
 #include <vector>
@@ -19,14 +20,23 @@
 namespace pyggml::cpu::mm {
 
 constexpr int64_t kQgMinColumns = 8;             // below: the dot path (4-column kernels)
+// q4_1 / q5_1 (q8_1 activations): their dot kernels cost more per column, so a padded tile
+// already wins at 6 columns (measured on AVX2); other types break even only at 7 to 8.
+constexpr int64_t kQgMinColumnsWithMin = 6;
 constexpr int64_t kQgColBlock = 64;              // columns per unit, a multiple of kQgCols
 constexpr size_t kQgL1Group = size_t(16) << 10;   // packed groups up to this size stay in L1
 constexpr size_t kQgRowsBudget = size_t(256) << 10;  // packed rows of a chunk, groups in L1
-constexpr int kQgDotTail = 3;                     // a last group this narrow takes the dot kernel
+constexpr int kQgDotTail = 3;                     // MUL_MAT_ID: a last group this narrow takes dots
+constexpr int kQgMatDotTail = 4;                  // MUL_MAT: the same (measured on AVX2)
+
+// Fewest columns for which a (padded) GEMM tile is cheaper than the dot kernels.
+inline int64_t qg_min_columns(Type w) {
+    return w == Type::Q4_1 || w == Type::Q5_1 ? kQgMinColumnsWithMin : kQgMinColumns;
+}
 
 inline bool use_qgemm(const Kernels& kr, const Tensor* dst) {
     const Tensor* a = dst->src[0];
-    return is_quantized(a->type) && kr.qg_tile[(int)a->type] && a->ne[0] > 0 && dst->ne[1] >= kQgMinColumns;
+    return is_quantized(a->type) && kr.qg_tile[(int)a->type] && a->ne[0] > 0 && dst->ne[1] >= qg_min_columns(a->type);
 }
 
 struct QgShape {
@@ -49,9 +59,9 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
     s.ne13 = b->ne[3];
     s.groups = (s.N + kQgCols - 1) / kQgCols;
     const int64_t nq = s.K / type_traits(vt).blck_size;
-    s.tail = kr.dot[(int)a->type] && s.N % kQgCols <= kQgDotTail ? int(s.N % kQgCols) : 0;
+    s.tail = kr.dot[(int)a->type] && s.N % kQgCols <= kQgMatDotTail ? int(s.N % kQgCols) : 0;
     s.col_bytes = act_col_bytes(a->type, s.K);
-    s.group_bytes = std::max(align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]), size_t(kQgDotTail) * s.col_bytes);
+    s.group_bytes = std::max(align64(size_t(nq) * kr.qg_act_block_bytes[(int)vt]), size_t(kQgMatDotTail) * s.col_bytes);
     s.row_bytes = align64(size_t(nq) * kr.qg_row_block_bytes[(int)a->type]);
     s.priv = private_conversion(dst);
     s.groups_outer = s.group_bytes <= kQgL1Group;

@@ -1,9 +1,9 @@
 """MUL_MAT with block weights gives every column the same bits whatever the number of columns
 beside it: column j of mul_mat(W, X[:, :N]) equals mul_mat(W, X[:, j:j+1]) exactly, for every
-quantized weight type of the type table, N across the dot path (1..7 columns, 4-column
-kernels, two-row pairs) and the quantized GEMM (8-column groups, 64-column blocks, tails of
-1..3 columns left to the dot kernel, wider ones padded), odd row counts, K of several
-blocks, 1 and 2 threads, broadcast batches and non-contiguous b.
+quantized weight type of the type table, N across the dot path (below 8 columns, or 6 for
+q4_1 / q5_1; 4-column kernels, two-row pairs) and the quantized GEMM (8-column groups,
+64-column blocks, tails of 1..4 columns left to the dot kernel, wider ones padded), odd row
+counts, K of several blocks, 1 and 2 threads, broadcast batches and non-contiguous b.
 Speculative decoding's losslessness rests on this (a verify batch must score each draft token
 as a single-token decode would). The results are also checked against the dequantized float64
 product, so a path that is consistent but wrong fails too."""
@@ -15,7 +15,7 @@ from util import SIMD_LEVELS, assert_close, compute, new, values
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 QUANT_WEIGHTS = [n for n, r in TABLE.items() if r["is_weight"] and r["is_quantized"]]
-WIDTHS = (1, 2, 3, 5, 7, 8, 9, 11, 12, 16, 31, 32, 33, 64, 65, 128)
+WIDTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 15, 16, 31, 32, 33, 38, 64, 65, 128)
 PEER = 5e-4
 
 
