@@ -29,6 +29,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "cpu/flash_attn_common.h"
 #include "cpu/flash_attn_kernels.h"
 #include "cpu/flash_attn_sparse_kernels.h"
 #include "pyggml/error.h"
@@ -173,10 +174,7 @@ public:
         cap_ = dst->param_f32(kFaLogitSoftcap);
         n_kv_max_ = dst->param_i32(kFaNKvMax);
         if (cap_ != 0.0f) scale_ /= cap_;
-        const int64_t H = plan_.H;
-        n_head_log2_ = H > 0 ? (int64_t)1 << (int64_t)std::floor(std::log2((double)H)) : 1;
-        m0_ = std::pow(2.0f, -max_bias_ / (float)n_head_log2_);
-        m1_ = std::pow(2.0f, -(max_bias_ / 2.0f) / (float)n_head_log2_);
+        alibi_ = fa::AlibiSlopes(max_bias_, plan_.H);
         char* base = (char*)p.wdata;
         counter_ = (std::atomic<int64_t>*)base;
         reports_ = (DebugReport*)(base + 64);
@@ -268,10 +266,7 @@ private:
         }
     }
 
-    float slope(int64_t h) const {
-        if (!(max_bias_ > 0.0f)) return 1.0f;
-        return h < n_head_log2_ ? std::pow(m0_, (float)(h + 1)) : std::pow(m1_, (float)(2 * (h - n_head_log2_) + 1));
-    }
+    float slope(int64_t h) const { return alibi_(h); }
 
     struct Unit {
         int64_t s, g, hb, t, c, h0, h1;
@@ -418,12 +413,7 @@ private:
     }
 
     const float* row_f32(const Tensor* t, int64_t j, int64_t h, int64_t s, float* buf, int64_t n) const {
-        const char* src = t->row(j, h, s);
-        switch (t->type) {
-            case Type::F32: return (const float*)src;
-            case Type::F16: kern_.f16_to_f32((const uint16_t*)src, buf, n); return buf;
-            default: to_float_row(t->type, src, buf, n); return buf;
-        }
+        return fa::row_as_f32(kern_, t, j, h, s, buf, n);
     }
 
     static void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
@@ -510,23 +500,7 @@ private:
 
     // Sinks, normalisation and the permuted output row [D_v, H, N, S].
     void write_out(float* o, float M, float Z, int64_t h, int64_t t, int64_t s) const {
-        const int64_t Dv = plan_.Dv;
-        if (sinks_) {
-            const float sk = ((const float*)sinks_->data)[h];
-            const float Mn = std::max(M, sk);
-            if (Mn != kNegInf) {
-                const float ratio = M == kNegInf ? 0.0f : std::exp(M - Mn);
-                if (ratio != 1.0f) kern_.scale(o, Dv, ratio);
-                Z = Z * ratio + std::exp(sk - Mn);
-            }
-        }
-        float* out = (float*)dst_->ptr(0, h, t, s);
-        if (Z == 0.0f) {
-            std::fill(out, out + Dv, 0.0f);
-            return;
-        }
-        const float inv = 1.0f / Z;
-        for (int64_t d = 0; d < Dv; ++d) out[d] = o[d] * inv;
+        fa::finish_row(kern_, sinks_, o, M, Z, h, plan_.Dv, (float*)dst_->ptr(0, h, t, s));
     }
 
     // Folds the chunks of every (head, token) in ascending order.
@@ -561,8 +535,7 @@ private:
     const Tensor *q_, *k_, *v_, *mask_, *sinks_;
     float scale_, max_bias_, cap_;
     int32_t n_kv_max_;
-    int64_t n_head_log2_;
-    float m0_, m1_;
+    fa::AlibiSlopes alibi_;
     std::atomic<int64_t>* counter_;
     DebugReport* reports_;
     int32_t *counts_, *lists_;
