@@ -43,17 +43,9 @@ constexpr int kMaxQ = 64;   // query vectors per unit
 constexpr int kDirectMaxQ = 8;    // up to this many query vectors read F16 K/V rows in place
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// Bump allocator over a thread's scratch.
-struct Bump {
-    uintptr_t p;
-    template <class T> T* take(int64_t n) {
-        T* r = (T*)p;
-        p += (uintptr_t)round_up((int64_t)(n * sizeof(T)), 64);
-        return r;
-    }
-};
+using fa::Bump;
+using fa::fold_state;
+using fa::round_up;
 
 struct Scratch {
     float *kt, *vt, *P, *O, *M, *Z, *slope, *mval;
@@ -68,18 +60,6 @@ struct Scratch {
     const uint16_t** vh;
     int32_t* list[2];
 };
-
-// Folds a chunk's softmax state (Mc, Zc, Oc) into the running (M, Z, O); chunks go in
-// ascending order. Never inlined: the split and the in-unit fold run the same instructions.
-__attribute__((noinline)) void fold_state(float& M, float& Z, float* O, float Mc, float Zc, const float* Oc,
-                                          int64_t Dv) {
-    if (Zc == 0.0f) return;
-    const float Mn = std::max(M, Mc);
-    const float so = std::exp(M - Mn), sn = std::exp(Mc - Mn);
-    for (int64_t d = 0; d < Dv; ++d) O[d] = O[d] * so + Oc[d] * sn;
-    Z = Z * so + Zc * sn;
-    M = Mn;
-}
 
 struct Plan;
 void layout_scratch(Bump& b, const Plan& plan, Scratch& sc);
@@ -329,18 +309,9 @@ private:
                 mv = sc_.mval;
             }
             const float mt = kern_.logits(srow, mv, n, scale_, cap_, sc_.slope[i]);
-            const float Mold = sc_.M[i];
-            const float Mnew = std::max(Mold, mt);
-            if (Mnew == kNegInf) {  // nothing finite yet for this query
-                std::fill(srow, srow + n, 0.0f);
-                continue;
-            }
-            if (Mnew > Mold) {
-                const float ratio = Mold == kNegInf ? 0.0f : std::exp(Mold - Mnew);
-                if (sc_.Z[i] != 0.0f) kern_.scale(sc_.O + (int64_t)i * plan_.ldv, Dv, ratio);
-                sc_.Z[i] *= ratio;
-                sc_.M[i] = Mnew;
-            }
+            const float Mnew =
+                fa::raise_max(kern_, srow, n, mt, sc_.M[i], sc_.Z[i], sc_.O + (int64_t)i * plan_.ldv, Dv);
+            if (Mnew == kNegInf) continue;  // nothing finite yet for this query
             const float z = kern_.exp_sum(srow, n, Mnew);
             sc_.Z[i] += j0 >= 0 ? kern_.lane_sum(srow, idx, n, (int32_t)j0, sc_.lanes) : z;
         }

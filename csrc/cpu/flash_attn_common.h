@@ -1,5 +1,6 @@
-// Per-row pieces shared by the dense and the sparse flash-attention kernels: ALiBi slopes, K/V
-// rows widened to f32, and the final row (sinks folded in, then normalised).
+// Pieces shared by the dense and the sparse flash-attention kernels: the scratch bump allocator,
+// the chunk fold, the online-softmax max update, ALiBi slopes, K/V rows widened to f32, and the final row (sinks folded in,
+// then normalised).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -9,6 +10,48 @@
 #include "cpu/kernels.h"
 
 namespace pyggml::cpu::fa {
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Bump allocator over a thread's scratch (64-byte aligned pieces).
+struct Bump {
+    uintptr_t p;
+    template <class T> T* take(int64_t n) {
+        T* r = (T*)p;
+        p += (uintptr_t)round_up((int64_t)(n * sizeof(T)), 64);
+        return r;
+    }
+};
+
+// Folds a chunk's softmax state (Mc, Zc, Oc) into the running (M, Z, O); chunks go in
+// ascending order. Never inlined: the split and the in-unit fold run the same instructions.
+__attribute__((noinline)) inline void fold_state(float& M, float& Z, float* O, float Mc, float Zc, const float* Oc,
+                                                 int64_t Dv) {
+    if (Zc == 0.0f) return;
+    const float Mn = std::max(M, Mc);
+    const float so = std::exp(M - Mn), sn = std::exp(Mc - Mn);
+    for (int64_t d = 0; d < Dv; ++d) O[d] = O[d] * so + Oc[d] * sn;
+    Z = Z * so + Zc * sn;
+    M = Mn;
+}
+
+// Online softmax for one query row of a tile whose logits (maximum mt) are in srow: raises the
+// running max M, rescaling the accumulated O (Dv values) and Z, and returns the new max. A row
+// with nothing finite yet is zeroed and gets -inf.
+inline float raise_max(const Kernels& kern, float* srow, int n, float mt, float& M, float& Z, float* O, int64_t Dv) {
+    const float Mnew = std::max(M, mt);
+    if (Mnew == -INFINITY) {
+        std::fill(srow, srow + n, 0.0f);
+        return Mnew;
+    }
+    if (Mnew > M) {
+        const float ratio = M == -INFINITY ? 0.0f : std::exp(M - Mnew);
+        if (Z != 0.0f) kern.scale(O, Dv, ratio);
+        Z *= ratio;
+        M = Mnew;
+    }
+    return Mnew;
+}
 
 // ALiBi slope of head h: powers of m0 for the first n_head_log2 heads, odd powers of m1 after;
 // 1 when max_bias is 0.
