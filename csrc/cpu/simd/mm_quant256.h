@@ -95,35 +95,78 @@ void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(accv[j]);
 }
 
+// The f16 scales d of 4 q8_0 blocks in a row, widened: gathered in a general register (their
+// loads and shifts run beside the vector work) and converted by one instruction.
+inline __m128 mm_q8_0_scales4(const BlockQ8_0* y) {
+    uint16_t h[4];
+    for (int i = 0; i < 4; ++i) std::memcpy(&h[i], &y[i].d, 2);
+    const uint64_t w = uint64_t(h[0]) | uint64_t(h[1]) << 16 | uint64_t(h[2]) << 32 | uint64_t(h[3]) << 48;
+    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)w));
+}
+
 // One nvfp4 block (64 values, four 16-value sub-blocks) is two q8_0 activation blocks: half h
 // holds sub-blocks 2h and 2h+1. Bytes qs[8s..8s+7] hold sub-block s: values 0..7 in the low
-// nibbles and 8..15 in the high nibbles.
+// nibbles and 8..15 in the high nibbles. A half's 32 values in natural order, as one vector:
+// its 16 bytes in both lanes, each lane's 8 bytes doubled in place (low lane sub-block 2h,
+// high lane 2h+1), the second copy's words shifted right by 4 (the high nibbles), masked, then
+// looked up. Accumulator h takes half h of every block; the scale of lanes 0..3 is sub-block
+// 2h's times the activation block's d, that of lanes 4..7 sub-block 2h+1's.
 template <int NC>
 void mm_dot_nvfp4(int64_t k, const void* av, const void* bv, size_t bs, float* out, const float* scale) {
     const BlockNVFP4* x = (const BlockNVFP4*)av;
     const char* b = (const char*)bv;
-    const __m128i lut128 = _mm_loadu_si128((const __m128i*)kNvfp4Lut);
-    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i lut = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)kNvfp4Lut));
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i dup = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9,
+                                         10, 11, 12, 13, 14, 15);
+    const __m256i nibble_shift = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4);
     __m256 acc0[NC], acc1[NC];
     for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
-    auto half = [&](int64_t ib, int h, __m256* acc) __attribute__((always_inline)) {
-        const __m128i q = _mm_loadu_si128((const __m128i*)(x[ib].qs + 16 * h));
-        const __m128i lo = _mm_and_si128(q, m4), hi = _mm_and_si128(_mm_srli_epi16(q, 4), m4);
-        const __m128i s0 = _mm_shuffle_epi8(lut128, _mm_unpacklo_epi64(lo, hi));
-        const __m128i s1 = _mm_shuffle_epi8(lut128, _mm_unpackhi_epi64(lo, hi));
-        const __m256i a = _mm256_set_m128i(s1, s0);
-        const __m256i ua = _mm256_sign_epi8(a, a);
-        const __m256 sa = _mm256_set_m128(_mm_set1_ps(scale[x[ib].d[2 * h + 1]]), _mm_set1_ps(scale[x[ib].d[2 * h]]));
+    alignas(32) float dy[NC][8];  // d of the activation blocks of 4 weight blocks, per column
+    // ib: weight block; e: its activation blocks' entry in dy (2 * (ib % 4))
+    auto block = [&](int64_t ib, int e) __attribute__((always_inline)) {
+        const BlockNVFP4& w = x[ib];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(w.qs + 16 * h)));
+            const __m256i a =
+                _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(q, dup), nibble_shift), m4));
+            const __m256i ua = _mm256_sign_epi8(a, a);
+            const __m256 sa = _mm256_set_m128(_mm_broadcast_ss(&scale[w.d[2 * h + 1]]), _mm_broadcast_ss(&scale[w.d[2 * h]]));
 #pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib + h;
-            const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
-            const __m256 dy = _mm256_broadcastss_ps(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)&y->d)));
-            acc[j] = mm_dot_acc(ua, a, by, _mm256_mul_ps(sa, dy), acc[j]);
+            for (int j = 0; j < NC; ++j) {
+                const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib + h;
+                const __m256i by = _mm256_loadu_si256((const __m256i*)y->qs);
+                __m256* acc = h ? acc1 : acc0;
+                acc[j] = mm_dot_acc(ua, a, by, _mm256_mul_ps(sa, _mm256_broadcast_ss(&dy[j][e + h])), acc[j]);
+            }
         }
     };
     const int64_t nb = k / 64;
-    for (int64_t ib = 0; ib < nb; ++ib) { half(ib, 0, acc0); half(ib, 1, acc1); }
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        const char* pf = (const char*)(x + ib) + 1024;  // weights stream from memory: 144 bytes a step
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf + 128, _MM_HINT_T0);
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib;
+            _mm256_store_ps(dy[j], _mm256_set_m128(mm_q8_0_scales4(y + 4), mm_q8_0_scales4(y)));
+        }
+        // the broadcasts below then read dy from memory (load ports) instead of being turned
+        // into shuffles of the converted vector
+        asm volatile("" ::: "memory");
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) block(ib + i, 2 * i);
+    }
+    for (; ib < nb; ++ib) {
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_0* y = (const BlockQ8_0*)(b + j * bs) + 2 * ib;
+            dy[j][0] = _cvtsh_ss(y[0].d);
+            dy[j][1] = _cvtsh_ss(y[1].d);
+        }
+        block(ib, 0);
+    }
     for (int j = 0; j < NC; ++j) out[j] = mm_hsum256(_mm256_add_ps(acc0[j], acc1[j]));
 }
 
