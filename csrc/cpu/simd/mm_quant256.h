@@ -3,6 +3,7 @@
 //   static inline __m256i mm_udot(__m256i u8, __m256i s8);  // 8 x i32, each a sum of 4 products
 //   static inline __m256i mm_udot_offset(__m256i u8, __m256i s8, __m256i off8);  // same of (u - off) * s
 // Sign trick: |a| (unsigned) times (b with a's sign) gives a*b with an unsigned x signed dot.
+// The includer has included <cstring>.
 #pragma once
 
 #include "cpu/simd/q8_block256.h"
@@ -101,7 +102,7 @@ inline __m128 mm_q8_0_scales4(const BlockQ8_0* y) {
     uint16_t h[4];
     for (int i = 0; i < 4; ++i) std::memcpy(&h[i], &y[i].d, 2);
     const uint64_t w = uint64_t(h[0]) | uint64_t(h[1]) << 16 | uint64_t(h[2]) << 32 | uint64_t(h[3]) << 48;
-    return _mm_cvtph_ps(_mm_cvtsi64_si128((long long)w));
+    return _mm_cvtph_ps(_mm_set_epi64x(0, (long long)w));
 }
 
 // One nvfp4 block (64 values, four 16-value sub-blocks) is two q8_0 activation blocks: half h
