@@ -23,7 +23,8 @@ from pyggml.llm.speculative import SpeculativeDecoder
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
 from pyggml.llm.speculative.mtp import MtpDrafter
-from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3, write_tiny_step35
+from pyggml.llm.tiny import (write_tiny_dflash, write_tiny_dspark_dsv4, write_tiny_eagle3,
+                             write_tiny_qwen35, write_tiny_step35)
 
 PROMPTS = [[1, 5, 17, 42, 9, 77, 130, 4, 8],
            [3, 3, 60, 61, 62],
@@ -92,6 +93,8 @@ def models(tmp_path_factory):
                                                        target_layers=(1, 2, 3)))),
         "dflash2": (qwen3, Model.load(write_tiny_dflash(d / "f2.gguf", kind="dflash2",
                                                         block_size=5))),
+        "dspark_dsv4": (qwen3, Model.load(write_tiny_dspark_dsv4(d / "s4.gguf",
+                                                                 target_layers=(0, 2)))),
         # a near-bigram target: its MTP heads are accepted by themselves too
         "mtp": (Model.load(write_tiny_step35(d / "s35.gguf", bigram=0.5, seed=1, n_nextn=1)),
                 None),
@@ -100,9 +103,11 @@ def models(tmp_path_factory):
 
 
 DRAFTER = {"eagle3": Eagle3Drafter, "dflash": DFlashDrafter, "dspark": DFlashDrafter,
-           "dflash2": DFlashDrafter, "mtp": MtpDrafter, "mtp3": MtpDrafter}
+           "dflash2": DFlashDrafter, "dspark_dsv4": DFlashDrafter, "mtp": MtpDrafter,
+           "mtp3": MtpDrafter}
 AUTOREGRESSIVE = ("eagle3", "mtp", "mtp3")     # one draft graph per draft position
-PROCESS_GRAPHS = {"eagle3": 2, "dflash": 1, "dspark": 1, "dflash2": 1, "mtp": 1, "mtp3": 3}
+PROCESS_GRAPHS = {"eagle3": 2, "dflash": 1, "dspark": 1, "dflash2": 1, "dspark_dsv4": 1,
+                  "mtp": 1, "mtp3": 3}
 
 
 def _greedy(target):
@@ -110,7 +115,7 @@ def _greedy(target):
 
 
 def _drafter(kind, target_ctx, draft, streams, labels=None):
-    kw = {} if kind.startswith("mtp") else {"kind": kind}
+    kw = {} if kind.startswith("mtp") else {"kind": kind.split("_")[0]}
     return _steered(DRAFTER[kind])(target_ctx, draft, **kw).setup(streams, labels)
 
 
@@ -207,3 +212,27 @@ def test_a_drafter_without_multi_seq_keeps_one_per_sequence(models):
     assert dec.batch_draft is False
     assert [list(g) for g in dec.generate_batch(PROMPTS, 12)] == \
         [w[:12] for w in _greedy(target)]
+
+
+@pytest.mark.parametrize("kind", ["eagle3", "mtp"])
+def test_batched_drafts_on_a_recurrent_target(tmp_path, kind):
+    """A hybrid (recurrent) target verifies one sequence per ubatch; the drafts of all its
+    sequences are still one draft memory, and every stream is plain greedy."""
+    target = Model.load(write_tiny_qwen35(tmp_path / "q35.gguf", n_layer=4,
+                                          full_attention_interval=2,
+                                          n_nextn=1 if kind == "mtp" else 0))
+    draft = (Model.load(write_tiny_eagle3(tmp_path / "e.gguf", target_layers=(1, 2, 4)))
+             if kind == "eagle3" else None)
+    prompts, n = PROMPTS[:2], 16
+    want = [list(Context(target, n_ctx=N_CTX, n_rs_seq=N_MAX).generate(p, n)) for p in prompts]
+    out = {}
+    for bd in (True, False):
+        dec = SpeculativeDecoder(Context(target, n_ctx=N_CTX, n_seq_max=2, n_rs_seq=N_MAX), kind,
+                                 draft=draft, n_max=N_MAX, adaptive=False, batch_draft=bd)
+        assert [list(g) for g in dec.generate_batch(prompts, n)] == want
+        out[bd] = dec.stats
+    assert [s["draft"] for s in out[True]["steps"]] == [s["draft"] for s in out[False]["steps"]]
+    assert out[True]["n_drafted"] > 0
+    # the draft memory (a KV cache) takes both sequences per ubatch though the target does not
+    assert out[True]["draft_calls"] < out[False]["draft_calls"]
+    assert out[True]["n_target_decodes"] == out[False]["n_target_decodes"]
