@@ -236,3 +236,19 @@ def test_batched_drafts_on_a_recurrent_target(tmp_path, kind):
     # the draft memory (a KV cache) takes both sequences per ubatch though the target does not
     assert out[True]["draft_calls"] < out[False]["draft_calls"]
     assert out[True]["n_target_decodes"] == out[False]["n_target_decodes"]
+
+
+def test_dflash_blocks_fit_when_the_target_memory_is_nearly_full(models):
+    """Every sequence's block is full length while the last verify steps check fewer drafts:
+    the shared draft memory keeps room for one block per sequence beyond the target's
+    cells (with exactly the target's room, the last blocks do not fit)."""
+    target, draft = models["dflash"]
+    n = 76                      # the 3 streams end 3 cells short of the 256 the target has
+    want = [list(Context(target, n_ctx=256).generate(p, n)) for p in PROMPTS]
+    dec = SpeculativeDecoder(Context(target, n_ctx=256, n_seq_max=3), "dflash", draft=draft,
+                             n_max=N_MAX, adaptive=False)
+    assert [list(g) for g in dec.generate_batch(PROMPTS, n)] == want
+    tight = SpeculativeDecoder(Context(target, n_ctx=256, n_seq_max=3), "dflash", draft=draft,
+                               n_max=N_MAX, adaptive=False, n_ctx=256)
+    with pytest.raises(ValueError, match="no room"):
+        tight.generate_batch(PROMPTS, n)

@@ -68,8 +68,12 @@ class DFlashDrafter(Drafter):
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
         self.p_min, self.n_min = float(p_min), int(n_min)
         cp = target_ctx.cparams
+        if not n_ctx:
+            # every sequence's block is full length even when the target verifies fewer
+            # drafts: with several sequences in one memory, room for one more block each
+            n_ctx = target_ctx.n_ctx + (hp.block_size * cp.n_seq_max if cp.n_seq_max > 1 else 0)
         self.ctx = DraftContext(draft_model, other=target_ctx.model, causal_attn=hp.causal,
-                                n_ctx=n_ctx or target_ctx.n_ctx, n_threads=cp.n_threads,
+                                n_ctx=n_ctx, n_threads=cp.n_threads,
                                 flash_attn=cp.flash_attn, type_k=cp.type_k, type_v=cp.type_v,
                                 n_batch=cp.n_ubatch, n_ubatch=cp.n_ubatch,
                                 n_seq_max=cp.n_seq_max)
