@@ -315,7 +315,10 @@ class SpeculativeDecoder:
         Each sequence has its own drafter, sampler stream and verifier stream (sequence 0
         keeps the decoder's), so with greedy sampling result i is exactly
         ctx.generate(prompts[i], n). Returns one Generation per prompt; `stats` sums them
-        (steps carry "seq")."""
+        (steps carry "seq" and "round", the draft + verify round they belong to; n_rounds
+        counts rounds; draft_calls and draft_process_calls count the draft graphs run while
+        drafting and while feeding the draft the target's batches: with batch_draft one per
+        draft position or block per round, whatever the number of sequences)."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
         ctx = self.ctx
