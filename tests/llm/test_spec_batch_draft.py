@@ -152,6 +152,8 @@ def test_batched_drafts_equal_one_sequence_drafts(models, kind):
     # the sequences advance at their own pace: they finish in different rounds
     last = {q: max(st["round"] for st in s["steps"] if st["seq"] == q) for q in range(3)}
     assert len(set(last.values())) > 1
+    # the target verifies every sequence's drafts in one ubatch (a KV cache target)
+    assert s["n_target_decodes"] == s["n_rounds"]
     # one draft graph per draft position (or block) for all drafting sequences
     assert s["draft_calls"] == _expected_draft_calls(kind, s["steps"])
     assert s["draft_process_calls"] == PROCESS_GRAPHS[kind] * (s["n_rounds"] + 1)
