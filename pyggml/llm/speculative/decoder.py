@@ -408,7 +408,8 @@ class SpeculativeDecoder:
         """items [(id_last, pos0, k_max)] of the drafting lanes; one draft each."""
         g0 = self._graph_count(lanes)
         if self.batch_draft:
-            out = self.drafter.draft_seqs([(ln.seq, i, p, k) for ln, (i, p, k) in zip(lanes, items)])
+            out = self.drafter.draft_seqs([(ln.seq, i, p, k)
+                                           for ln, (i, p, k) in zip(lanes, items)])
         else:
             out = [ln.drafter.draft(i, p, k) for ln, (i, p, k) in zip(lanes, items)]
         self.stats["draft_calls"] += self._graph_count(lanes) - g0
@@ -448,9 +449,9 @@ class SpeculativeDecoder:
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
         if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
             self._length.observe_cost(len(batches[0][1]), tc - tb)
-        self._process([w[0] for w in work], [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
-                                             for (lane, pos0, _, _, batch), rows
-                                             in zip(work, all_rows)])
+        self._process([w[0] for w in work],
+                      [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
+                       for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
         t_draft = time.perf_counter() - tc
         accepted = []
         for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
