@@ -254,3 +254,22 @@ def test_dflash_blocks_fit_when_the_target_memory_is_nearly_full(models):
                                n_max=N_MAX, adaptive=False, n_ctx=256)
     with pytest.raises(ValueError, match="no room"):
         tight.generate_batch(PROMPTS, n)
+
+
+def test_batched_mtp_drafts_on_deepseek4(tmp_path):
+    """DeepSeek V4's MTP head (K-only window cache, hc streams) on a compressor-memory target
+    that verifies one sequence per ubatch: the drafts of all sequences share each draft
+    graph, and every stream is plain greedy (near-bigram model: drafts get accepted)."""
+    from pyggml.llm.tiny import write_tiny_deepseek4
+    m = Model.load(write_tiny_deepseek4(tmp_path / "ds4.gguf", seed=1, n_nextn=1, bigram=1.5))
+    prompts, n = PROMPTS, 16
+    want = [list(Context(m, n_ctx=N_CTX, n_rs_seq=N_MAX).generate(p, n)) for p in prompts]
+    out = {}
+    for bd in (True, False):
+        dec = SpeculativeDecoder(Context(m, n_ctx=N_CTX, n_seq_max=3, n_rs_seq=N_MAX), "mtp",
+                                 n_max=N_MAX, batch_draft=bd)
+        assert [list(g) for g in dec.generate_batch(prompts, n)] == want
+        out[bd] = dec.stats
+    assert out[True]["n_accepted"] > 0
+    assert [s["draft"] for s in out[True]["steps"]] == [s["draft"] for s in out[False]["steps"]]
+    assert out[True]["draft_calls"] < out[False]["draft_calls"]
