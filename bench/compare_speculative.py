@@ -403,21 +403,29 @@ def part_m(args):
     from pyggml.llm.speculative import SpeculativeDecoder
     from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3, write_tiny_step35
     n_gen, n_max = max(8, args.gen // 2), 3
+    D, V = args.m_embd, args.m_vocab
+    # the writers' default shapes at D=64; wider models scale heads and FFN with D
+    size = {} if D == 64 else dict(n_embd=D, n_vocab=V, n_ff=3 * D)
+    heads = {} if D == 64 else dict(n_head=D // 32, n_head_kv=D // 64, head_dim=32)
     rng = np.random.default_rng(5)
-    prompts = [[int(t) for t in rng.integers(1, 255, k)] for k in (23, 9, 31, 16)]
+    prompts = [[int(t) for t in rng.integers(1, min(V, 256) - 1, k)] for k in (23, 9, 31, 16)]
     with tempfile.TemporaryDirectory() as d:
         qwen3 = Model.load(write_tiny_llama(os.path.join(d, "t.gguf"), arch="qwen3",
-                                            qk_norm=True, n_layer=4, n_embd=64, head_dim=16),
+                                            qk_norm=True, n_layer=4, **size,
+                                            **(heads or dict(n_embd=64, head_dim=16))),
                            progress=False)
         kinds = [("mtp", Model.load(write_tiny_step35(os.path.join(d, "s.gguf"), bigram=0.5,
-                                                      seed=1, n_nextn=1), progress=False), None),
-                 ("eagle3", qwen3, Model.load(write_tiny_eagle3(os.path.join(d, "e.gguf")),
+                                                      seed=1, n_nextn=1, **size), progress=False),
+                  None),
+                 ("eagle3", qwen3, Model.load(write_tiny_eagle3(os.path.join(d, "e.gguf"),
+                                                                **size, **heads),
                                               progress=False)),
                  ("dflash", qwen3, Model.load(write_tiny_dflash(os.path.join(d, "f.gguf"),
-                                                                target_layers=(1, 3)),
+                                                                target_layers=(1, 3), **size,
+                                                                **heads),
                                               progress=False))]
-        print(f"(m) generate_batch, tiny targets (D=64), real drafts, n_max {n_max} every step, "
-              f"{n_gen} tokens per sequence; tokens/s batched vs one draft per sequence")
+        print(f"(m) generate_batch, tiny targets (D={D}, V={V}), real drafts, n_max {n_max} every "
+              f"step, {n_gen} tokens per sequence; tokens/s batched vs one draft per sequence")
         for kind, target, draft in kinds:
             want = [list(Context(target, n_ctx=128).generate(p, n_gen)) for p in prompts]
             for n_seq in (1, 2, 4):
@@ -460,6 +468,9 @@ def main() -> int:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time per token: wall time of the generation (default) or the process's "
                          "CPU time less the prompt's (steadier on a loaded machine; parts a-c)")
+    ap.add_argument("--m-embd", type=int, default=64, help="part m: model width (64: the "
+                    "tiny writers' defaults; wider: heads of 32, FFN 3x)")
+    ap.add_argument("--m-vocab", type=int, default=256, help="part m: vocabulary (wider models)")
     args = ap.parse_args()
     CLOCK["kind"] = args.clock
     parts = set(args.part.split(","))
