@@ -312,8 +312,9 @@ class SpeculativeDecoder:
         0, 1, ..; the target Context needs n_seq_max >= len(prompts)), all advancing together:
         each step drafts for every unfinished sequence and verifies all the drafts in one
         target decode when the memory takes several sequences per ubatch (a KV cache).
-        Each sequence has its own drafter, sampler stream and verifier stream (sequence 0
-        keeps the decoder's), so with greedy sampling result i is exactly
+        Each sequence has its own draft state (in the one drafter, or its own drafter with
+        batch_draft=False or a drafter without `multi_seq`), sampler stream and verifier
+        stream (sequence 0 keeps the decoder's), so with greedy sampling result i is exactly
         ctx.generate(prompts[i], n). Returns one Generation per prompt; `stats` sums them
         (steps carry "seq" and "round", the draft + verify round they belong to; n_rounds
         counts rounds; draft_calls and draft_process_calls count the draft graphs run while
@@ -391,7 +392,7 @@ class SpeculativeDecoder:
     # ---- the drafter calls of a step: one for all sequences, or one per sequence ---------------
     def _graph_count(self, lanes) -> int:
         drafters = {id(ln.drafter): ln.drafter for ln in lanes}.values()
-        return sum(c.timings["n_ubatch"] for d in drafters
+        return sum(getattr(c, "timings", {}).get("n_ubatch", 0) for d in drafters
                    for c in getattr(d, "draft_contexts", lambda: ())())
 
     def _process(self, lanes, items) -> None:
@@ -406,6 +407,8 @@ class SpeculativeDecoder:
 
     def _drafts(self, lanes, items) -> list:
         """items [(id_last, pos0, k_max)] of the drafting lanes; one draft each."""
+        if not lanes:
+            return []
         g0 = self._graph_count(lanes)
         if self.batch_draft:
             out = self.drafter.draft_seqs([(ln.seq, i, p, k)
