@@ -114,8 +114,9 @@ def _greedy(target):
     return [list(Context(target, n_ctx=N_CTX).generate(p, N_GEN)) for p in PROMPTS]
 
 
-def _drafter(kind, target_ctx, draft, streams, labels=None):
-    kw = {} if kind.startswith("mtp") else {"kind": kind.split("_")[0]}
+def _drafter(kind, target_ctx, draft, streams, labels=None, **kw):
+    if not kind.startswith("mtp"):
+        kw["kind"] = kind.split("_")[0]
     return _steered(DRAFTER[kind])(target_ctx, draft, **kw).setup(streams, labels)
 
 
@@ -273,3 +274,26 @@ def test_batched_mtp_drafts_on_deepseek4(tmp_path):
     assert out[True]["n_accepted"] > 0
     assert [s["draft"] for s in out[True]["steps"]] == [s["draft"] for s in out[False]["steps"]]
     assert out[True]["draft_calls"] < out[False]["draft_calls"]
+
+
+@pytest.mark.parametrize("kind,p_min", [("eagle3", 0.3), ("dspark", 0.5), ("mtp", 0.999)])
+def test_batched_drafts_with_a_confidence_cut(models, kind, p_min):
+    """p_min > 0: the draft logits (or DSpark's confidences) are read on the host and each
+    sequence's draft stops at its own length; still the one-sequence drafts, lossless."""
+    target, draft = models[kind]
+    want = _greedy(target)
+    streams = [p + w for p, w in zip(PROMPTS, want)]
+    ctx = Context(target, n_ctx=N_CTX, n_seq_max=3)
+    drafter = _drafter(kind, ctx, draft, streams, p_min=p_min)
+    dec = SpeculativeDecoder(ctx, drafter, n_max=N_MAX, adaptive=False)
+    assert [list(g) for g in dec.generate_batch(PROMPTS, N_GEN)] == want
+    # the cut shortened some drafts below what the step asked for (k_max by position)
+    cut = [(i, pos0) for i, q in drafter.raw.items() for pos0, d in q
+           if len(d) < min(N_MAX, N_GEN - (pos0 - len(PROMPTS[i]) + 1) - 1)]
+    assert cut
+    for i, p in enumerate(PROMPTS):
+        ctx1 = Context(target, n_ctx=N_CTX)
+        one = _drafter(kind, ctx1, draft, [p + want[i]], [i], p_min=p_min)
+        assert list(SpeculativeDecoder(ctx1, one, n_max=N_MAX, adaptive=False)
+                    .generate(p, N_GEN)) == want[i]
+        assert drafter.raw[i] == one.raw[i], f"sequence {i}"
