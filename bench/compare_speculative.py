@@ -1,6 +1,6 @@
 """Speculative decoding against plain decoding, same process, sides alternated.
 
-    python bench/compare_speculative.py [--part a,b,c,d,e,w] [--repeats 3] [-t 2]
+    python bench/compare_speculative.py [--part a,b,c,d,e,w,m] [--repeats 3] [-t 2]
 
 (a) SmolLM2-135M-Instruct Q4_1 (fetched once into the cache folder like the demo) with the
     n-gram (prompt lookup) draft on copy-heavy prompts: acceptance, decode tokens/s with and
@@ -15,6 +15,10 @@
     on the prompts of (a), each against plain decoding.
 (w) the cost of a target decode of w = 1..9 tokens against one token (a verify step of
     w - 1 drafts): what a draft must earn.
+(m) generate_batch over 1, 2 and 4 sequences with the MTP, EAGLE3 and DFlash drafts of the
+    tiny writers (real drafts, n_max 3 every step): one draft graph for all sequences per
+    draft position / block (batch_draft=True) against each sequence drafting alone
+    (batch_draft=False); tokens/s of both, their ratio, draft graph runs per round.
 
 Figures are medians over the repeats; the machine's load (os.getloadavg) is printed with them.
 """
@@ -394,6 +398,65 @@ def _host_read_cost(ctx, prompt, reps: int = 200):
     return (t1 - t0) / reps, (t2 - t1) / reps
 
 
+def part_m(args):
+    from pyggml.llm import Context, Model, write_tiny_llama
+    from pyggml.llm.speculative import SpeculativeDecoder
+    from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3, write_tiny_step35
+    n_gen, n_max = max(8, args.gen // 2), 3
+    D, V = args.m_embd, args.m_vocab
+    # the writers' default shapes at D=64; wider models scale heads and FFN with D
+    size = {} if D == 64 else dict(n_embd=D, n_vocab=V, n_ff=3 * D)
+    heads = {} if D == 64 else dict(n_head=D // 32, n_head_kv=D // 64, head_dim=32)
+    rng = np.random.default_rng(5)
+    prompts = [[int(t) for t in rng.integers(1, min(V, 256) - 1, k)] for k in (23, 9, 31, 16)]
+    with tempfile.TemporaryDirectory() as d:
+        qwen3 = Model.load(write_tiny_llama(os.path.join(d, "t.gguf"), arch="qwen3",
+                                            qk_norm=True, n_layer=4, **size,
+                                            **(heads or dict(n_embd=64, head_dim=16))),
+                           progress=False)
+        kinds = [("mtp", Model.load(write_tiny_step35(os.path.join(d, "s.gguf"), bigram=0.5,
+                                                      seed=1, n_nextn=1, **size), progress=False),
+                  None),
+                 ("eagle3", qwen3, Model.load(write_tiny_eagle3(os.path.join(d, "e.gguf"),
+                                                                **size, **heads),
+                                              progress=False)),
+                 ("dflash", qwen3, Model.load(write_tiny_dflash(os.path.join(d, "f.gguf"),
+                                                                target_layers=(1, 3), **size,
+                                                                **heads),
+                                              progress=False))]
+        print(f"(m) generate_batch, tiny targets (D={D}, V={V}), real drafts, n_max {n_max} every "
+              f"step, {n_gen} tokens per sequence; tokens/s batched vs one draft per sequence")
+        for kind, target, draft in kinds:
+            want = [list(Context(target, n_ctx=128).generate(p, n_gen)) for p in prompts]
+            for n_seq in (1, 2, 4):
+                decs = {bd: SpeculativeDecoder(Context(target, n_ctx=384, n_seq_max=n_seq,
+                                                       n_threads=args.threads), kind,
+                                               draft=draft, n_max=n_max, adaptive=False,
+                                               batch_draft=bd) for bd in (True, False)}
+                tps, cps = {True: [], False: []}, {True: [], False: []}
+                calls, same, acc = {}, True, 0.0
+                for r in range(args.repeats + 1):      # round 0 builds every graph
+                    for bd in ((True, False) if r % 2 else (False, True)):
+                        dec = decs[bd]
+                        dec.reset()
+                        c0 = time.process_time()
+                        out = dec.generate_batch(prompts[:n_seq], n_gen)
+                        cpu = time.process_time() - c0
+                        same &= [list(g) for g in out] == want[:n_seq]
+                        st = dec.stats
+                        if r:
+                            tps[bd].append(st["tokens_per_s"])
+                            cps[bd].append(st["n_tokens"] / cpu)
+                        calls[bd] = st["draft_calls"] / max(st["n_rounds"], 1)
+                        acc = st["mean_acceptance_length"]
+                tb, ts = statistics.median(tps[True]), statistics.median(tps[False])
+                cb, cs = statistics.median(cps[True]), statistics.median(cps[False])
+                print(f"  {kind:6s} {n_seq} seq: wall tok/s batched {tb:6.1f} sequential {ts:6.1f} "
+                      f"ratio {tb / ts:.2f}x | per CPU s (with prompts) {cb:6.1f} vs {cs:6.1f} "
+                      f"ratio {cb / cs:.2f}x | draft graphs/round {calls[True]:.1f} vs "
+                      f"{calls[False]:.1f}  tau {acc:.2f}  greedy-equal {same}  load {load():.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--part", default="a,b,c,d")
@@ -405,6 +468,9 @@ def main() -> int:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="time per token: wall time of the generation (default) or the process's "
                          "CPU time less the prompt's (steadier on a loaded machine; parts a-c)")
+    ap.add_argument("--m-embd", type=int, default=64, help="part m: model width (64: the "
+                    "tiny writers' defaults; wider: heads of 32, FFN 3x)")
+    ap.add_argument("--m-vocab", type=int, default=256, help="part m: vocabulary (wider models)")
     args = ap.parse_args()
     CLOCK["kind"] = args.clock
     parts = set(args.part.split(","))
@@ -423,6 +489,8 @@ def main() -> int:
             part_e(args)
         if "w" in parts:
             part_w(args)
+        if "m" in parts:
+            part_m(args)
     return 0
 
 

@@ -93,6 +93,8 @@ class DraftContext(Context):
             res.set_inputs(ub)
             res.gf.compute(self.n_threads)
             self.timings["t_compute_s"] += time.perf_counter() - t0
+            self.timings["n_ubatch"] += 1
+            self.timings["n_tokens"] += n
         except BaseException:
             if memory:
                 for s in np.unique(seqs):

@@ -11,8 +11,11 @@ Each step (the order llama.cpp's server uses):
 
 With greedy sampling (the default) the target's argmax of every verify row is taken in the
 graph, so a step copies k + 1 ids, not k + 1 logits rows (target.py); drafters that pick
-their own argmax do the same in their graphs. `generate_batch` runs several sequences, each
-with its own drafter, verified in one target ubatch when the memory allows.
+their own argmax do the same in their graphs. `generate_batch` runs several sequences verified
+in one target ubatch when the memory allows; a drafter that serves several sequences
+(`multi_seq`: MTP, EAGLE3, DFlash) drafts for all of them in one draft graph per draft
+position or block, from one draft memory holding every sequence (`batch_draft=False` gives
+each sequence its own drafter, run one after the other).
 
 With a deterministic sampler every committed token is the target's own
 choice, so the stream is `ctx.generate(prompt, n)` exactly as long as the target computes a
@@ -115,13 +118,16 @@ class SpeculativeDecoder:
     fail, so a draft that never matches costs about plain decoding; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
-    timing-dependent lengths); False drafts n_max every step. Other keyword options go to the drafter."""
+    timing-dependent lengths); False drafts n_max every step. batch_draft (default True):
+    generate_batch drafts for all sequences together when the drafter can (`multi_seq`);
+    False makes one drafter per sequence, each drafting alone. Other keyword options go to
+    the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
                  sampler=None, seed: int | None = 0, seq_id: int = 0,
-                 adaptive: bool | None = None,
+                 adaptive: bool | None = None, batch_draft: bool = True,
                  **options):
         if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
             factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
@@ -158,6 +164,8 @@ class SpeculativeDecoder:
                 options.setdefault("kind", kind)
             self.drafter = factory(ctx, draft, **options)
         self._factory, self._draft_model, self._options = factory, draft, options
+        # one drafter for every sequence of generate_batch (its memory holds them all)
+        self.batch_draft = bool(batch_draft) and bool(getattr(self.drafter, "multi_seq", False))
         self._n_bind, self._extra = n_max, []     # drafters of sequences 2.. (generate_batch)
         n_eff = int(self.drafter.bind(ctx, n_max))
         if not 0 < n_eff <= n_max:
@@ -221,7 +229,8 @@ class SpeculativeDecoder:
                       "acceptance_rate": 0.0, "acceptance_rate_per_pos": [0.0] * self.n_max,
                       "steps": [], "draft_s": 0.0, "verify_s": 0.0, "prompt_s": 0.0,
                       "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0, "n_seqs": 0,
-                      "n_target_decodes": 0,
+                      "n_target_decodes": 0, "n_rounds": 0, "draft_calls": 0,
+                      "draft_process_calls": 0,
                       "valid": bool(getattr(self.drafter, "valid", True))}
         self._acc_per_pos = np.zeros(self.n_max, np.int64)
 
@@ -303,10 +312,14 @@ class SpeculativeDecoder:
         0, 1, ..; the target Context needs n_seq_max >= len(prompts)), all advancing together:
         each step drafts for every unfinished sequence and verifies all the drafts in one
         target decode when the memory takes several sequences per ubatch (a KV cache).
-        Each sequence has its own drafter, sampler stream and verifier stream (sequence 0
-        keeps the decoder's), so with greedy sampling result i is exactly
+        Each sequence has its own draft state (in the one drafter, or its own drafter with
+        batch_draft=False or a drafter without `multi_seq`), sampler stream and verifier
+        stream (sequence 0 keeps the decoder's), so with greedy sampling result i is exactly
         ctx.generate(prompts[i], n). Returns one Generation per prompt; `stats` sums them
-        (steps carry "seq")."""
+        (steps carry "seq" and "round", the draft + verify round they belong to; n_rounds
+        counts rounds; draft_calls and draft_process_calls count the draft graphs run while
+        drafting and while feeding the draft the target's batches: with batch_draft one per
+        draft position or block per round, whatever the number of sequences)."""
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"generate: n must be an integer >= 0, got {n!r}")
         ctx = self.ctx
@@ -332,10 +345,11 @@ class SpeculativeDecoder:
         all_rows = decode_steps(ctx, [(lane.seq, tok) for lane, tok in zip(lanes, tokens)],
                                 greedy_ids, self.tap_names, logits_all=False)
         st["prompt_s"] = time.perf_counter() - ta
-        for lane, tok, p0, rows in zip(lanes, tokens, pos_prompt, all_rows):
-            tb = time.perf_counter()
-            lane.drafter.process(tok, p0, rows.taps)
-            t_prompt_draft += time.perf_counter() - tb
+        tb = time.perf_counter()
+        self._process(lanes, [(lane.seq, tok, p0, rows.taps) for lane, tok, p0, rows
+                              in zip(lanes, tokens, pos_prompt, all_rows)])
+        t_prompt_draft += time.perf_counter() - tb
+        for lane, rows in zip(lanes, all_rows):
             if n > 0:
                 lane.id_last = int(rows.ids[-1]) if rows.ids is not None \
                     else int(lane.sampler(rows.logits[-1]))
@@ -361,6 +375,7 @@ class SpeculativeDecoder:
         as the first one's do."""
         while len(self._extra) < len(seq_ids) - 1:
             i = len(self._extra) + 1
+            drafter = None if self.batch_draft else self._new_drafter()
             sampler = self.sampler
             if isinstance(sampler, Sampler):   # its own history and random stream
                 sampler = copy.deepcopy(sampler)
@@ -368,17 +383,46 @@ class SpeculativeDecoder:
                 sampler.rng = np.random.default_rng(None if sampler.seed is None
                                                     else [int(sampler.seed), i])
             rng = np.random.default_rng(None if self.seed is None else [int(self.seed), i])
-            self._extra.append((self._new_drafter(), sampler, rng))
+            self._extra.append((drafter, sampler, rng))
         lanes = [_Lane(seq_ids[0], self.drafter, self.sampler, self.rng, self.n_max)]
         for s, (drafter, sampler, rng) in zip(seq_ids[1:], self._extra):
-            lanes.append(_Lane(s, drafter, sampler, rng, self.n_max))
+            lanes.append(_Lane(s, drafter or self.drafter, sampler, rng, self.n_max))
         return lanes
+
+    # ---- the drafter calls of a step: one for all sequences, or one per sequence ---------------
+    def _graph_count(self, lanes) -> int:
+        drafters = {id(ln.drafter): ln.drafter for ln in lanes}.values()
+        return sum(getattr(c, "timings", {}).get("n_ubatch", 0) for d in drafters
+                   for c in getattr(d, "draft_contexts", lambda: ())())
+
+    def _process(self, lanes, items) -> None:
+        """items [(seq, tokens, pos0, taps)], one per lane."""
+        g0 = self._graph_count(lanes)
+        if self.batch_draft:
+            self.drafter.process_seqs(items)
+        else:
+            for lane, (_, tokens, pos0, taps) in zip(lanes, items):
+                lane.drafter.process(tokens, pos0, taps)
+        self.stats["draft_process_calls"] += self._graph_count(lanes) - g0
+
+    def _drafts(self, lanes, items) -> list:
+        """items [(id_last, pos0, k_max)] of the drafting lanes; one draft each."""
+        if not lanes:
+            return []
+        g0 = self._graph_count(lanes)
+        if self.batch_draft:
+            out = self.drafter.draft_seqs([(ln.seq, i, p, k)
+                                           for ln, (i, p, k) in zip(lanes, items)])
+        else:
+            out = [ln.drafter.draft(i, p, k) for ln, (i, p, k) in zip(lanes, items)]
+        self.stats["draft_calls"] += self._graph_count(lanes) - g0
+        return out
 
     def _step(self, lanes, n: int, stop) -> None:
         """One draft + verify round over the unfinished sequences."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
-        batches, work = [], []
+        plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
             if pos0 >= ctx.n_ctx:
@@ -386,26 +430,34 @@ class SpeculativeDecoder:
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._draft_budget(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
+            plan.append((lane, pos0, k_max))
+        if not plan:
+            return
+        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k in plan if k > 0]
+        drafts = dict(zip((id(ln) for ln, _ in drafting),
+                          self._drafts([ln for ln, _ in drafting], [it for _, it in drafting])))
+        batches, work = [], []
+        for lane, pos0, k_max in plan:
             ids, probs = [], None
             if k_max > 0:
-                ids, probs = self._take_draft(lane.drafter.draft(lane.id_last, pos0, k_max),
-                                              k_max)
+                ids, probs = self._take_draft(drafts[id(lane)], k_max)
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch))
-        if not batches:
-            return
+        round_no = st["n_rounds"]
+        st["n_rounds"] += 1
         tb = time.perf_counter()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
         tc = time.perf_counter()
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
         if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
             self._length.observe_cost(len(batches[0][1]), tc - tb)
-        t_draft = 0.0
+        self._process([w[0] for w in work],
+                      [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
+                       for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
+        t_draft = time.perf_counter() - tc
+        accepted = []
         for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
-            t3 = time.perf_counter()
-            lane.drafter.process(np.asarray(batch, np.int32), pos0, rows.taps)
-            t4 = time.perf_counter()
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)
@@ -414,13 +466,10 @@ class SpeculativeDecoder:
                     lane.out.stop_reason = "stop"
             n_acc = len(result) - 1
             self._control(lane, len(ids), n_acc)
-            t5 = time.perf_counter()
-            lane.drafter.accept(n_acc)
-            t6 = time.perf_counter()
+            accepted.append(n_acc)
             if n_acc < len(ids) and not ctx.seq_rm(lane.seq, pos0 + n_acc + 1, -1):
                 raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove the "
                                    f"{len(ids) - n_acc} rejected positions after {pos0 + n_acc}")
-            t_draft += (t4 - t3) + (t6 - t5)
             if ids:
                 st["n_verify_steps"] += 1
                 st["n_drafted"] += len(ids)
@@ -428,12 +477,19 @@ class SpeculativeDecoder:
                 self._acc_per_pos[:n_acc] += 1
                 step = {"draft": ids, "n_accepted": n_acc}
                 if len(self._extra):
-                    step["seq"] = lane.seq
+                    step["seq"], step["round"] = lane.seq, round_no
                 st["steps"].append(step)
             else:
                 st["n_plain_steps"] += 1
             lane.out.extend(result)
             lane.id_last = result[-1]
+        t5 = time.perf_counter()
+        if self.batch_draft:
+            self.drafter.accept_seqs([(w[0].seq, k) for w, k in zip(work, accepted)])
+        else:
+            for w, k in zip(work, accepted):
+                w[0].drafter.accept(k)
+        t_draft += time.perf_counter() - t5
         te = time.perf_counter()
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
@@ -443,7 +499,8 @@ class SpeculativeDecoder:
         self.ctx.reset()
         self.drafter.reset()
         for d, _, _ in self._extra:
-            d.reset()
+            if d is not None:
+                d.reset()
 
 
 class _Lane:

@@ -6,7 +6,12 @@ draft's KV cache after every target decode; a draft is one non-causal decode of 
   p_min when the draft has a confidence head;
 * DFlash2: a walk over the selector lattice (candidate ids and transition scores).
 The block length is fixed at bind time (n_max clamped to the trained block size), so a
-shorter request is served by truncating the block's tokens, not by a shorter block."""
+shorter request is served by truncating the block's tokens, not by a shorter block.
+
+One drafter serves every sequence of a generate_batch call (`multi_seq`): the draft memory
+holds them under the target's seq ids, a verify step injects every sequence's features in
+one pass and a draft is one decode of all the sequences' blocks side by side (equal lengths:
+the graph splits the batch into one block per sequence)."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,6 +19,7 @@ import numpy as np
 from ..context_draft import DraftContext
 from ..models import load_hparams
 from .drafter import Draft, Drafter
+from .seq_batch import group_by_size
 from .taps import check_d2t, check_vocab, features, layer_input_names, top_prob
 
 VARIANTS = ("dflash", "dspark", "dflash2")
@@ -28,6 +34,8 @@ def variant_of(draft_model) -> str:
 
 
 class DFlashDrafter(Drafter):
+    multi_seq = True
+
     def __init__(self, target_ctx, draft_model, kind: str | None = None, p_min: float = 0.0,
                  n_min: int = 0, n_ctx: int | None = None, **_ignored):
         if draft_model is None:
@@ -60,13 +68,19 @@ class DFlashDrafter(Drafter):
         self.target_outputs = layer_input_names(target_ctx.model, hp.target_layers)
         self.p_min, self.n_min = float(p_min), int(n_min)
         cp = target_ctx.cparams
+        if not n_ctx:
+            # every sequence's block is full length even when the target verifies fewer
+            # drafts: with several sequences in one memory, room for one more block each
+            n_ctx = target_ctx.n_ctx + (hp.block_size * cp.n_seq_max if cp.n_seq_max > 1 else 0)
         self.ctx = DraftContext(draft_model, other=target_ctx.model, causal_attn=hp.causal,
-                                n_ctx=n_ctx or target_ctx.n_ctx, n_threads=cp.n_threads,
+                                n_ctx=n_ctx, n_threads=cp.n_threads,
                                 flash_attn=cp.flash_attn, type_k=cp.type_k, type_v=cp.type_v,
-                                n_batch=cp.n_ubatch, n_ubatch=cp.n_ubatch)
+                                n_batch=cp.n_ubatch, n_ubatch=cp.n_ubatch,
+                                n_seq_max=cp.n_seq_max)
+        self.seq = 0          # the sequence the one-sequence methods act on
+        self._pos0: dict = {}  # seq -> where its last draft started
         self.anchor_first = self.variant == "dspark" and hp.sample_from_anchor
         self.n_max = 0
-        self.pos0 = -1
 
     def bind(self, target_ctx, n_max: int) -> int:
         self.target = target_ctx
@@ -75,39 +89,77 @@ class DFlashDrafter(Drafter):
         self.n_min = min(self.n_min, n_draft_max)
         return self.n_max
 
+    # ---- one sequence --------------------------------------------------------------------------
     def process(self, tokens, pos0, taps):
-        n = len(tokens)
-        feats = features(taps, self.target_outputs, n)
-        step = self.ctx.n_ubatch
-        for i in range(0, n, step):
-            j = min(n, i + step)
-            self.ctx.process(np.arange(pos0 + i, pos0 + j), embd=feats[i:j])
+        self.process_seqs([(self.seq, tokens, pos0, taps)])
 
     def draft(self, id_last, pos0, n_max):
-        self.pos0 = int(pos0)
-        if self.n_max <= 0 or n_max <= 0:
-            return Draft([])
+        return self.draft_seqs([(self.seq, id_last, pos0, n_max)])[0]
+
+    def accept(self, n_accepted):
+        self.accept_seqs([(self.seq, n_accepted)])
+
+    @property
+    def pos0(self):
+        return self._pos0.get(self.seq, -1)
+
+    # ---- several sequences ---------------------------------------------------------------------
+    def process_seqs(self, items):
+        """Inject every sequence's target features, several sequences per ubatch."""
+        pos, seqs, feats = [], [], []
+        for seq, tokens, pos0, taps in items:
+            n = len(tokens)
+            feats.append(features(taps, self.target_outputs, n))
+            pos.append(np.arange(pos0, pos0 + n, dtype=np.int32))
+            seqs.append(np.full(n, seq, np.int32))
+        pos, seqs, feats = np.concatenate(pos), np.concatenate(seqs), np.concatenate(feats)
+        step = self.ctx.n_ubatch
+        for i in range(0, len(pos), step):      # each sequence's rows stay contiguous
+            j = min(len(pos), i + step)
+            self.ctx.process(pos[i:j], embd=feats[i:j], seq_id=seqs[i:j])
+
+    def draft_seqs(self, items):
+        out = [Draft([]) for _ in items]
+        lanes = []
+        for k, (seq, id_last, pos0, n_max) in enumerate(items):
+            self._pos0[seq] = int(pos0)
+            if self.n_max > 0 and n_max > 0:
+                lanes.append((k, seq, int(id_last), int(pos0), int(n_max)))
+        if not lanes:
+            return out
         n_block = self.n_max + (0 if self.anchor_first else 1)
-        block = [int(id_last)] + [self.mask_id] * (n_block - 1)
         # greedy slots without a probability cut need only the argmax ids (taken in the
         # graph); DFlash2's walk reads its lattice and DSpark's cut its confidences instead
         in_graph = self.sample_in_graph and (self.p_min == 0 or self.variant != "dflash")
-        logits = self.ctx.process(np.arange(pos0, pos0 + n_block), token=block,
-                                  output=np.ones(n_block, bool), sample=in_graph)
-        if in_graph:
-            ids, rows = self.read_block_ids(self.ctx.sampled, self.ctx.h_nextn), None
-        else:
-            ids, rows = self.read_block(logits, self.ctx.h_nextn)
-        # the block's own K/V must not outlive the draft (the target's features replace them)
-        self.ctx.seq_rm(0, self.pos0, -1)
-        ids = ids[:n_max]
-        rows = None if rows is None else rows[:n_max]
-        if len(ids) < self.n_min:
-            ids, rows = [], None
-        self.last_block_logits = logits
-        # the ids are the argmax of each slot, not samples of its softmax: for rejection
-        # sampling the draft is a point mass (probs None)
-        return Draft(ids, None, rows if len(ids) else None)
+        for g in group_by_size([n_block] * len(lanes), self.ctx.n_ubatch):
+            grp = [lanes[i] for i in g]
+            pos = np.concatenate([np.arange(p0, p0 + n_block, dtype=np.int32)
+                                  for _, _, _, p0, _ in grp])
+            block = np.concatenate([[t] + [self.mask_id] * (n_block - 1)
+                                    for _, _, t, _, _ in grp]).astype(np.int32)
+            seqs = np.repeat(np.array([s for _, s, _, _, _ in grp], np.int32), n_block)
+            logits = self.ctx.process(pos, token=block, output=np.ones(len(pos), bool),
+                                      seq_id=seqs, sample=in_graph)
+            sampled, side = self.ctx.sampled, self.ctx.h_nextn
+            for j, (k, seq, _, p0, n_max) in enumerate(grp):
+                rs = slice(j * n_block, (j + 1) * n_block)
+                side_j = None if side is None else side[rs]
+                if in_graph:
+                    ids, rows = self.read_block_ids(sampled[rs], side_j), None
+                else:
+                    ids, rows = self.read_block(logits[rs], side_j)
+                # the block's own K/V must not outlive the draft (the target's features
+                # replace them)
+                self.ctx.seq_rm(seq, p0, -1)
+                ids = ids[:n_max]
+                rows = None if rows is None else rows[:n_max]
+                if len(ids) < self.n_min:
+                    ids, rows = [], None
+                self.last_block_logits = None if logits is None else logits[rs]
+                # the ids are the argmax of each slot, not samples of its softmax: for
+                # rejection sampling the draft is a point mass (probs None)
+                out[k] = Draft(ids, None, rows if len(ids) else None)
+        return out
 
     def read_block_ids(self, sampled, side):
         """read_block from the in-graph argmax of every block row (no logits copied)."""
@@ -164,11 +216,13 @@ class DFlashDrafter(Drafter):
         target, draft_model, kw = self._args
         return type(self)(target, draft_model, **kw)
 
-    def accept(self, n_accepted):
+    def accept_seqs(self, items):
         # rejected positions keep no injected features
-        if self.pos0 >= 0:
-            self.ctx.seq_rm(0, self.pos0 + int(n_accepted) + 1, -1)
+        for seq, n_accepted in items:
+            p0 = self._pos0.get(seq, -1)
+            if p0 >= 0:
+                self.ctx.seq_rm(seq, p0 + int(n_accepted) + 1, -1)
 
     def reset(self):
         self.ctx.reset()
-        self.pos0 = -1
+        self._pos0 = {}

@@ -71,6 +71,30 @@ class Drafter:
     def reset(self) -> None:
         """Forget every sequence (the decoder reset its target)."""
 
+    # ---- several sequences in one drafter -------------------------------------------------
+    # A drafter with `multi_seq` keeps the state of every target sequence itself (its draft
+    # memory holds them under the target's seq ids), so generate_batch runs one draft graph
+    # over all sequences per draft position (or per block) instead of one per sequence. The
+    # one-sequence methods above then act on sequence `seq` (default 0).
+    multi_seq: bool = False
+
+    def process_seqs(self, items) -> None:
+        """process() for several sequences: items [(seq, tokens, pos0, taps)]."""
+        raise NotImplementedError
+
+    def draft_seqs(self, items) -> list:
+        """draft() for several sequences: items [(seq, id_last, pos0, n_max)]; one Draft each."""
+        raise NotImplementedError
+
+    def accept_seqs(self, items) -> None:
+        """accept() for several sequences: items [(seq, n_accepted)]."""
+        raise NotImplementedError
+
+    def draft_contexts(self) -> tuple:
+        """The contexts whose graph computes are the draft's (the decoder counts them)."""
+        ctx = getattr(self, "ctx", None)
+        return () if ctx is None else (ctx,)
+
     def clone(self) -> "Drafter":
         """A fresh drafter configured like this one, for another sequence of
         SpeculativeDecoder.generate_batch (the target context is shared, the rest copied).
