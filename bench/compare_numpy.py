@@ -1,9 +1,13 @@
-"""Compare pyggml kernels with numpy in one run. Usage: python bench/compare_numpy.py [-t N] [FILTER]
+"""Compare pyggml kernels with numpy in one run.
+Usage: python bench/compare_numpy.py [-t N] [--reps-scale R] [FILTER]
 
 Case groups live in bench/numpy_cases/*.py; each module defines
 ``cases(n_threads) -> iterable of (case, pyggml_value, numpy_value, unit)`` where values are
-throughputs (higher is better). Prints case, pyggml, numpy, ratio.
+throughputs (higher is better). Prints case, pyggml, numpy, ratio. A module whose ``cases``
+also takes ``wants`` (a predicate on case names) and ``reps_scale`` skips the cases the filter
+leaves out before timing them and multiplies its repetitions (more for a loaded machine).
 """
+import inspect
 import argparse
 import importlib.util
 import sys
@@ -13,6 +17,7 @@ from pathlib import Path
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--reps-scale", type=int, default=1, help="multiply every case's repetitions")
     ap.add_argument("filter", nargs="?", default="")
     args = ap.parse_args()
     print(f"{'case':<48s} {'pyggml':>12s} {'numpy':>12s} {'unit':<9s} {'ratio':>7s}")
@@ -20,7 +25,13 @@ def main():
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        for case, ours, ref, unit in mod.cases(args.threads):
+        params = inspect.signature(mod.cases).parameters
+        extra = {}
+        if "wants" in params:
+            extra["wants"] = lambda name: not args.filter or args.filter in name
+        if "reps_scale" in params:
+            extra["reps_scale"] = args.reps_scale
+        for case, ours, ref, unit in mod.cases(args.threads, **extra):
             if args.filter and args.filter not in case:
                 continue
             ratio = ours / ref if ref else float("nan")

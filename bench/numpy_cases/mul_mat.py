@@ -87,20 +87,23 @@ def _case(gg, np, n_threads, wtype, K, M, N, reps):
     return flops / t_ours / 1e9, flops / t_np / 1e9
 
 
-def cases(n_threads):
+def cases(n_threads, wants=lambda name: True, reps_scale=1):
     how = _limit_openblas(n_threads)
     import numpy as np
     import pyggml as gg
     print(f"# numpy BLAS threads: {how}", flush=True)
-    yield ("mul_mat f32 gemm 1024x1024x1024", *_case(gg, np, n_threads, gg.F32, 1024, 1024, 1024, 7), "GFLOP/s")
-    yield ("mul_mat f32 gemm K4096 M4096 N512", *_case(gg, np, n_threads, gg.F32, 4096, 4096, 512, 3), "GFLOP/s")
+    shapes = [("mul_mat f32 gemm 1024x1024x1024", gg.F32, 1024, 1024, 1024, 7),
+              ("mul_mat f32 gemm K4096 M4096 N512", gg.F32, 4096, 4096, 512, 3)]
     for name, t in (("f32", gg.F32), ("f16", gg.F16), ("q8_0", gg.Q8_0), ("q4_0", gg.Q4_0)):
-        yield (f"mul_mat {name} gemv K4096 M14336 N1", *_case(gg, np, n_threads, t, 4096, 14336, 1, 7), "GFLOP/s")
-    yield ("mul_mat q4_0 gemm K4096 M4096 N512", *_case(gg, np, n_threads, gg.Q4_0, 4096, 4096, 512, 3), "GFLOP/s")
+        shapes.append((f"mul_mat {name} gemv K4096 M14336 N1", t, 4096, 14336, 1, 7))
+    shapes.append(("mul_mat q4_0 gemm K4096 M4096 N512", gg.Q4_0, 4096, 4096, 512, 3))
     # every other block weight type of the type table: decode GEMV and prompt GEMM (n = 128)
     for row in gg.type_traits():
         if not (row["is_quantized"] and row["is_weight"]) or row["name"] in ("q8_0", "q4_0"):
             continue
         t, name = row["type"], row["name"]
-        yield (f"mul_mat {name} gemv K4096 M14336 N1", *_case(gg, np, n_threads, t, 4096, 14336, 1, 7), "GFLOP/s")
-        yield (f"mul_mat {name} gemm K4096 M14336 N128", *_case(gg, np, n_threads, t, 4096, 14336, 128, 3), "GFLOP/s")
+        shapes.append((f"mul_mat {name} gemv K4096 M14336 N1", t, 4096, 14336, 1, 7))
+        shapes.append((f"mul_mat {name} gemm K4096 M14336 N128", t, 4096, 14336, 128, 3))
+    for case, t, K, M, N, reps in shapes:
+        if wants(case):
+            yield (case, *_case(gg, np, n_threads, t, K, M, N, reps * reps_scale), "GFLOP/s")

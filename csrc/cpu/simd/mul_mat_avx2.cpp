@@ -195,26 +195,65 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
     }
 }
 
-// 4 rows x 3 columns: 12 accumulators, 3 column vectors held, one weight vector at a time; a
-// column's 4 sums are one 128-bit store.
+// 4 rows x 3 columns: 12 accumulators, 3 column vectors held, one weight vector at a time.
+// The loop is written in assembly for its schedule alone (the same multiply-adds into the same
+// accumulators, in the same order, as the plain loop would do): each column vector of the next
+// chunk is loaded right after its last use in this one, which the compiler's scheduler undoes;
+// measured 94% of the FMA peak on L1-resident panels against 87% for the intrinsics loop. The
+// last chunk is peeled off so nothing is read past the panels.
 constexpr int kFloatMR = 4, kFloatNR = 3;
+
+// One chunk: weight vector r times the three held column vectors (ymm12..14, weight in ymm15).
+#define PYGGML_MICRO_ROW(off, c0, c1, c2)                  \
+    "vmovups " off "(%[ap]), %%ymm15\n\t"                 \
+    "vfmadd231ps %%ymm15, %%ymm12, %[" c0 "]\n\t"         \
+    "vfmadd231ps %%ymm15, %%ymm13, %[" c1 "]\n\t"         \
+    "vfmadd231ps %%ymm15, %%ymm14, %[" c2 "]\n\t"
+#define PYGGML_MICRO_FIRST_ROWS                            \
+    PYGGML_MICRO_ROW("0", "a00", "a10", "a20")            \
+    PYGGML_MICRO_ROW("32", "a01", "a11", "a21")           \
+    PYGGML_MICRO_ROW("64", "a02", "a12", "a22")           \
+    "vmovups 96(%[ap]), %%ymm15\n\t"
+
 void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
-    __m256 acc[kFloatNR][kFloatMR];
-    for (int j = 0; j < kFloatNR; ++j)
-        for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm256_setzero_ps();
-    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
-        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8), b2 = _mm256_loadu_ps(bp + 16);
-#pragma GCC unroll 4
-        for (int r = 0; r < kFloatMR; ++r) {
-            const __m256 ar = _mm256_loadu_ps(ap + r * kLanes);
-            acc[0][r] = _mm256_fmadd_ps(ar, b0, acc[0][r]);
-            acc[1][r] = _mm256_fmadd_ps(ar, b1, acc[1][r]);
-            acc[2][r] = _mm256_fmadd_ps(ar, b2, acc[2][r]);
-        }
-    }
-    const __m128 h0 = hsum4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]);
-    const __m128 h1 = hsum4(acc[1][0], acc[1][1], acc[1][2], acc[1][3]);
-    const __m128 h2 = hsum4(acc[2][0], acc[2][1], acc[2][2], acc[2][3]);
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;  // column 0, rows 0..3
+    __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;                   // column 1
+    __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;                   // column 2
+    int64_t n = nq - 1;  // nq >= 1: chunks before the last
+    __asm__ volatile(
+        "vmovups (%[bp]), %%ymm12\n\t"
+        "vmovups 32(%[bp]), %%ymm13\n\t"
+        "vmovups 64(%[bp]), %%ymm14\n\t"
+        "test %[n], %[n]\n\t"
+        "jz 2f\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        PYGGML_MICRO_FIRST_ROWS
+        "add $128, %[ap]\n\t"
+        "add $96, %[bp]\n\t"
+        "vfmadd231ps %%ymm15, %%ymm12, %[a03]\n\t"
+        "vmovups (%[bp]), %%ymm12\n\t"
+        "vfmadd231ps %%ymm15, %%ymm13, %[a13]\n\t"
+        "vmovups 32(%[bp]), %%ymm13\n\t"
+        "vfmadd231ps %%ymm15, %%ymm14, %[a23]\n\t"
+        "vmovups 64(%[bp]), %%ymm14\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n"
+        "2:\n\t"
+        PYGGML_MICRO_FIRST_ROWS
+        "vfmadd231ps %%ymm15, %%ymm12, %[a03]\n\t"
+        "vfmadd231ps %%ymm15, %%ymm13, %[a13]\n\t"
+        "vfmadd231ps %%ymm15, %%ymm14, %[a23]\n\t"
+        : [a00] "+x"(a00), [a01] "+x"(a01), [a02] "+x"(a02), [a03] "+x"(a03), [a10] "+x"(a10), [a11] "+x"(a11),
+          [a12] "+x"(a12), [a13] "+x"(a13), [a20] "+x"(a20), [a21] "+x"(a21), [a22] "+x"(a22), [a23] "+x"(a23),
+          [ap] "+r"(ap), [bp] "+r"(bp), [n] "+r"(n)
+        :
+        : "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc");
+    // columns 0 and 1 in one eight-lane tree (lanes 0..3: column 0), column 2 in the four-lane one
+    const __m256 v01[8] = {a00, a01, a02, a03, a10, a11, a12, a13};
+    const __m256 h01 = hsum8(v01);
+    const __m128 h0 = _mm256_castps256_ps128(h01), h1 = _mm256_extractf128_ps(h01, 1);
+    const __m128 h2 = hsum4(a20, a21, a22, a23);
     if (mv == kFloatMR && nv == kFloatNR) {
         float* c1 = c + ldc;
         float* c2 = c + 2 * ldc;
@@ -232,6 +271,8 @@ void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t
         for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[j][r] : h[j][r];
     }
 }
+#undef PYGGML_MICRO_FIRST_ROWS
+#undef PYGGML_MICRO_ROW
 
 template <class W>
 void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
