@@ -33,6 +33,15 @@ def pad_to(n: int, p: int) -> int:
     return (n + p - 1) // p * p
 
 
+def cells_for(n_ctx: int, n_seq_max: int) -> int:
+    """Cells of a full-attention cache: n_ctx padded to N_PAD for one sequence; for several,
+    n_ctx each (n_ctx is the longest sequence) padded to SEQ_ALIGN, so that every sequence gets
+    its own aligned region (KVCache.seq_region)."""
+    if n_seq_max <= 1:
+        return pad_to(n_ctx, N_PAD)
+    return pad_to(n_ctx, SEQ_ALIGN) * n_seq_max
+
+
 def is_masked_swa(n_swa: int, swa_type: int, p0, p1):
     """True where key position p0 is outside the window of query position p1 (numpy-aware)."""
     if swa_type == SWA_NONE or n_swa <= 0:
