@@ -60,7 +60,8 @@ class Context:
     """A decoding context over a loaded model (pyggml.llm.model.Model).
 
     n_ctx is the longest sequence (positions 0..n_ctx-1); caches hold n_ctx padded to 256
-    cells as upstream. flash_attn selects the flash-attention path (F16 KQ masks, V cache not
+    cells as upstream (n_seq_max > 1: n_ctx padded to 512 per sequence, each sequence in its
+    own aligned region, so its logits do not depend on the others). flash_attn selects the flash-attention path (F16 KQ masks, V cache not
     transposed) or mul_mat + soft_max_ext (F32 masks, V cache transposed). Caches are F16 by
     default; type_k=type_v=gg.F32 gives llama.cpp's exact settings. n_seq_max sequences
     share the memory; n_rs_seq is the rollback depth of recurrent/compressor states (how

@@ -21,12 +21,25 @@ from pyggml import _core
 from .memory import AttnPart, Memory, MemoryContext
 
 N_PAD = 256  # n_kv is padded to a multiple of this (topology stays fixed across steps)
+# Sequence regions start at multiples of this: the widest fixed reduction block over the KV
+# axis of the CPU kernels (the float GEMM's K block, the F16 flash-attention chunk; the
+# other chunk and lane widths divide it).
+SEQ_ALIGN = 512
 
 SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = 0, 1, 2, 3
 
 
 def pad_to(n: int, p: int) -> int:
     return (n + p - 1) // p * p
+
+
+def cells_for(n_ctx: int, n_seq_max: int) -> int:
+    """Cells of a full-attention cache: n_ctx padded to N_PAD for one sequence; for several,
+    n_ctx each (n_ctx is the longest sequence) padded to SEQ_ALIGN, so that every sequence gets
+    its own aligned region (KVCache.seq_region)."""
+    if n_seq_max <= 1:
+        return pad_to(n_ctx, N_PAD)
+    return pad_to(n_ctx, SEQ_ALIGN) * n_seq_max
 
 
 def is_masked_swa(n_swa: int, swa_type: int, p0, p1):
@@ -160,6 +173,7 @@ class KVCache(Memory):
         self.n_swa, self.swa_type, self.n_pad = n_swa, swa_type, max(n_pad, N_PAD)
         self.cells = KVCells(size, n_seq_max)
         self.head = 0
+        self.seq_region = self._seq_region()
         per_layer = gg.row_size(type_k, self.e_k) * size + \
             (0 if k_only else gg.row_size(type_v, self.e_v) * size)
         self.ctx = gg.Context(mem_size=n_layer * (per_layer + 1024) + 4096)
@@ -225,6 +239,37 @@ class KVCache(Memory):
             self.apply_k_shift(hp, n_threads, rope_factors)
 
     # ---- host side: slots -------------------------------------------------------------
+    def _seq_region(self) -> int:
+        """Cells per sequence region, 0 when the policy is off. With several sequences and
+        room for each to have n_pad-aligned cells of its own, sequence s's position p goes
+        to cell s * region + p: its cells then sit at the column offsets (modulo the
+        kernels' lane, block and chunk widths, which divide SEQ_ALIGN) they have when it is
+        decoded alone from cell 0, and the other sequences' cells only add masked columns,
+        whose exact zeros change no sum. So a sequence's logits are bit-identical alone and
+        sharing a ubatch / the cache with others (what keeps a batched speculative verify
+        lossless). Sliding-window caches (which overwrite cells) keep the plain search."""
+        if self.n_seq_max <= 1 or (self.swa_type != SWA_NONE and self.n_swa > 0):
+            return 0
+        return self.size // self.n_seq_max // SEQ_ALIGN * SEQ_ALIGN
+
+    def _region_slot(self, ub) -> np.ndarray | None:
+        """Cells seq * region + pos for every token of ub, or None when a position is
+        past its region or a cell is taken (then the plain search places the ubatch)."""
+        region, c = self.seq_region, self.cells
+        if ub.n_tokens == 1:
+            p, s = int(ub.pos[0]), int(ub.seq_id[0])
+            cell = s * region + p
+            if not 0 <= p < region or c.pos[cell] >= 0:
+                return None
+            return np.array([cell], np.int64)
+        pos = np.asarray(ub.pos, np.int64)
+        if pos.min() < 0 or pos.max() >= region:
+            return None
+        cells = np.asarray(ub.seq_id, np.int64) * region + pos
+        if (c.pos[cells] >= 0).any() or len(np.unique(cells)) != len(cells):
+            return None
+        return cells
+
     def clear(self) -> None:
         self.cells.free(slice(None))
         self.cells.has_shift = False
@@ -237,6 +282,10 @@ class KVCache(Memory):
         n = ub.n_tokens
         if n > self.size:
             return None
+        if self.seq_region:
+            idxs = self._region_slot(ub)
+            if idxs is not None:
+                return SlotInfo(idxs=idxs)
         head = self.head
         if head > self.cells.used() + 2 * n:  # plenty of room before head: refill from 0
             head = 0

@@ -27,7 +27,7 @@ import pyggml as gg
 from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
-from ..kv_cache import N_PAD, SWA_STANDARD, KVCache, pad_to
+from ..kv_cache import SWA_STANDARD, KVCache, cells_for
 from ..kv_cache_iswa import KVCacheISWA
 
 TOKEN_EMBD, OUTPUT_NORM, OUTPUT = "token_embd.weight", "output_norm.weight", "output.weight"
@@ -100,7 +100,7 @@ def attention_hparams(kv: dict, arch: str, *, n_ff_default=None, rms_eps_default
 def kv_cache_args(hp, cp) -> dict:
     """The arguments a KVCache (or each cache of a KVCacheISWA) takes from the hparams and
     the context params: per-layer K/V widths, cell count, types, V layout."""
-    return dict(size=pad_to(cp.n_ctx, N_PAD), n_seq_max=cp.n_seq_max,
+    return dict(size=cells_for(cp.n_ctx, cp.n_seq_max), n_seq_max=cp.n_seq_max,
                 n_embd_k_gqa=hp.head_dim_k * hp.n_head_kv, n_embd_v_gqa=hp.head_dim_v * hp.n_head_kv,
                 head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv,
                 type_k=cp.type_k, type_v=cp.type_v, v_trans=not cp.flash_attn)

@@ -33,7 +33,7 @@ from ..gguf_check import GGUFError
 from ..gguf_keys import KeyReader
 from ..graph import FfnGate, FfnOp, GraphContext, NormType
 from ..inputs import GraphInput, _host_view, _input
-from ..kv_cache import N_PAD, KVCache, pad_to
+from ..kv_cache import N_PAD, KVCache, cells_for, pad_to
 from ..memory_hybrid import HybridMemory
 from ..memory_recurrent import RecurrentMemory
 from . import register
@@ -268,7 +268,7 @@ class Qwen35Graph(GraphContext):
         rec_layers = [il for il in range(hp.n_layer) if hp.recurrent[il]]
         kv = KVCache(n_layer=hp.n_layer, layers=attn_layers, n_embd_k_gqa=e, n_embd_v_gqa=e,
                      head_dim_k=hp.head_dim_k, head_dim_v=hp.head_dim_v, n_head_kv=hp.n_head_kv,
-                     size=pad_to(cp.n_ctx, N_PAD), type_k=cp.type_k, type_v=cp.type_v,
+                     size=cells_for(cp.n_ctx, cp.n_seq_max), type_k=cp.type_k, type_v=cp.type_v,
                      v_trans=not cp.flash_attn, n_seq_max=cp.n_seq_max)
         rs = RecurrentMemory(layers=rec_layers, n_embd_r=hp.n_embd_r, n_embd_s=hp.n_embd_s,
                              n_seq_max=cp.n_seq_max, n_rs_seq=cp.n_rs_seq)
