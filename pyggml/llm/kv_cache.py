@@ -34,12 +34,14 @@ def pad_to(n: int, p: int) -> int:
 
 
 def cells_for(n_ctx: int, n_seq_max: int) -> int:
-    """Cells of a full-attention cache: n_ctx padded to N_PAD for one sequence; for several,
-    n_ctx each (n_ctx is the longest sequence) padded to SEQ_ALIGN, so that every sequence gets
-    its own aligned region (KVCache.seq_region)."""
+    """Cells of a full-attention cache: n_ctx padded to N_PAD for one sequence. For several,
+    n_ctx stays the total (as llama.cpp's): each sequence's share n_ctx / n_seq_max is padded
+    up to SEQ_ALIGN, so that every sequence gets its own aligned region (KVCache.seq_region).
+    A sequence that outgrows its share still finds cells (the plain search places it), but
+    its bits may then depend on the others'."""
     if n_seq_max <= 1:
         return pad_to(n_ctx, N_PAD)
-    return pad_to(n_ctx, SEQ_ALIGN) * n_seq_max
+    return pad_to(-(-n_ctx // n_seq_max), SEQ_ALIGN) * n_seq_max
 
 
 def is_masked_swa(n_swa: int, swa_type: int, p0, p1):

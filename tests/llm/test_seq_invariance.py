@@ -97,13 +97,13 @@ def test_logits_alone_equal_batched(model, cache, flash_attn):
 def test_logits_alone_equal_batched_past_block_boundaries(model, cache, flash_attn):
     """Sequences that cross the 256/512 KV chunk and K block boundaries, next to a short one
     (n_kv of the shared cache well above each sequence's own)."""
-    _check(model, cache, flash_attn, n_ctx=640, prompt_lens=(7, 250, 60, 505), rounds=8, seed=2)
+    _check(model, cache, flash_attn, n_ctx=4096, prompt_lens=(7, 250, 60, 505), rounds=8, seed=2)
 
 
 def test_each_sequence_has_an_aligned_region(model):
     ctx = _ctx(model, "f16", True, n_ctx=100, n_seq_max=3)
     kv = ctx.memory
-    assert kv.seq_region % SEQ_ALIGN == 0 and kv.seq_region >= 100
+    assert kv.seq_region % SEQ_ALIGN == 0 and kv.seq_region >= 100 // 3
     assert kv.size >= 3 * kv.seq_region
     _decode_seqs(ctx, [(0, [1, 2, 3]), (2, [4, 5]), (1, [6])])
     _decode_seqs(ctx, [(1, [7, 8]), (0, [9])])
