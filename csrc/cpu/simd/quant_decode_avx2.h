@@ -117,9 +117,13 @@ struct DecQ5_1 {
 // ---- K-quants ----
 // One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), the 16
 // scales and mins (int8, natural order: value i uses entry i/16), d and dmin.
+// Types whose scales are unsigned (q2_K, q4_K, q5_K) also give them as bytes in both 128-bit
+// lanes (sbytes): chunk c's int16 scale pair is then one zero-extending byte shuffle away,
+// lane 0 taking byte kPickStep * c and lane 1 byte kPickStep * c + kPickOdd.
 struct KBlock {
     __m256i u[8];
     __m128i scales, mins;
+    __m256i sbytes;
     float d, dmin;
 };
 
@@ -139,6 +143,7 @@ struct UnpQ2_K {
     using Block = BlockQ2_K;
     static constexpr int kOffShift = -1;  // no offset
     static constexpr bool kMins = true;
+    static constexpr int kPickStep = 2, kPickOdd = 1;  // chunk c: groups 2c, 2c+1
     static void run(const Block& b, KBlock& w) {
         for (int h = 0; h < 2; ++h) {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
@@ -147,6 +152,7 @@ struct UnpQ2_K {
         const __m128i sm = _mm_loadu_si128((const __m128i*)b.scales);
         w.scales = low_bits128(sm, 0, 0xF);
         w.mins = low_bits128(sm, 4, 0xF);
+        w.sbytes = _mm256_and_si256(_mm256_broadcastsi128_si256(sm), _mm256_set1_epi8(0xF));
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
     }
@@ -183,7 +189,7 @@ struct UnpQ3_K {
 // q4_K / q5_K: 8 six-bit scales and mins in 12 bytes; words w0, w1 hold the low 6 bits of
 // scales / mins 0..3 (their top 2 bits: the high 2 bits of scales / mins 4..7), w2 the low
 // nibbles of scales 4..7 and, in its high nibbles, of mins 4..7.
-inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
+inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins, __m256i& sbytes) {
     const uint32_t w0 = load_u32(q), w1 = load_u32(q + 4), w2 = load_u32(q + 8);
     const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
     const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
@@ -191,12 +197,14 @@ inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
     const __m128i s8 = _mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0), m8 = _mm_setr_epi32((int)mn_lo, (int)mn_hi, 0, 0);
     scales = _mm_unpacklo_epi8(s8, s8);  // one scale per 32 values: two groups of 16 each
     mins = _mm_unpacklo_epi8(m8, m8);
+    sbytes = _mm256_broadcastsi128_si256(s8);  // scale c in byte c of both lanes
 }
 template <bool kFifth, class B>
 struct UnpQ45_K {
     using Block = B;
     static constexpr int kOffShift = -1;
     static constexpr bool kMins = true;
+    static constexpr int kPickStep = 1, kPickOdd = 0;  // chunk c: one scale for both groups
     static void run(const Block& b, KBlock& w) {
         __m256i hb = _mm256_setzero_si256();
         if constexpr (kFifth) hb = _mm256_loadu_si256((const __m256i*)((const BlockQ5_K&)b).qh);
@@ -209,7 +217,7 @@ struct UnpQ45_K {
                 w.u[2 * p + 1] = _mm256_or_si256(w.u[2 * p + 1], _mm256_slli_epi16(low_bits(hb, 2 * p + 1, 1), 4));
             }
         }
-        scales_mins_k4(b.scales, w.scales, w.mins);
+        scales_mins_k4(b.scales, w.scales, w.mins, w.sbytes);
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
     }

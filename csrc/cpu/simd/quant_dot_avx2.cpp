@@ -96,26 +96,59 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[j]));
 }
 
+// Whether Unp gives its scales as bytes too (KBlock::sbytes).
+template <class Unp>
+constexpr auto has_byte_scales(int) -> decltype(Unp::kPickStep, bool()) { return true; }
+template <class Unp>
+constexpr bool has_byte_scales(long) { return false; }
+
+// The shuffle controls giving chunk c's int16 scale pair: from sbytes, a byte index then 0x80
+// (the high byte zeroed); else from the int16 even/odd lanes, bytes 2c, 2c+1 in both lanes.
+template <class Unp, bool kBytes>
+struct BytePicks {
+    alignas(32) uint8_t v[8][32];
+    constexpr BytePicks() : v() {
+        for (int c = 0; c < 8; ++c)
+            for (int i = 0; i < 32; i += 2) {
+                if constexpr (kBytes) {
+                    v[c][i] = uint8_t(Unp::kPickStep * c + (i >= 16 ? Unp::kPickOdd : 0));
+                    v[c][i + 1] = 0x80;
+                } else {
+                    v[c][i] = uint8_t(2 * c);
+                    v[c][i + 1] = uint8_t(2 * c + 1);
+                }
+            }
+    }
+};
+
 template <class Unp, int NC>
 void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Unp::Block;
+    constexpr int kPrefetch = 1024, kLines = (sizeof(Block) + 63) / 64;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
     // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
     // with the even groups' scales in the low lane and the odd ones' in the high lane, one
     // in-lane shuffle per chunk broadcasts the pair.
     const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    constexpr bool kBytes = has_byte_scales<Unp>(0);
+    static constexpr BytePicks<Unp, kBytes> kPicks{};
     __m256i pick[8];
-    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
+    for (int c = 0; c < 8; ++c) pick[c] = _mm256_load_si256((const __m256i*)kPicks.v[c]);
     __m256 acc[NC];
     for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
     KBlock w;
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
-        _mm_prefetch((const char*)(x + ib + 2), _MM_HINT_T0);
-        _mm_prefetch((const char*)(x + ib + 2) + 64, _MM_HINT_T0);
+        // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
+        for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)(x + ib) + kPrefetch + 64 * l, _MM_HINT_T0);
         Unp::run(x[ib], w);
-        const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
-        const __m256i lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+        __m256i lanes;
+        if constexpr (kBytes) {
+            lanes = w.sbytes;
+        } else {
+            const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
+            lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+        }
         const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
         const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
         // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
