@@ -138,6 +138,11 @@ inline uint32_t load_u32(const uint8_t* p) {
     std::memcpy(&v, p, 4);
     return v;
 }
+inline uint64_t load_u64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
 
 struct UnpQ2_K {
     using Block = BlockQ2_K;
@@ -174,13 +179,14 @@ struct UnpQ3_K {
             }
         }
         // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
-        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4
-        const __m128i lo8 = _mm_loadl_epi64((const __m128i*)b.scales);
-        const __m128i lo = _mm_unpacklo_epi64(low_bits128(lo8, 0, 0xF), low_bits128(lo8, 4, 0xF));
-        const uint32_t h = load_u32(b.scales + 8);
-        const __m128i hi = _mm_and_si128(_mm_setr_epi32((int)h, (int)(h >> 2), (int)(h >> 4), (int)(h >> 6)),
-                                         _mm_set1_epi8(3));
-        w.scales = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4. Both by per-element shifts of
+        // broadcast words (what crosses from a neighbouring byte lands outside the masks).
+        const __m128i lo8 = _mm_set1_epi64x((long long)load_u64(b.scales));
+        const __m128i lo = _mm_and_si128(_mm_srlv_epi64(lo8, _mm_setr_epi32(0, 0, 4, 0)), _mm_set1_epi8(0xF));
+        const __m128i h = _mm_set1_epi32((int)load_u32(b.scales + 8));
+        const __m128i hi = _mm_and_si128(_mm_slli_epi16(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), 4),
+                                         _mm_set1_epi8(0x30));
+        w.scales = _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
         w.mins = _mm_setzero_si128();
         w.d = f16(b.d);
         w.dmin = 0.0f;

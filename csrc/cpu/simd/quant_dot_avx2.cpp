@@ -102,20 +102,23 @@ constexpr auto has_byte_scales(int) -> decltype(Unp::kPickStep, bool()) { return
 template <class Unp>
 constexpr bool has_byte_scales(long) { return false; }
 
-// The shuffle controls giving chunk c's int16 scale pair: from sbytes, a byte index then 0x80
-// (the high byte zeroed); else from the int16 even/odd lanes, bytes 2c, 2c+1 in both lanes.
+// The shuffle controls giving chunk c's int16 scale pair (scale 2c in the low lane, 2c+1 in the
+// high one): from sbytes, a byte index then 0x80 (the high byte zeroed); else from the int16
+// scales with both lanes holding scales 0..7 (chunks 0..3) or 8..15 (chunks 4..7).
 template <class Unp, bool kBytes>
-struct BytePicks {
+struct ScalePicks {
     alignas(32) uint8_t v[8][32];
-    constexpr BytePicks() : v() {
+    constexpr ScalePicks() : v() {
         for (int c = 0; c < 8; ++c)
             for (int i = 0; i < 32; i += 2) {
+                const int odd = i >= 16 ? 1 : 0;
                 if constexpr (kBytes) {
-                    v[c][i] = uint8_t(Unp::kPickStep * c + (i >= 16 ? Unp::kPickOdd : 0));
+                    v[c][i] = uint8_t(Unp::kPickStep * c + (odd ? Unp::kPickOdd : 0));
                     v[c][i + 1] = 0x80;
                 } else {
-                    v[c][i] = uint8_t(2 * c);
-                    v[c][i + 1] = uint8_t(2 * c + 1);
+                    const int entry = (2 * c + odd) % 8;
+                    v[c][i] = uint8_t(2 * entry);
+                    v[c][i + 1] = uint8_t(2 * entry + 1);
                 }
             }
     }
@@ -128,11 +131,9 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
     // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
-    // with the even groups' scales in the low lane and the odd ones' in the high lane, one
-    // in-lane shuffle per chunk broadcasts the pair.
-    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    // one in-lane shuffle per chunk broadcasts the pair (ScalePicks).
     constexpr bool kBytes = has_byte_scales<Unp>(0);
-    static constexpr BytePicks<Unp, kBytes> kPicks{};
+    static constexpr ScalePicks<Unp, kBytes> kPicks{};
     __m256i pick[8];
     for (int c = 0; c < 8; ++c) pick[c] = _mm256_load_si256((const __m256i*)kPicks.v[c]);
     __m256 acc[NC];
@@ -142,14 +143,14 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
         // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
         for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)(x + ib) + kPrefetch + 64 * l, _MM_HINT_T0);
         Unp::run(x[ib], w);
-        __m256i lanes;
-        if constexpr (kBytes) {
-            lanes = w.sbytes;
-        } else {
-            const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
-            lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
-        }
         const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
+        __m256i lanes_lo, lanes_hi;  // the shuffle sources of chunks 0..3 and 4..7
+        if constexpr (kBytes) {
+            lanes_lo = lanes_hi = w.sbytes;
+        } else {
+            lanes_lo = _mm256_permute4x64_epi64(scales, 0x44);
+            lanes_hi = _mm256_permute4x64_epi64(scales, 0xEE);
+        }
         const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
         // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
         const BlockQ8_K* y[NC];
@@ -160,7 +161,7 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
         }
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            const __m256i sc = _mm256_shuffle_epi8(lanes, pick[c]);
+            const __m256i sc = _mm256_shuffle_epi8(c < 4 ? lanes_lo : lanes_hi, pick[c]);
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
                 const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)));
