@@ -117,6 +117,11 @@ struct DecQ5_1 {
 // ---- K-quants ----
 // One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), the 16
 // scales and mins (int8, natural order: value i uses entry i/16), d and dmin.
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
 // Types whose scales are unsigned (q2_K, q4_K, q5_K) also give them as bytes in both 128-bit
 // lanes (sbytes): chunk c's int16 scale pair is then one zero-extending byte shuffle away,
 // lane 0 taking byte kPickStep * c and lane 1 byte kPickStep * c + kPickOdd.
@@ -125,18 +130,16 @@ struct KBlock {
     __m128i scales, mins;
     __m256i sbytes;
     float d, dmin;
+    __m128 d_dmin;  // types with mins: d and dmin in lanes 0 and 1, one conversion for both
 };
+// The f16 pair d, dmin (adjacent in q2_K, q4_K, q5_K blocks), widened.
+inline __m128 f16_pair_at(const uint16_t* d) { return _mm_cvtph_ps(_mm_cvtsi32_si128((int)load_u32((const uint8_t*)d))); }
 
 inline __m256i low_bits(__m256i v, int shift, int mask) {
     return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
 }
 inline __m128i low_bits128(__m128i v, int shift, int mask) {
     return _mm_and_si128(_mm_srli_epi16(v, shift), _mm_set1_epi8((char)mask));
-}
-inline uint32_t load_u32(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
-    return v;
 }
 inline uint64_t load_u64(const uint8_t* p) {
     uint64_t v;
@@ -160,6 +163,7 @@ struct UnpQ2_K {
         w.sbytes = _mm256_and_si256(_mm256_broadcastsi128_si256(sm), _mm256_set1_epi8(0xF));
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
+        w.d_dmin = f16_pair_at(&b.d);
     }
 };
 struct UnpQ3_K {
@@ -226,6 +230,7 @@ struct UnpQ45_K {
         scales_mins_k4(b.scales, w.scales, w.mins, w.sbytes);
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
+        w.d_dmin = f16_pair_at(&b.d);
     }
 };
 using UnpQ4_K = UnpQ45_K<false, BlockQ4_K>;

@@ -173,10 +173,14 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
             const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
             if constexpr (Unp::kOffShift >= 0)
                 isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
-            if constexpr (Unp::kMins)
+            if constexpr (Unp::kMins) {  // d * y.d and dmin * y.d by one product
+                const __m128 dd = _mm_mul_ps(w.d_dmin, _mm_set1_ps(y[j]->d));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_broadcastss_ps(dd), acc[j]);
                 acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
-                                          _mm256_set1_ps(w.dmin * y[j]->d), acc[j]);
+                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), acc[j]);
+            } else {
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
+            }
         }
     }
     for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
