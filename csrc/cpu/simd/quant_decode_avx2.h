@@ -239,6 +239,7 @@ struct UnpQ6_K {
     using Block = BlockQ6_K;
     static constexpr int kOffShift = 5;
     static constexpr bool kMins = false;
+    static constexpr bool kEvenOddLanes = true;  // (measured as fast as the lane permutes here)
     static void run(const Block& b, KBlock& w) {
         for (int h = 0; h < 2; ++h) {
             const __m256i la = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h));

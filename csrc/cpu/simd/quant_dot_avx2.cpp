@@ -101,11 +101,18 @@ template <class Unp>
 constexpr auto has_byte_scales(int) -> decltype(Unp::kPickStep, bool()) { return true; }
 template <class Unp>
 constexpr bool has_byte_scales(long) { return false; }
+// Whether Unp's signed scales take the even/odd int16 lanes (one source for all chunks)
+// rather than two lane permutes of the int16 scales.
+template <class Unp>
+constexpr auto has_even_odd_lanes(int) -> decltype(Unp::kEvenOddLanes, bool()) { return Unp::kEvenOddLanes; }
+template <class Unp>
+constexpr bool has_even_odd_lanes(long) { return false; }
 
 // The shuffle controls giving chunk c's int16 scale pair (scale 2c in the low lane, 2c+1 in the
-// high one): from sbytes, a byte index then 0x80 (the high byte zeroed); else from the int16
-// scales with both lanes holding scales 0..7 (chunks 0..3) or 8..15 (chunks 4..7).
-template <class Unp, bool kBytes>
+// high one): from sbytes, a byte index then 0x80 (the high byte zeroed); from the even/odd
+// lanes (even scales' int16 in the low lane, odd ones' in the high lane), entry c; else from
+// the int16 scales with both lanes holding scales 0..7 (chunks 0..3) or 8..15 (chunks 4..7).
+template <class Unp, bool kBytes, bool kEvenOdd>
 struct ScalePicks {
     alignas(32) uint8_t v[8][32];
     constexpr ScalePicks() : v() {
@@ -116,7 +123,7 @@ struct ScalePicks {
                     v[c][i] = uint8_t(Unp::kPickStep * c + (odd ? Unp::kPickOdd : 0));
                     v[c][i + 1] = 0x80;
                 } else {
-                    const int entry = (2 * c + odd) % 8;
+                    const int entry = kEvenOdd ? c : (2 * c + odd) % 8;
                     v[c][i] = uint8_t(2 * entry);
                     v[c][i + 1] = uint8_t(2 * entry + 1);
                 }
@@ -132,8 +139,8 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     const char* b = (const char*)bv;
     // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
     // one in-lane shuffle per chunk broadcasts the pair (ScalePicks).
-    constexpr bool kBytes = has_byte_scales<Unp>(0);
-    static constexpr ScalePicks<Unp, kBytes> kPicks{};
+    constexpr bool kBytes = has_byte_scales<Unp>(0), kEvenOdd = has_even_odd_lanes<Unp>(0);
+    static constexpr ScalePicks<Unp, kBytes, kEvenOdd> kPicks{};
     __m256i pick[8];
     for (int c = 0; c < 8; ++c) pick[c] = _mm256_load_si256((const __m256i*)kPicks.v[c]);
     __m256 acc[NC];
@@ -147,6 +154,9 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
         __m256i lanes_lo, lanes_hi;  // the shuffle sources of chunks 0..3 and 4..7
         if constexpr (kBytes) {
             lanes_lo = lanes_hi = w.sbytes;
+        } else if constexpr (kEvenOdd) {
+            const __m128i eo = _mm_shuffle_epi8(w.scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+            lanes_lo = lanes_hi = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
         } else {
             lanes_lo = _mm256_permute4x64_epi64(scales, 0x44);
             lanes_hi = _mm256_permute4x64_epi64(scales, 0xEE);
