@@ -117,11 +117,23 @@ struct DecQ5_1 {
 // ---- K-quants ----
 // One decoded super-block: 8 vectors of 32 levels (values 32c..32c+31 in vector c), the 16
 // scales and mins (int8, natural order: value i uses entry i/16), d and dmin.
+inline uint32_t load_u32(const uint8_t* p) {
+    uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+}
+// Types whose scales are unsigned (q2_K, q4_K, q5_K) also give them as bytes in both 128-bit
+// lanes (sbytes): chunk c's int16 scale pair is then one zero-extending byte shuffle away,
+// lane 0 taking byte kPickStep * c and lane 1 byte kPickStep * c + kPickOdd.
 struct KBlock {
     __m256i u[8];
     __m128i scales, mins;
+    __m256i sbytes;
     float d, dmin;
+    __m128 d_dmin;  // types with mins: d and dmin in lanes 0 and 1, one conversion for both
 };
+// The f16 pair d, dmin (adjacent in q2_K, q4_K, q5_K blocks), widened.
+inline __m128 f16_pair_at(const uint16_t* d) { return _mm_cvtph_ps(_mm_cvtsi32_si128((int)load_u32((const uint8_t*)d))); }
 
 inline __m256i low_bits(__m256i v, int shift, int mask) {
     return _mm256_and_si256(_mm256_srli_epi16(v, shift), _mm256_set1_epi8((char)mask));
@@ -129,9 +141,9 @@ inline __m256i low_bits(__m256i v, int shift, int mask) {
 inline __m128i low_bits128(__m128i v, int shift, int mask) {
     return _mm_and_si128(_mm_srli_epi16(v, shift), _mm_set1_epi8((char)mask));
 }
-inline uint32_t load_u32(const uint8_t* p) {
-    uint32_t v;
-    std::memcpy(&v, p, 4);
+inline uint64_t load_u64(const uint8_t* p) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
     return v;
 }
 
@@ -139,6 +151,7 @@ struct UnpQ2_K {
     using Block = BlockQ2_K;
     static constexpr int kOffShift = -1;  // no offset
     static constexpr bool kMins = true;
+    static constexpr int kPickStep = 2, kPickOdd = 1;  // chunk c: groups 2c, 2c+1
     static void run(const Block& b, KBlock& w) {
         for (int h = 0; h < 2; ++h) {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
@@ -147,8 +160,10 @@ struct UnpQ2_K {
         const __m128i sm = _mm_loadu_si128((const __m128i*)b.scales);
         w.scales = low_bits128(sm, 0, 0xF);
         w.mins = low_bits128(sm, 4, 0xF);
+        w.sbytes = _mm256_and_si256(_mm256_broadcastsi128_si256(sm), _mm256_set1_epi8(0xF));
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
+        w.d_dmin = f16_pair_at(&b.d);
     }
 };
 struct UnpQ3_K {
@@ -168,13 +183,14 @@ struct UnpQ3_K {
             }
         }
         // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two
-        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4
-        const __m128i lo8 = _mm_loadl_epi64((const __m128i*)b.scales);
-        const __m128i lo = _mm_unpacklo_epi64(low_bits128(lo8, 0, 0xF), low_bits128(lo8, 4, 0xF));
-        const uint32_t h = load_u32(b.scales + 8);
-        const __m128i hi = _mm_and_si128(_mm_setr_epi32((int)h, (int)(h >> 2), (int)(h >> 4), (int)(h >> 6)),
-                                         _mm_set1_epi8(3));
-        w.scales = _mm_sub_epi8(_mm_or_si128(lo, _mm_slli_epi16(hi, 4)), _mm_set1_epi8(32));
+        // high bits of scale j are bits 2*(j/4) of byte 8 + j%4. Both by per-element shifts of
+        // broadcast words (what crosses from a neighbouring byte lands outside the masks).
+        const __m128i lo8 = _mm_set1_epi64x((long long)load_u64(b.scales));
+        const __m128i lo = _mm_and_si128(_mm_srlv_epi64(lo8, _mm_setr_epi32(0, 0, 4, 0)), _mm_set1_epi8(0xF));
+        const __m128i h = _mm_set1_epi32((int)load_u32(b.scales + 8));
+        const __m128i hi = _mm_and_si128(_mm_slli_epi16(_mm_srlv_epi32(h, _mm_setr_epi32(0, 2, 4, 6)), 4),
+                                         _mm_set1_epi8(0x30));
+        w.scales = _mm_sub_epi8(_mm_or_si128(lo, hi), _mm_set1_epi8(32));
         w.mins = _mm_setzero_si128();
         w.d = f16(b.d);
         w.dmin = 0.0f;
@@ -183,7 +199,7 @@ struct UnpQ3_K {
 // q4_K / q5_K: 8 six-bit scales and mins in 12 bytes; words w0, w1 hold the low 6 bits of
 // scales / mins 0..3 (their top 2 bits: the high 2 bits of scales / mins 4..7), w2 the low
 // nibbles of scales 4..7 and, in its high nibbles, of mins 4..7.
-inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
+inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins, __m256i& sbytes) {
     const uint32_t w0 = load_u32(q), w1 = load_u32(q + 4), w2 = load_u32(q + 8);
     const uint32_t sc_lo = w0 & 0x3f3f3f3fu, mn_lo = w1 & 0x3f3f3f3fu;
     const uint32_t sc_hi = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
@@ -191,12 +207,14 @@ inline void scales_mins_k4(const uint8_t* q, __m128i& scales, __m128i& mins) {
     const __m128i s8 = _mm_setr_epi32((int)sc_lo, (int)sc_hi, 0, 0), m8 = _mm_setr_epi32((int)mn_lo, (int)mn_hi, 0, 0);
     scales = _mm_unpacklo_epi8(s8, s8);  // one scale per 32 values: two groups of 16 each
     mins = _mm_unpacklo_epi8(m8, m8);
+    sbytes = _mm256_broadcastsi128_si256(s8);  // scale c in byte c of both lanes
 }
 template <bool kFifth, class B>
 struct UnpQ45_K {
     using Block = B;
     static constexpr int kOffShift = -1;
     static constexpr bool kMins = true;
+    static constexpr int kPickStep = 1, kPickOdd = 0;  // chunk c: one scale for both groups
     static void run(const Block& b, KBlock& w) {
         __m256i hb = _mm256_setzero_si256();
         if constexpr (kFifth) hb = _mm256_loadu_si256((const __m256i*)((const BlockQ5_K&)b).qh);
@@ -209,9 +227,10 @@ struct UnpQ45_K {
                 w.u[2 * p + 1] = _mm256_or_si256(w.u[2 * p + 1], _mm256_slli_epi16(low_bits(hb, 2 * p + 1, 1), 4));
             }
         }
-        scales_mins_k4(b.scales, w.scales, w.mins);
+        scales_mins_k4(b.scales, w.scales, w.mins, w.sbytes);
         w.d = f16(b.d);
         w.dmin = f16(b.dmin);
+        w.d_dmin = f16_pair_at(&b.d);
     }
 };
 using UnpQ4_K = UnpQ45_K<false, BlockQ4_K>;
@@ -220,6 +239,7 @@ struct UnpQ6_K {
     using Block = BlockQ6_K;
     static constexpr int kOffShift = 5;
     static constexpr bool kMins = false;
+    static constexpr bool kEvenOddLanes = true;  // (measured as fast as the lane permutes here)
     static void run(const Block& b, KBlock& w) {
         for (int h = 0; h < 2; ++h) {
             const __m256i la = _mm256_loadu_si256((const __m256i*)(b.ql + 64 * h));

@@ -96,27 +96,71 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]) + _mm_cvtss_f32(_mm_movehdup_ps(mins[j]));
 }
 
+// Whether Unp gives its scales as bytes too (KBlock::sbytes).
+template <class Unp>
+constexpr auto has_byte_scales(int) -> decltype(Unp::kPickStep, bool()) { return true; }
+template <class Unp>
+constexpr bool has_byte_scales(long) { return false; }
+// Whether Unp's signed scales take the even/odd int16 lanes (one source for all chunks)
+// rather than two lane permutes of the int16 scales.
+template <class Unp>
+constexpr auto has_even_odd_lanes(int) -> decltype(Unp::kEvenOddLanes, bool()) { return Unp::kEvenOddLanes; }
+template <class Unp>
+constexpr bool has_even_odd_lanes(long) { return false; }
+
+// The shuffle controls giving chunk c's int16 scale pair (scale 2c in the low lane, 2c+1 in the
+// high one): from sbytes, a byte index then 0x80 (the high byte zeroed); from the even/odd
+// lanes (even scales' int16 in the low lane, odd ones' in the high lane), entry c; else from
+// the int16 scales with both lanes holding scales 0..7 (chunks 0..3) or 8..15 (chunks 4..7).
+template <class Unp, bool kBytes, bool kEvenOdd>
+struct ScalePicks {
+    alignas(32) uint8_t v[8][32];
+    constexpr ScalePicks() : v() {
+        for (int c = 0; c < 8; ++c)
+            for (int i = 0; i < 32; i += 2) {
+                const int odd = i >= 16 ? 1 : 0;
+                if constexpr (kBytes) {
+                    v[c][i] = uint8_t(Unp::kPickStep * c + (odd ? Unp::kPickOdd : 0));
+                    v[c][i + 1] = 0x80;
+                } else {
+                    const int entry = kEvenOdd ? c : (2 * c + odd) % 8;
+                    v[c][i] = uint8_t(2 * entry);
+                    v[c][i + 1] = uint8_t(2 * entry + 1);
+                }
+            }
+    }
+};
+
 template <class Unp, int NC>
 void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Unp::Block;
+    constexpr int kPrefetch = 1024, kLines = (sizeof(Block) + 63) / 64;
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
     // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
-    // with the even groups' scales in the low lane and the odd ones' in the high lane, one
-    // in-lane shuffle per chunk broadcasts the pair.
-    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    // one in-lane shuffle per chunk broadcasts the pair (ScalePicks).
+    constexpr bool kBytes = has_byte_scales<Unp>(0), kEvenOdd = has_even_odd_lanes<Unp>(0);
+    static constexpr ScalePicks<Unp, kBytes, kEvenOdd> kPicks{};
     __m256i pick[8];
-    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
+    for (int c = 0; c < 8; ++c) pick[c] = _mm256_load_si256((const __m256i*)kPicks.v[c]);
     __m256 acc[NC];
     for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
     KBlock w;
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
-        _mm_prefetch((const char*)(x + ib + 2), _MM_HINT_T0);
-        _mm_prefetch((const char*)(x + ib + 2) + 64, _MM_HINT_T0);
+        // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
+        for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)(x + ib) + kPrefetch + 64 * l, _MM_HINT_T0);
         Unp::run(x[ib], w);
-        const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
-        const __m256i lanes = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
         const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
+        __m256i lanes_lo, lanes_hi;  // the shuffle sources of chunks 0..3 and 4..7
+        if constexpr (kBytes) {
+            lanes_lo = lanes_hi = w.sbytes;
+        } else if constexpr (kEvenOdd) {
+            const __m128i eo = _mm_shuffle_epi8(w.scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+            lanes_lo = lanes_hi = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+        } else {
+            lanes_lo = _mm256_permute4x64_epi64(scales, 0x44);
+            lanes_hi = _mm256_permute4x64_epi64(scales, 0xEE);
+        }
         const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
         // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
         const BlockQ8_K* y[NC];
@@ -127,7 +171,7 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
         }
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            const __m256i sc = _mm256_shuffle_epi8(lanes, pick[c]);
+            const __m256i sc = _mm256_shuffle_epi8(c < 4 ? lanes_lo : lanes_hi, pick[c]);
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
                 const __m256i p = _mm256_maddubs_epi16(w.u[c], _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)));
@@ -139,10 +183,14 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
             const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
             if constexpr (Unp::kOffShift >= 0)
                 isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
-            if constexpr (Unp::kMins)
+            if constexpr (Unp::kMins) {  // d * y.d and dmin * y.d by one product
+                const __m128 dd = _mm_mul_ps(w.d_dmin, _mm_set1_ps(y[j]->d));
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_broadcastss_ps(dd), acc[j]);
                 acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
-                                          _mm256_set1_ps(w.dmin * y[j]->d), acc[j]);
+                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), acc[j]);
+            } else {
+                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
+            }
         }
     }
     for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
