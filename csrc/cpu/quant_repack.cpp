@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -58,26 +59,28 @@ RepackHandle lookup(const Tensor* t) {
     return h;
 }
 
-// Value k (0..31) of a source block of row r: q4 levels 0..15, or q8 values.
-int source_value(Type t, const char* blk, int k) {
-    switch (t) {
-        case Type::Q4_0: { const BlockQ4_0& b = *(const BlockQ4_0*)blk; return k < 16 ? b.qs[k] & 15 : b.qs[k - 16] >> 4; }
-        case Type::Q4_1: { const BlockQ4_1& b = *(const BlockQ4_1*)blk; return k < 16 ? b.qs[k] & 15 : b.qs[k - 16] >> 4; }
-        default: return ((const BlockQ8_0*)blk)->qs[k];
-    }
-}
-
-// Row r's source block (null: a padding row, all zero) into its place in the record.
+// Row r's source block (null: a padding row, all zero) into its place in the record: value
+// k goes to slot k / 4 at byte 4 * r + k % 4 (q4: slots 2i and 2i + 1 share bytes as nibbles).
 void put_row(Type t, const char* blk, int r, char* rec) {
     uint16_t d = 0, m = 0;
+    int8_t v[32] = {};
     if (blk) {
         std::memcpy(&d, blk, 2);
-        if (t == Type::Q4_1) std::memcpy(&m, blk + 2, 2);
+        if (t == Type::Q8_0) {
+            std::memcpy(v, ((const BlockQ8_0*)blk)->qs, 32);
+        } else {
+            const uint8_t* qs = t == Type::Q4_0 ? ((const BlockQ4_0*)blk)->qs : ((const BlockQ4_1*)blk)->qs;
+            if (t == Type::Q4_1) std::memcpy(&m, blk + 2, 2);
+            for (int j = 0; j < 16; ++j) {
+                v[j] = int8_t(qs[j] & 15);
+                v[j + 16] = int8_t(qs[j] >> 4);
+            }
+        }
     }
     if (t == Type::Q8_0) {
         rp::Q8_0x8& w = *(rp::Q8_0x8*)rec;
         w.d[r] = d;
-        for (int k = 0; k < 32; ++k) w.qs[32 * (k / 4) + 4 * r + k % 4] = blk ? (int8_t)source_value(t, blk, k) : 0;
+        for (int slot = 0; slot < 8; ++slot) std::memcpy(w.qs + 32 * slot + 4 * r, v + 4 * slot, 4);
         return;
     }
     uint8_t* qs;
@@ -91,11 +94,8 @@ void put_row(Type t, const char* blk, int r, char* rec) {
         w.m[r] = m;
         qs = w.qs;
     }
-    for (int k = 0; k < 32; ++k) {
-        const int slot = k / 4, byte = 32 * (slot / 2) + 4 * r + k % 4;
-        const int v = blk ? source_value(t, blk, k) : 0;
-        qs[byte] = slot % 2 ? uint8_t((qs[byte] & 15) | (v << 4)) : uint8_t((qs[byte] & 0xF0) | v);
-    }
+    for (int i = 0; i < 4; ++i)
+        for (int p = 0; p < 4; ++p) qs[32 * i + 4 * r + p] = uint8_t(v[8 * i + p] | (v[8 * i + 4 + p] << 4));
 }
 
 const rp::Kernels& repack_kernels(simd::Isa isa) {
@@ -171,7 +171,6 @@ RepackHandle repack_weights(const Tensor* t) {
     const size_t total = rw->mat_bytes * size_t(t->ne[2] * t->ne[3]);
     if (posix_memalign((void**)&rw->buf, 64, std::max<size_t>(total, 64)) != 0) rw->buf = nullptr;
     if (!rw->buf) throw OutOfMemoryError("repack_weights: cannot allocate " + std::to_string(total) + " bytes");
-    std::memset(rw->buf, 0, total);
     const size_t rec = rp::record_bytes(t->type), src_block = type_traits(t->type).type_size;
     for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
