@@ -31,15 +31,23 @@ struct Entry {
     const RepackedWeights* raw;
     std::weak_ptr<const RepackedWeights> ref;
 };
-std::mutex g_mutex;
-std::unordered_map<const Tensor*, Entry> g_live;
+struct Registry {
+    std::mutex mutex;
+    std::unordered_map<const Tensor*, Entry> live;
+};
+// Never destroyed: a handle released during process teardown still finds it.
+Registry& registry() {
+    static Registry* r = new Registry;
+    return *r;
+}
 std::atomic<int64_t> g_count{0};
 
 void unregister(const RepackedWeights* rw) {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_live.find(rw->tensor);
-    if (it != g_live.end() && it->second.raw == rw) {
-        g_live.erase(it);
+    Registry& reg = registry();
+    std::lock_guard<std::mutex> lock(reg.mutex);
+    auto it = reg.live.find(rw->tensor);
+    if (it != reg.live.end() && it->second.raw == rw) {
+        reg.live.erase(it);
         g_count.fetch_sub(1);
     }
 }
@@ -48,9 +56,10 @@ RepackHandle lookup(const Tensor* t) {
     if (g_count.load(std::memory_order_relaxed) == 0) return nullptr;
     RepackHandle h;
     {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        auto it = g_live.find(t);
-        if (it == g_live.end()) return nullptr;
+        Registry& reg = registry();
+        std::lock_guard<std::mutex> lock(reg.mutex);
+        auto it = reg.live.find(t);
+        if (it == reg.live.end()) return nullptr;
         h = it->second.ref.lock();
     }
     if (!h || h->data != t->data || h->type != t->type) return nullptr;
@@ -184,8 +193,9 @@ RepackHandle repack_weights(const Tensor* t) {
                 }
             }
     {
-        std::lock_guard<std::mutex> lock(g_mutex);
-        auto [it, fresh] = g_live.insert_or_assign(t, Entry{rw.get(), rw});
+        Registry& reg = registry();
+        std::lock_guard<std::mutex> lock(reg.mutex);
+        auto [it, fresh] = reg.live.insert_or_assign(t, Entry{rw.get(), rw});
         (void)it;
         if (fresh) g_count.fetch_add(1);
     }
