@@ -1,6 +1,6 @@
 """Quantized mul_mat, pyggml vs ggml's CPU backend vs memcpy, robust to a loaded machine.
 
-    python bench/compare_quant.py [--mode big|l2|small|gemm] [-t THREADS] [--reps R] [TYPE ...]
+    python bench/compare_quant.py [--mode big|l2|small|gemm|widths] [-t THREADS] [--reps R] [--repack] [TYPE ...]
 
 Every sample is taken in one process with the sides interleaved (pyggml, ggml, memcpy, the
 order rotated each rep, idle workers before each timed call), so a burst of load hits all
@@ -15,6 +15,9 @@ Modes:
   small  Q8_0 (or the given types) GEMV at the tiny test model's shapes (n_embd 128, n_ff 384,
          vocab 256) on THREADS: microseconds per call.
   gemm   n=128 GEMM of a 4096 x 14336 weight on THREADS: GFLOP/s.
+  widths SmolLM2-135M's shapes (576 x 1536, 1536 x 576, vocab 49152 x 576) at n = 1..9 and 64 on
+         THREADS: microseconds per call.
+--repack: pyggml's weights get their row-interleaved copy (gg.repack_weights) first.
 Reported, never asserted. ggml comes from llama-cpp-python's bundled libraries (bench/ggml_ref.py).
 """
 from __future__ import annotations
@@ -58,12 +61,15 @@ def _weights(gg, t, K, M):
 class Case:
     """pyggml and ggml callables computing mul_mat(weight M x K of `name`, b K x N) on n_threads."""
 
+    repack = False  # set by --repack
+
     def __init__(self, gg, ref, name, K, M, N, n_threads, inner=1):
         t = _type(gg, name)
         self.raw = _weights(gg, t, K, M)
         b = np.random.default_rng(2).uniform(-1, 1, size=(N, K)).astype(np.float32)
         self.ctx = gg.Context(mem_size=self.raw.size + b.nbytes + M * N * 4 + (16 << 20))
         a_t = self.ctx.new_tensor(t, [K, M]); a_t.set(self.raw)
+        self.repacked = gg.repack_weights(a_t) if Case.repack and gg.repack_supported(a_t) else None
         b_t = self.ctx.new_tensor(gg.F32, [K, N]); b_t.set(b)
         self.out = gg.mul_mat(self.ctx, a_t, b_t)
         g = gg.Graph(self.ctx); g.build_forward_expand(self.out)
@@ -168,11 +174,13 @@ def _per_call_table(gg, ref, types, shapes, n_threads, reps, inner, unit, scale)
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=("big", "l2", "small", "gemm"), default="big")
+    ap.add_argument("--mode", choices=("big", "l2", "small", "gemm", "widths"), default="big")
+    ap.add_argument("--repack", action="store_true", help="repacked pyggml weights (q4_0, q4_1, q8_0)")
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("types", nargs="*")
     a = ap.parse_args()
+    Case.repack = a.repack
     import pyggml as gg
     import ggml_ref
     ref = ggml_ref.load()
@@ -193,6 +201,11 @@ def main():
         shapes = [(128, 128, 1), (128, 64, 1), (128, 384, 1), (384, 128, 1), (128, 256, 1)]
         print(f"# GEMV at the tiny model's shapes (K x M x N), {a.threads or 2} threads, 50 computes per sample; us per call")
         _per_call_table(gg, ref, types, shapes, a.threads or 2, a.reps, 50, "us", lambda n, K, M, N, s: s * 1e6)
+    elif a.mode == "widths":
+        types = a.types or ["q4_1", "q8_0"]
+        shapes = [(K, M, N) for K, M in ((576, 1536), (1536, 576), (576, 49152)) for N in (1, 2, 3, 4, 5, 6, 7, 8, 9, 64)]
+        print(f"# SmolLM2 shapes (K x M x N), {a.threads or 2} threads, repack {a.repack}; us per call")
+        _per_call_table(gg, ref, types, shapes, a.threads or 2, a.reps, 3, "us", lambda n, K, M, N, s: s * 1e6)
     else:
         print(f"# GEMM K4096 x M14336 x N128, {a.threads or 2} threads; GFLOP/s")
         _per_call_table(gg, ref, types, [(4096, 14336, 128)], a.threads or 2, max(3, a.reps // 3), 1, "GFLOP/s",

@@ -176,6 +176,15 @@ class Graph:
     def to_dot(self, *args, **kwargs) -> typing.Any:
         """Write the graph in Graphviz dot format (leafs as boxes, nodes as ellipses)."""
 
+class RepackedWeights:
+    """A row-interleaved copy of a q4_0 / q4_1 / q8_0 weight tensor for the CPU's mul_mat; mul_mat nodes whose weights are that tensor use it while this object lives."""
+    def __init__(self, *args, **kwargs) -> typing.Any:
+        """Initialize self.  See help(type(self)) for accurate signature."""
+    def _pybind11_conduit_v1_(self, *args, **kwargs) -> typing.Any:
+        ...
+    @property
+    def nbytes(self) -> typing.Any: ...
+
 OP_POOL_AVG: int
 OP_POOL_MAX: int
 ROPE_TYPE_IMROPE: int
@@ -416,6 +425,8 @@ def hardswish(ctx: Context, a: Tensor) -> Tensor:
     ...
 def hardswish_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def has_repack(t: object) -> bool:
+    """Whether mul_mat with weights t currently uses a repacked copy."""
 def im2col(ctx: Context, a: Tensor, b: Tensor, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, is_2D: bool, dst_type: Type) -> Tensor:
     """Unfolds image b for a GEMM; the kernel a gives only its shape. 2-D: a [KW, KH, IC, OC], b [W, H, IC, N] -> [IC*KH*KW, OW, OH, N], column ic*KH*KW + kh*KW + kw; 1-D: a [K, IC], b [L, IC, N] -> [IC*K, OW, N]. O = (in + 2p - d(k-1) - 1) // s + 1, zero padding; dst_type f32, f16 or bf16."""
 def im2col_3d(ctx: Context, a: Tensor, b: Tensor, IC: typing.SupportsInt | typing.SupportsIndex, s0: typing.SupportsInt | typing.SupportsIndex, s1: typing.SupportsInt | typing.SupportsIndex, s2: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex, p2: typing.SupportsInt | typing.SupportsIndex, d0: typing.SupportsInt | typing.SupportsIndex, d1: typing.SupportsInt | typing.SupportsIndex, d2: typing.SupportsInt | typing.SupportsIndex, dst_type: Type) -> Tensor:
@@ -494,6 +505,10 @@ def relu(ctx: Context, a: Tensor) -> Tensor:
     ...
 def relu_inplace(ctx: Context, a: Tensor) -> Tensor:
     ...
+def repack_supported(t: object) -> bool:
+    """Whether repack_weights(t) can build a copy."""
+def repack_weights(t: object) -> RepackedWeights:
+    """Builds the repacked copy of constant weights t (contiguous q4_0 / q4_1 / q8_0 in host memory; NotImplementedError otherwise). Keep the returned object while t is used; its data must not change meanwhile. Results differ from the plain path's in rounding only and do not depend on the number of columns."""
 def repeat(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Tile a to b's shape (each b.ne[i] a multiple of a.ne[i]); only b's shape is used."""
 def repeat_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:

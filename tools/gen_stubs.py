@@ -59,7 +59,7 @@ def main():
         for k in cls.__members__:
             parts.append(f"    {k}: typing.ClassVar[{cname}]\n")
         parts.append("    def __int__(self) -> int: ...\n\n")
-    for cname in ("Tensor", "Context", "Graph"):
+    for cname in ("Tensor", "Context", "Graph", "RepackedWeights"):
         cls = getattr(core, cname)
         parts.append(f"class {cname}:\n")
         if cls.__doc__:

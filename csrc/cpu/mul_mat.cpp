@@ -10,6 +10,7 @@
 //     run time);
 //   - GEMM path (many columns): mul_mat_qgemm.h for block weights (bit-identical to their
 //     dot path).
+// Weights with a live repacked copy (quant_repack.h) take its driver, for every column count.
 // Float weights (f32 / f16 / bf16) have their own driver, mul_mat_float.cpp: one summation
 // order per output whatever the column count.
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_qgemm.h"
+#include "cpu/quant_repack.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -114,6 +116,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
 
 void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_forward(p, dst);
+    if (RepackHandle rw = repack_for_mul_mat(dst)) return repack_mul_mat_forward(p, dst, *rw);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     float scale[256];
     if (dst->src[0]->type == Type::NVFP4) nvfp4_scale_table(scale);  // every thread, before any barrier
@@ -125,17 +128,20 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 // is counted as having one.
 bool mul_mat_barrier_free(const Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_barrier_free(dst);
+    if (repack_for_mul_mat(dst)) return repack_mul_mat_barrier_free(dst);
     if (use_qgemm(kernels_for(simd::cpu_isa()), dst)) return false;
     return private_conversion(dst) || !dot_needs_conversion(dst);
 }
 
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
+    // room for both paths: a repacked copy made or dropped between sizing and running is safe
+    const size_t repacked = repack_supported(dst->src[0]) ? repack_mul_mat_work_size(dst, n_threads) : 0;
     const Kernels& kr = kernels_for(simd::cpu_isa());
-    if (use_qgemm(kr, dst)) return qgemm_work_size(kr, dst, n_threads);
-    if (!dot_needs_conversion(dst)) return kCounterBytes;
+    if (use_qgemm(kr, dst)) return std::max(repacked, qgemm_work_size(kr, dst, n_threads));
+    if (!dot_needs_conversion(dst)) return std::max(repacked, kCounterBytes);
     const size_t one = align64(dot_conv_bytes(dst));
-    return kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one);
+    return std::max(repacked, kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one));
 }
 
 }  // namespace pyggml::cpu

@@ -126,6 +126,7 @@ class Model:
         self.ctx = ctx
         self.kv = kv
         self.header = header
+        self._repacked = {}
 
     def __repr__(self):
         h = self.hparams
@@ -148,6 +149,32 @@ class Model:
     @property
     def n_bytes(self) -> int:
         return sum(t.nbytes for t in self.tensors.values())
+
+    # ------------------------------------------------------------------ repacked weights
+    def repack_weights(self) -> int:
+        """Give the CPU's mul_mat row-interleaved copies of the 2-D q4_0 / q4_1 / q8_0 weight
+        matrices (gg.repack_weights): every column count then runs one kernel whose results do
+        not depend on the batch, faster for decode, verify batches and prompts alike. The token
+        embedding is copied only when it is also the output matrix (tied); get_rows keeps
+        reading the original. Costs about the copied tensors' size in memory; returns the bytes
+        held. Model.load does this unless ``repack=False`` or PYGGML_REPACK=0."""
+        gg = _gg()
+        tied = "output.weight" not in self.tensors
+        for name, t in self.tensors.items():
+            if name in self._repacked or t.ne[2] != 1 or t.ne[3] != 1 or not gg.repack_supported(t):
+                continue
+            if name == "token_embd.weight" and not tied:
+                continue
+            self._repacked[name] = gg.repack_weights(t)
+        return self.repacked_bytes
+
+    def drop_repack(self) -> None:
+        """Release the repacked copies: mul_mat returns to the plain kernels."""
+        self._repacked.clear()
+
+    @property
+    def repacked_bytes(self) -> int:
+        return sum(h.nbytes for h in self._repacked.values())
 
     # ------------------------------------------------------------------ text
     @property
@@ -205,8 +232,10 @@ class Model:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, path, progress: bool | None = None) -> "Model":
+    def load(cls, path, progress: bool | None = None, repack: bool | None = None) -> "Model":
         """Validate and load a GGUF model. `progress`: show a tqdm bar (default: files > 64 MiB).
+        `repack`: build the CPU's repacked weight copies (Model.repack_weights; default: on
+        unless the environment has PYGGML_REPACK=0).
 
         Raises FileNotFoundError for a missing file, GGUFError (a ValueError naming the file)
         for a malformed or truncated one or missing required keys, and NotImplementedError for
@@ -215,12 +244,17 @@ class Model:
         if not os.path.exists(path):
             raise FileNotFoundError(errno.ENOENT, "no such GGUF file", path)
         try:
-            return cls._load(path, progress)
+            model = cls._load(path, progress)
         except (GGUFError, NotImplementedError, MemoryError, KeyboardInterrupt):
             raise
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, UnicodeError, struct.error) as e:
             # The file is untrusted input: whatever it trips in the loader is a defect of the file.
             raise GGUFError(f"{path}: malformed GGUF file ({type(e).__name__}: {e})") from e
+        if repack is None:
+            repack = os.environ.get("PYGGML_REPACK", "1") != "0"
+        if repack:
+            model.repack_weights()
+        return model
 
     @classmethod
     def _load(cls, path: str, progress: bool | None) -> "Model":

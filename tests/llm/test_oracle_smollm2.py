@@ -46,7 +46,9 @@ def path():
 
 @pytest.fixture(scope="module")
 def model(path):
-    return Model.load(path, progress=False)
+    # llama.cpp's arithmetic exactly: the plain kernels (the repacked ones round differently,
+    # which this model amplifies past the bound; tests/ops/test_mul_mat_repack_model.py)
+    return Model.load(path, progress=False, repack=False)
 
 
 @pytest.fixture(scope="module")

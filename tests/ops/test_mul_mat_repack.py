@@ -1,0 +1,193 @@
+"""MUL_MAT with repacked (row-interleaved) q4_0 / q4_1 / q8_0 weights (gg.repack_weights).
+
+The repacked path serves every column count, so a column's result must not depend on the
+columns beside it (speculative decoding's verify batches rely on it), nor on the thread
+count, and must stay within the mul_mat tolerance of the dequantized float64 product. Row
+counts that are not a multiple of the 8-row groups, K of an odd number of blocks, broadcast
+and permuted b, f16 b, the scalar twin of the AVX2 kernels (same bits), and the switch back
+to the plain path when the handle is dropped are all checked."""
+import gc
+
+import numpy as np
+import pytest
+
+import pyggml as gg
+from util import SIMD_LEVELS, assert_close, compute, new, values
+
+TYPES = {"q4_0": gg.Q4_0, "q4_1": gg.Q4_1, "q8_0": gg.Q8_0}
+WIDTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 33, 64, 65, 130)
+PEER = 5e-4
+
+
+def column_views(ctx, x, K, N):
+    nb1 = x.nb[1]
+    return gg.view_2d(ctx, x, K, N, nb1, 0), [gg.view_2d(ctx, x, K, 1, nb1, j * nb1) for j in range(N)]
+
+
+def ref_product(wv, xv, M, K):
+    return np.einsum("mk,nk->nm", wv.reshape(M, K).astype(np.float64), xv.reshape(-1, K).astype(np.float64))
+
+
+@pytest.mark.parametrize("simd", SIMD_LEVELS, indirect=True)
+@pytest.mark.parametrize("name", list(TYPES))
+@pytest.mark.parametrize("M", [21, 8, 3])
+def test_repacked_columns_do_not_depend_on_width(simd, name, M):
+    rng = np.random.default_rng(41 + M)
+    K = 32 * 7
+    ctx = gg.Context(mem_size=128 << 20)
+    w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
+    x, xv = new(ctx, gg.F32, [K, max(WIDTHS)], rng=rng, lo=-2.0, hi=2.0)
+    handle = gg.repack_weights(w)
+    assert gg.has_repack(w) and handle.nbytes >= w.nbytes
+    _, singles = column_views(ctx, x, K, max(WIDTHS))
+    single_outs = [gg.mul_mat(ctx, w, s) for s in singles]
+    wide_outs = {N: gg.mul_mat(ctx, w, column_views(ctx, x, K, N)[0]) for N in WIDTHS}
+    for n_threads in (1, 2):
+        compute(ctx, *single_outs, *wide_outs.values(), n_threads=n_threads)
+        one = np.concatenate([values(o) for o in single_outs], axis=-2)
+        for N, out in wide_outs.items():
+            bad = np.argwhere(values(out) != one[..., :N, :])
+            assert bad.size == 0, (f"{name} {simd} M={M} N={N} threads={n_threads}: {len(bad)} outputs "
+                                   f"differ from the single-column product, first at {tuple(bad[0][-2:])}")
+        assert_close(one.reshape(-1, M), ref_product(wv, xv, M, K), PEER, what=f"{name} {simd} M={M}")
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_scalar_twin_gives_the_avx2_bits(name):
+    if gg.isa(True) == "scalar":
+        pytest.skip("no AVX2 on this CPU")
+    rng = np.random.default_rng(42)
+    K, M, N = 32 * 9, 29, 11
+    ctx = gg.Context(mem_size=64 << 20)
+    w, _ = new(ctx, TYPES[name], [K, M], rng=rng)
+    x, _ = new(ctx, gg.F32, [K, N], rng=rng, lo=-3.0, hi=3.0)
+    handle = gg.repack_weights(w)  # noqa: F841 (kept alive for the computes)
+    out = gg.mul_mat(ctx, w, x)
+    got = {}
+    for level in ("avx2", "scalar"):
+        prev = gg.set_isa(level)
+        try:
+            compute(ctx, out, n_threads=2)
+        finally:
+            gg.set_isa(prev)
+        got[level] = values(out).copy()
+    assert np.array_equal(got["avx2"], got["scalar"]), name
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_dropping_the_handle_returns_to_the_plain_path(name):
+    rng = np.random.default_rng(43)
+    K, M, N = 32 * 5, 19, 6
+    ctx = gg.Context(mem_size=64 << 20)
+    w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
+    x, xv = new(ctx, gg.F32, [K, N], rng=rng)
+    out = gg.mul_mat(ctx, w, x)
+    compute(ctx, out)
+    plain = values(out).copy()
+    handle = gg.repack_weights(w)
+    compute(ctx, out)
+    repacked = values(out).copy()
+    assert_close(repacked.reshape(N, M), ref_product(wv, xv, M, K), PEER, what=name)
+    assert_close(repacked, plain, PEER, what=name)
+    del handle
+    gc.collect()
+    assert not gg.has_repack(w)
+    compute(ctx, out)
+    assert np.array_equal(values(out), plain), f"{name}: the plain path's bits after the handle is gone"
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_broadcast_and_permuted_batches(name):
+    """3-D weights broadcast over b's batches (2 -> 4 and 1 -> 2), b a permuted view: each
+    (column, batch) equals that column times its weight matrix alone (repacked as a 2-D
+    tensor of the same bytes)."""
+    rng = np.random.default_rng(44)
+    K, M, N = 32 * 3, 13, 37
+    ctx = gg.Context(mem_size=128 << 20)
+    w, wv = new(ctx, TYPES[name], [K, M, 2, 1], rng=rng)
+    raw = np.array(w.numpy()).reshape(2, -1)  # bytes of each matrix
+    mats = []
+    for i in range(2):
+        t = ctx.new_tensor(TYPES[name], [K, M])
+        np.asarray(t.numpy()).reshape(-1)[:] = raw[i]
+        mats.append(t)
+    handles = [gg.repack_weights(t) for t in [w] + mats]  # noqa: F841
+    braw, bvals = new(ctx, gg.F32, [K, 4, N, 2], rng=rng)
+    b = gg.permute(ctx, braw, 0, 2, 1, 3)  # [K, N, 4, 2]
+    wide = gg.mul_mat(ctx, w, b)
+    picks = [(n, i2, i3) for n in (0, 1, 8, 17, 36) for i2 in range(4) for i3 in range(2)]
+    singles = []
+    for n, i2, i3 in picks:
+        col = gg.view_2d(ctx, braw, K, 1, braw.nb[1], n * braw.nb[2] + i2 * braw.nb[1] + i3 * braw.nb[3])
+        singles.append(gg.mul_mat(ctx, mats[i2 // 2], col))
+    compute(ctx, wide, *singles, n_threads=2)
+    got = values(wide)
+    for (n, i2, i3), s in zip(picks, singles):
+        assert np.array_equal(got[i3, i2, n], values(s).reshape(M)), f"{name} column {n} batch ({i2}, {i3})"
+    bv = np.transpose(bvals, (0, 2, 1, 3)).astype(np.float64)
+    a = np.repeat(wv.astype(np.float64), 2, axis=1)
+    assert_close(got, np.einsum("xymk,xynk->xynm", np.repeat(a, 2, axis=0), bv), PEER, what=name)
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_f16_activations_and_three_threads(name):
+    rng = np.random.default_rng(45)
+    K, M, N = 32 * 2, 7, 19
+    ctx = gg.Context(mem_size=64 << 20)
+    w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
+    x, xv = new(ctx, gg.F16, [K, N], rng=rng)
+    handle = gg.repack_weights(w)  # noqa: F841
+    wide = gg.mul_mat(ctx, w, x)
+    singles = [gg.mul_mat(ctx, w, gg.view_2d(ctx, x, K, 1, x.nb[1], j * x.nb[1])) for j in range(N)]
+    compute(ctx, wide, *singles, n_threads=3)
+    one = np.concatenate([values(s) for s in singles], axis=-2)
+    assert np.array_equal(values(wide), one), name
+    assert_close(values(wide).reshape(N, M), ref_product(wv, xv, M, K), PEER, what=name)
+
+
+def test_edge_values_and_large_magnitudes():
+    """q8_0 weights at -128 and 127 against activations at the quantizer's extremes (the
+    16-bit pair sums at their largest), and zero columns."""
+    K, M, N = 32 * 4, 9, 5
+    ctx = gg.Context(mem_size=16 << 20)
+    w = ctx.new_tensor(gg.Q8_0, [K, M])
+    blocks = np.asarray(w.numpy()).reshape(M, K // 32, 34)
+    blocks[:, :, 0:2] = np.frombuffer(np.float16(0.5).tobytes(), np.uint8)
+    q = np.where(np.arange(32) % 2 == 0, -128, 127).astype(np.int8).view(np.uint8)
+    blocks[:, :, 2:] = q
+    blocks[1, :, 2:] = np.int8(-128).view(np.uint8)
+    xv = np.zeros((N, K), np.float32)
+    xv[0] = np.where(np.arange(K) % 2 == 0, -7.0, 7.0)
+    xv[1] = -7.0
+    xv[3] = 1e-3 * np.arange(K)
+    x = ctx.from_numpy(xv)
+    out = gg.mul_mat(ctx, w, x)
+    compute(ctx, out)
+    plain = values(out).copy()
+    handle = gg.repack_weights(w)  # noqa: F841
+    compute(ctx, out)
+    wd = w.to_f32().reshape(M, K).astype(np.float64)
+    assert_close(values(out).reshape(N, M), xv.astype(np.float64) @ wd.T, PEER, what="edges")
+    assert_close(values(out), plain, 1e-6, what="edges vs plain")
+    assert np.all(values(out)[0, 0, 2] == 0.0)
+
+
+def test_views_and_unsupported_tensors_take_the_plain_path():
+    rng = np.random.default_rng(46)
+    ctx = gg.Context(mem_size=16 << 20)
+    f32, _ = new(ctx, gg.F32, [64, 4], rng=rng)
+    with pytest.raises(NotImplementedError, match="repack_weights"):
+        gg.repack_weights(f32)
+    assert not gg.repack_supported(f32)
+    w, _ = new(ctx, gg.Q4_0, [64, 16], rng=rng)
+    x, _ = new(ctx, gg.F32, [64, 3], rng=rng)
+    half = gg.view_2d(ctx, w, 64, 8, w.nb[1], 8 * w.nb[1])
+    out_view = gg.mul_mat(ctx, half, x)
+    compute(ctx, out_view)
+    plain = values(out_view).copy()
+    handle = gg.repack_weights(w)  # noqa: F841
+    assert gg.has_repack(w) and not gg.has_repack(half)
+    compute(ctx, out_view)
+    assert np.array_equal(values(out_view), plain)
+    with pytest.raises(TypeError):
+        gg.repack_weights(np.zeros(4))
