@@ -1,6 +1,6 @@
 """Speculative decoding against plain decoding, same process, sides alternated.
 
-    python bench/compare_speculative.py [--part a,b,c,d,e,w,m] [--repeats 3] [-t 2]
+    python bench/compare_speculative.py [--part a,b,c,d,e,w,m,g] [--repeats 3] [-t 2]
 
 (a) SmolLM2-135M-Instruct Q4_1 (fetched once into the cache folder like the demo) with the
     n-gram (prompt lookup) draft on copy-heavy prompts: acceptance, decode tokens/s with and
@@ -19,6 +19,8 @@
     tiny writers (real drafts, n_max 3 every step): one draft graph for all sequences per
     draft position / block (batch_draft=True) against each sequence drafting alone
     (batch_draft=False); tokens/s of both, their ratio, draft graph runs per round.
+(g) with --eagle3-draft PATH (a draft written by tools/train_eagle3.py): that EAGLE3 draft of
+    SmolLM2 on the prompts of (a) and the fresh prompt, against plain decoding.
 
 Figures are medians over the repeats; the machine's load (os.getloadavg) is printed with them.
 """
@@ -260,6 +262,33 @@ def part_w(args):
           f"  load {load():.1f}")
 
 
+def part_g(args):
+    """A trained EAGLE3 draft of SmolLM2 against plain decoding."""
+    from pyggml import demo
+    from pyggml.llm import Context, Model
+    from pyggml.llm.speculative import SpeculativeDecoder
+    path, why = demo.fetch_smollm2()
+    if path is None or not args.eagle3_draft:
+        print(f"(g) skipped: {why or 'no --eagle3-draft'}")
+        return
+    model, draft = Model.load(path, progress=False), Model.load(args.eagle3_draft, progress=False)
+    print(f"(g) SmolLM2 Q4_1, EAGLE3 draft {os.path.basename(args.eagle3_draft)}, {args.gen} tokens")
+    for name, text in list(COPY_PROMPTS.items()) + [("fresh", FRESH_PROMPT)]:
+        prompt = model.tokenize(text)
+        ctx = Context(model, n_ctx=len(prompt) + args.gen + 16, n_threads=args.threads,
+                      flash_attn=args.flash_attn)
+        ctx.generate(prompt[:8], 4)
+        for n_max, adaptive in ((4, False), (4, True)):
+            dec = SpeculativeDecoder(ctx, "eagle3", draft=draft, n_max=n_max, adaptive=adaptive)
+            dec.generate(prompt[:8], 8)
+            tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
+            mode = "default" if adaptive else "fixed"
+            print(f"  {name:20s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
+                  f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
+                  f"verify steps {s['n_verify_steps']}  draft {s['draft_s'] * 1e3:.0f} ms  "
+                  f"verify {s['verify_s'] * 1e3:.0f} ms  identical {same}  load {load():.1f}")
+
+
 def tiny_target(folder):
     from pyggml.llm import Model, write_tiny_llama
     path = write_tiny_llama(os.path.join(folder, "bench-tiny.gguf"), n_vocab=4096, n_embd=256,
@@ -463,6 +492,8 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gen", type=int, default=96)
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--eagle3-draft", default="",
+                    help="part g: an EAGLE3 draft GGUF of SmolLM2 (tools/train_eagle3.py)")
     ap.add_argument("--flash-attn", action="store_true",
                     help="flash attention for the SmolLM2 runs")
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
@@ -491,6 +522,8 @@ def main() -> int:
             part_w(args)
         if "m" in parts:
             part_m(args)
+        if "g" in parts:
+            part_g(args)
     return 0
 
 
