@@ -2,12 +2,15 @@
 decode tokens/s, same threads, in one run, the two engines alternating.
 
     python bench/compare_llama_cpp.py [-t THREADS] [--rounds 3] [--only tiny-f16 ...]
-                                      [--long 4096] [--no-long]
+                                      [--long 4096] [--no-long | --long-only]
 
 Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
-SmolLM2-135M Q4_1 when the demo has fetched it, the tiny recurrent models (mamba2,
+SmolLM2-135M Q4_1 when the demo has fetched it and, made from it by llama.cpp's own quantizer
+(once, into the cache folder: tests/llm/llama_cpp_quantize.py), SmolLM2 Q4_K_M (Q4_K/Q6_K
+ffn_down, Q5_0/Q8_0 elsewhere), the tiny recurrent models (mamba2,
 qwen35) and a tiny DeepSeek V4 (dsv4). Columns: pp128, pp512 (one prompt of that length),
-tg32 (32 greedy tokens after 16), tg@LONG (16 greedy tokens after a LONG-token context). Each engine decodes with its own
+tg32 (32 greedy tokens after 16), tg@LONG (16 greedy tokens after a LONG-token context; both
+engines with flash attention and F16 caches). Each engine decodes with its own
 per-token path: pyggml's decode_greedy (argmax in the graph) and llama.cpp's llama_decode
 with a reused batch plus an argmax of its logits row. Each figure is the median over
 `rounds` alternating runs; the ratio is pyggml / llama.cpp (> 1: pyggml is faster).
@@ -31,6 +34,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))      # llama_cpp_quantize
+
 TINY = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384, n_ctx_train=8192)
 CASES = {
     "tiny-f32": ("llama", dict(TINY, dtype="f32")),
@@ -40,12 +46,13 @@ CASES = {
     "small-f16": ("small", dict(dtype="f16")),
     "small-q8_0": ("small", dict(dtype="q8_0")),
     "smollm2-q4_1": ("smollm2", {}),
+    "smollm2-q4_k_m": ("smollm2-kquant", {}),
     "mamba2": ("mamba2", {}),
     "qwen35": ("qwen35", {}),
     "dsv4": ("deepseek4", {}),
 }
-DEFAULT = ["tiny-f32", "tiny-f16", "tiny-q8_0", "tiny-q4_0", "smollm2-q4_1", "mamba2", "qwen35",
-           "dsv4"]
+DEFAULT = ["tiny-f32", "tiny-f16", "tiny-q8_0", "tiny-q4_0", "smollm2-q4_1", "smollm2-q4_k_m",
+           "mamba2", "qwen35", "dsv4"]
 
 
 def model_path(folder, name):
@@ -55,6 +62,9 @@ def model_path(folder, name):
         from pyggml.demo import SMOLLM2, cache_dir
         p = os.path.join(cache_dir(), SMOLLM2.file)
         return p if os.path.exists(p) else None
+    if kind == "smollm2-kquant":
+        from llama_cpp_quantize import smollm2_q4_k_m
+        return smollm2_q4_k_m()
     path = os.path.join(folder, f"{name}.gguf")
     if not os.path.exists(path):
         if kind == "llama":
@@ -74,7 +84,8 @@ class Ours:
     def __init__(self, path, n_ctx, threads):
         from pyggml.llm import Context, Model
         self.model = Model.load(path, progress=False)
-        self.ctx = Context(self.model, n_ctx=n_ctx, n_threads=threads, n_batch=512, n_ubatch=512)
+        self.ctx = Context(self.model, n_ctx=n_ctx, n_threads=threads, n_batch=512, n_ubatch=512,
+                           flash_attn=True)
         self.n_vocab = self.ctx.hparams.n_vocab
 
     def reset(self):
@@ -99,6 +110,7 @@ class Theirs:
         cp = lc.llama_context_default_params()
         cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = n_ctx, 512, 512, 1
         cp.n_threads = cp.n_threads_batch = threads
+        cp.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED   # not "auto": always on, as ours
         self.ctx = lc.llama_init_from_model(self.model, cp)
         self.n_vocab = lc.llama_vocab_n_tokens(lc.llama_model_get_vocab(self.model))
         self.batch = lc.llama_batch_init(512, 0, 1)
@@ -190,6 +202,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--long", type=int, default=4096)
     ap.add_argument("--no-long", action="store_true")
+    ap.add_argument("--long-only", action="store_true", help="only the tg@LONG column")
     ap.add_argument("--only", choices=list(CASES), action="append")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "pyggml-bench"))
     a = ap.parse_args()
@@ -220,7 +233,7 @@ def main():
         short = {k: v for k, v in prompts.items() if k != "long"}
         for _ in range(a.rounds):
             for side, engine in (("ours", ours), ("theirs", theirs)):
-                r = run_case(engine, short, a.gen)
+                r = {} if a.long_only else run_case(engine, short, a.gen)
                 r.update(run_case_long(engine, prompts, long_ctx))
                 res[side].append(r)
         theirs.close()
