@@ -58,9 +58,16 @@ def ops_graph(rng):
     return g, outs, refs, (x, w_np, v), (a, w, qf)
 
 
-@pytest.mark.parametrize("min_work", ["0", "4096", "131072"], ids=["all-split", "mixed", "default"])
-def test_every_barrier_free_op_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work):
+@pytest.mark.parametrize("min_work,min_share", [("0", None), ("4096", None), ("131072", None),
+                                                ("16384", "512")],
+                         ids=["all-split", "mixed", "default", "engaged-shares"])
+def test_every_barrier_free_op_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work,
+                                                                       min_share):
+    # engaged-shares: a few nodes split by the full bar, most barrier-free ones by the lower
+    # bar that applies once the workers take part
     monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
+    if min_share is not None:
+        monkeypatch.setenv("PYGGML_CPU_MIN_SHARE_WORK", min_share)
     rng = np.random.default_rng(3)
     g, outs, refs, (x, w_np, v), inputs = ops_graph(rng)
     g.compute(1)

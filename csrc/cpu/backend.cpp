@@ -39,17 +39,25 @@ bool runs(const Tensor* n) { return !op_is_layout_only(n->op) && !n->is_empty() 
 // more in barriers and wake-ups than the split saves (on a busy machine, far more). "Work" is
 // the bytes a node reads and writes, plus its multiply-adds for the arithmetic-bound ops.
 // PYGGML_CPU_MIN_WORK (bytes) overrides it, for benchmarks.
+// Once some node of a graph is that big (the workers take part in the compute anyway), a
+// barrier-free node splits from a lower bar: its shares are taken, not assigned, so a worker
+// that is late costs nothing, and a worker between two big nodes is polling, not asleep.
+// Decode at a long context is the case: the attention node engages the workers, and the
+// matrix-vector products between two of them are worth splitting too. PYGGML_CPU_MIN_SHARE_WORK
+// (bytes) overrides that bar.
 namespace {
-int64_t min_work_per_thread() {
+int64_t env_bytes(const char* name, int64_t fallback) {
     // read at every compute (a short environ scan) so that a test can change it
-    const char* e = std::getenv("PYGGML_CPU_MIN_WORK");
+    const char* e = std::getenv(name);
     if (e && *e) {
         char* end = nullptr;
         const long long x = std::strtoll(e, &end, 10);
         if (end && *end == 0 && x >= 0) return (int64_t)x;
     }
-    return (int64_t)128 * 1024;
+    return fallback;
 }
+int64_t min_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_WORK", (int64_t)128 * 1024); }
+int64_t min_share_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_SHARE_WORK", (int64_t)16 * 1024); }
 
 double node_work(const Tensor* n) {
     double w = (double)n->nbytes();
@@ -137,13 +145,25 @@ std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
     const double solo_below = (double)min_work_per_thread() * n_threads;
     const bool shares = shares_enabled();
     std::vector<Step> steps;
+    std::vector<double> work;
     steps.reserve(nodes.size());
+    work.reserve(nodes.size());
+    bool engaged = false;  // some node splits by the full bar: the workers take part
     for (size_t i = 0; i < nodes.size(); ++i) {
         Tensor* n = nodes[i];
         if (!runs(n)) continue;
+        const double w = n_threads > 1 ? node_work(n) : 0.0;
         Mode m = Mode::Solo;
-        if (n_threads > 1 && node_work(n) >= solo_below) m = shares && barrier_free(n) ? Mode::Shared : Mode::Gang;
+        if (n_threads > 1 && w >= solo_below) m = shares && barrier_free(n) ? Mode::Shared : Mode::Gang;
+        engaged = engaged || m != Mode::Solo;
         steps.push_back({i, m});
+        work.push_back(w);
+    }
+    if (engaged && shares) {
+        const double share_below = std::min(solo_below, (double)min_share_work_per_thread() * n_threads);
+        for (size_t k = 0; k < steps.size(); ++k)
+            if (steps[k].mode == Mode::Solo && work[k] >= share_below && barrier_free(nodes[steps[k].node]))
+                steps[k].mode = Mode::Shared;
     }
     return steps;
 }

@@ -3,8 +3,10 @@
 // with the reference's F32 recurrences (theta *= theta_scale) and YaRN formulas, then rotates
 // the window [n_offs, n_offs + n_dims) of each row with the SIMD row primitives. Elements
 // outside the window are copied. op_params[0] != 0 marks the backward op (sin negated).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "cpu/kernels.h"
 #include "cpu/rowops_simd.h"
@@ -118,12 +120,44 @@ void build_cache(rowops::Level l, const RopeParams& rp, const int32_t pos[4], co
     rowops::sincos(l, ang, cs, sn, ms, ms * rp.sin_sign, n_pairs);
 }
 
-// Rotates one f32 window (d, s point at the window start; d may equal s).
-void rotate_window(rowops::Level l, const RopeParams& rp, float* d, const float* s, const float* c, const float* sn) {
-    if (rp.vision) rowops::rot_neox(l, d, s, c, sn, rp.n_dims);
-    else if (rp.mode == kRopeNormal) rowops::rot_normal(l, d, s, c, sn, rp.n_dims);
-    else rowops::rot_neox(l, d, s, c, sn, rp.n_dims / 2);
-}
+// The (cos, sin) rows of recent tokens, per thread. Every rope node of a graph (Q and K of each
+// layer) rotates by the same positions with the same parameters, so the rows the first node
+// built are found by the next ones: a row is reused when the node's parameters match and the
+// token's position(s) match those it was built for, bit for bit the row a rebuild would give.
+// Freq-factor tensors are not part of the key: a node with one always builds its rows.
+constexpr int64_t kMemoMaxTokens = 8192;  // bounds the memo (2 x n_dims floats per token)
+
+struct RopeMemo {
+    int32_t params[kMaxOpParams] = {};
+    int level = -1;
+    int64_t len = 0;                 // floats per cos (and per sin) row
+    std::vector<float> rows;         // [token][cos len | sin len]
+    std::vector<int32_t> pos;        // [token][4]
+    std::vector<uint8_t> valid;      // [token]
+
+    // Rows for tokens 0..n_tok-1 of a node with these parameters; stale rows are dropped.
+    void prepare(const Tensor* t, int lvl, int64_t row_len, int64_t n_tok) {
+        const bool same = level == lvl && len == row_len &&
+                          std::memcmp(params, t->op_params, sizeof(params)) == 0;
+        if (!same) {
+            std::memcpy(params, t->op_params, sizeof(params));
+            level = lvl;
+            len = row_len;
+            std::fill(valid.begin(), valid.end(), 0);
+        }
+        if ((int64_t)valid.size() < n_tok) valid.resize((size_t)n_tok, 0);
+        if (pos.size() < (size_t)n_tok * 4) pos.resize((size_t)n_tok * 4);
+        if (rows.size() < (size_t)n_tok * 2 * (size_t)len) rows.resize((size_t)n_tok * 2 * (size_t)len);
+    }
+    float* row(int64_t i) { return rows.data() + (size_t)i * 2 * (size_t)len; }
+    bool hit(int64_t i, const int32_t p[4]) const {
+        return valid[(size_t)i] && std::memcmp(&pos[(size_t)i * 4], p, 4 * sizeof(int32_t)) == 0;
+    }
+    void store(int64_t i, const int32_t p[4]) {
+        std::memcpy(&pos[(size_t)i * 4], p, 4 * sizeof(int32_t));
+        valid[(size_t)i] = 1;
+    }
+};
 
 }  // namespace
 
@@ -149,13 +183,28 @@ void cpu_forward_ROPE(const ComputeParams& p, Tensor* dst) {
 
     int64_t r0, r1;
     split_range(dst->nrows(), p.ith, p.nth, r0, r1);
-    int64_t last_i2 = -1;
-    for (int64_t r = r0; r < r1; ++r) {
-        const int64_t i1 = r % ne1, i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
-        if (i2 != last_i2) {
-            auto P = [&](int64_t i) { return *(const int32_t*)((const char*)b->data + i * b->nb[0]); };
-            int32_t pos[4] = {P(i2), 0, 0, 0};
-            if (rp.multi) { pos[1] = P(i2 + ne2); pos[2] = P(i2 + 2 * ne2); pos[3] = P(i2 + 3 * ne2); }
+    const rowops::RowOps& ops = rowops::kernels_for(l);
+    const auto rot = rp.vision ? ops.rot_neox : normal ? ops.rot_normal : ops.rot_neox;
+    const int64_t rot_n = rp.vision ? rp.n_dims : normal ? rp.n_dims : rp.n_dims / 2;
+    const bool has_outside = w0 > 0 || w1 < ne0;
+    const int64_t cache_len = normal ? 2 * n_pairs : n_pairs;   // NORMAL keeps duplicated pairs
+    thread_local RopeMemo memo;
+    const bool use_memo = ff == nullptr && r0 < r1 && ne2 <= kMemoMaxTokens;
+    if (use_memo) memo.prepare(dst, (int)l, cache_len, ne2);
+    // Rows come token by token (dim 1 fastest): the (cos, sin) cache is taken once per token
+    // and the token's rows follow without an index division each.
+    for (int64_t r = r0; r < r1;) {
+        const int64_t i1 = r % ne1;
+        const int64_t i2 = (r / ne1) % ne2, i3 = r / (ne1 * ne2);
+        auto P = [&](int64_t i) { return *(const int32_t*)((const char*)b->data + i * b->nb[0]); };
+        int32_t pos[4] = {P(i2), 0, 0, 0};
+        if (rp.multi) { pos[1] = P(i2 + ne2); pos[2] = P(i2 + 2 * ne2); pos[3] = P(i2 + 3 * ne2); }
+        const float* cc = c;
+        const float* ss = sn;
+        if (use_memo && memo.hit(i2, pos)) {
+            cc = memo.row(i2);
+            ss = cc + cache_len;
+        } else {
             build_cache(l, rp, pos, ff, n_pairs, c, sn);
             if (normal) {  // duplicate into (cos, cos) and (-sin, sin) pairs, back to front
                 for (int64_t i = n_pairs - 1; i >= 0; --i) {
@@ -165,21 +214,29 @@ void cpu_forward_ROPE(const ComputeParams& p, Tensor* dst) {
                     sn[2 * i + 1] = si;
                 }
             }
-            last_i2 = i2;
+            if (use_memo) {
+                float* m = memo.row(i2);
+                std::memcpy(m, c, (size_t)cache_len * sizeof(float));
+                std::memcpy(m + cache_len, sn, (size_t)cache_len * sizeof(float));
+                memo.store(i2, pos);
+            }
         }
+        const int64_t r_end = std::min(r1, r + (ne1 - i1));
         const char* srow = a->row(i1, i2, i3);
         char* drow = dst->row(i1, i2, i3);
-        if (srow != drow) {  // copy what lies outside the window
-            std::memcpy(drow, srow, (size_t)w0 * es);
-            std::memcpy(drow + w1 * es, srow + w1 * es, (size_t)(ne0 - w1) * es);
-        }
-        if (!f16) {
-            rotate_window(l, rp, (float*)drow + w0, (const float*)srow + w0, c, sn);
-        } else {
-            const int64_t n = w1 - w0;
-            to_float_row(Type::F16, srow + w0 * es, row, n);
-            rotate_window(l, rp, row, row, c, sn);
-            from_float_row(Type::F16, row, drow + w0 * es, n);
+        for (; r < r_end; ++r, srow += a->nb[1], drow += dst->nb[1]) {
+            if (has_outside && srow != drow) {  // copy what lies outside the window
+                std::memcpy(drow, srow, (size_t)w0 * es);
+                std::memcpy(drow + w1 * es, srow + w1 * es, (size_t)(ne0 - w1) * es);
+            }
+            if (!f16) {
+                rot((float*)drow + w0, (const float*)srow + w0, cc, ss, rot_n);
+            } else {
+                const int64_t n = w1 - w0;
+                to_float_row(Type::F16, srow + w0 * es, row, n);
+                rot(row, row, cc, ss, rot_n);
+                from_float_row(Type::F16, row, drow + w0 * es, n);
+            }
         }
     }
 }

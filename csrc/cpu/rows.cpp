@@ -28,23 +28,37 @@ int64_t read_index(const Tensor* t, int64_t i0, int64_t i1, int64_t i2) {
 void cpu_forward_GET_ROWS(const ComputeParams& p, Tensor* dst) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
-    const int64_t ne0 = a->ne[0], n_idx = b->ne[0], nb1 = b->ne[1];
+    const int64_t ne0 = a->ne[0], n_idx = b->ne[0], nb1 = b->ne[1], n_src = a->ne[1];
     int64_t r0, r1;
     split_range(dst->nrows(), p.ith, p.nth, r0, r1);
+    if (r0 >= r1) return;
+    // The row copy is picked once: a per-row dispatch costs as much as a short row itself.
+    const Type at = a->type;
+    const bool i64 = b->type == Type::I64;
+    const size_t row_bytes = (size_t)ne0 * 4;
+    const auto f16_to_f32 = conv::kernels_for(simd::cpu_isa()).f16_to_f32;
+    // Index positions advance without a division per row (i10 fastest).
+    int64_t i10 = r0 % n_idx, i11 = (r0 / n_idx) % nb1, i12 = r0 / (n_idx * nb1);
     for (int64_t r = r0; r < r1; ++r) {
-        const int64_t i10 = r % n_idx, i11 = (r / n_idx) % nb1, i12 = r / (n_idx * nb1);
-        const int64_t idx = read_index(b, i10, i11, i12);
-        if (idx < 0 || idx >= a->ne[1]) bad_index("get_rows", idx, a->ne[1], i10, i11, i12);
+        const char* ip = (const char*)b->data + i10 * b->nb[0] + i11 * b->nb[1] + i12 * b->nb[2];
+        int64_t idx;
+        if (i64) std::memcpy(&idx, ip, 8);
+        else { int32_t v; std::memcpy(&v, ip, 4); idx = v; }
+        if (idx < 0 || idx >= n_src) bad_index("get_rows", idx, n_src, i10, i11, i12);
         const char* src = a->row(idx, i11, i12);
         char* out = dst->row(i10, i11, i12);
-        if (a->type == Type::I32)
-            std::memcpy(out, src, (size_t)ne0 * 4);
-        else if (a->type == Type::BF16)
+        if (at == Type::F32 || at == Type::I32)
+            std::memcpy(out, src, row_bytes);
+        else if (at == Type::F16)
+            f16_to_f32((const uint16_t*)src, (float*)out, ne0);
+        else if (at == Type::BF16)
             conv::bf16_to_f32_row((const uint16_t*)src, (float*)out, ne0);
-        else if (a->type == Type::F16)
-            conv::f16_to_f32_row((const uint16_t*)src, (float*)out, ne0);
         else
-            to_float_row(a->type, src, (float*)out, ne0);
+            to_float_row(at, src, (float*)out, ne0);
+        if (++i10 == n_idx) {
+            i10 = 0;
+            if (++i11 == nb1) { i11 = 0; ++i12; }
+        }
     }
 }
 size_t cpu_work_size_GET_ROWS(const Tensor*, int) { return 0; }

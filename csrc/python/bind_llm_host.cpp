@@ -221,6 +221,113 @@ py::tuple count_cells(const PosArray& cell_pos, const SeqArray& cell_seq) {
     return py::make_tuple(used, max_p1, seq_max);
 }
 
+
+// The inputs of one reused decode graph (one token, one output row, a unified KV cache without
+// SWA), filled in one call per token: the token's cell (the first empty one from head), its
+// entry in the cell table, and the graph's token, position, output-row, K/V row-index and
+// KQ-mask inputs. The Python path (find_slot, KVCells.add, every GraphInput's set_input) does
+// the same in a dozen calls; this is its one-token case, kept in step with it by the tests.
+class KvDecodeStep {
+public:
+    KvDecodeStep(py::array cell_pos, py::array cell_seq, py::object tokens, py::object pos, py::object out_ids,
+                 py::object k_idxs, py::object v_idxs, py::object kq_mask, int64_t v_channels, int64_t n_pad,
+                 bool causal)
+        : cell_pos_(std::move(cell_pos)), cell_seq_(std::move(cell_seq)), n_pad_(n_pad), v_channels_(v_channels),
+          causal_(causal) {
+        const char* op = "KvDecodeStep";
+        auto table_ok = [](const py::array& a, const py::dtype& dt, int nd) {
+            return a.ndim() == nd && a.dtype().is(dt) && (a.flags() & py::array::c_style) && a.writeable();
+        };
+        if (!table_ok(cell_pos_, py::dtype::of<int64_t>(), 1) || !table_ok(cell_seq_, py::dtype::of<bool>(), 2) ||
+            cell_seq_.shape(0) != cell_pos_.shape(0))
+            throw py::value_error(std::string("[") + op + "] the cell table must be writeable C-order arrays: "
+                                  "pos int64 [n_cells], seq bool [n_cells, n_seq]");
+        n_cells_ = cell_pos_.shape(0);
+        n_seq_ = cell_seq_.shape(1);
+        if (n_pad_ <= 0) throw py::value_error(std::string("[") + op + "] n_pad must be positive");
+        keep_ = {tokens, pos, out_ids, k_idxs, v_idxs, kq_mask};
+        tokens_ = input(tokens, "tokens", Type::I32, 1);
+        pos_ = input(pos, "pos", Type::I32, 1);
+        out_ids_ = input(out_ids, "out_ids", Type::I32, 1);
+        k_idxs_ = input(k_idxs, "k_idxs", Type::I64, 1);
+        v_idxs_ = input(v_idxs, "v_idxs", Type::I64, v_channels_ > 0 ? v_channels_ : 1);
+        mask_ = to_tensor(kq_mask, op, "kq_mask", true);
+        if ((mask_->type != Type::F16 && mask_->type != Type::F32) || !mask_->is_contiguous() ||
+            mask_->nrows() != 1 || mask_->ne[0] > n_cells_)
+            throw py::value_error(std::string("[") + op + "] kq_mask must be a contiguous f16/f32 [n_kv <= n_cells, 1]"
+                                  " tensor: " + describe(mask_));
+    }
+
+    // The token's cell (its inputs filled, its table entry written), or -1 when this graph
+    // cannot take it: no empty cell, or the cell would change the attended width n_kv.
+    // Nothing is written then. max_p1: the highest used cell + 1 before this token.
+    int64_t step(int32_t token, int32_t pos, int32_t seq, int64_t head, int64_t max_p1) {
+        if (seq < 0 || seq >= n_seq_) throw py::value_error("[KvDecodeStep] seq out of range");
+        int64_t* cpos = (int64_t*)cell_pos_.mutable_data();
+        bool* cseq = (bool*)cell_seq_.mutable_data();
+        if (head < 0 || head >= n_cells_) head = 0;
+        int64_t cell = -1;
+        for (int64_t k = 0; k < n_cells_; ++k) {
+            const int64_t j = head + k < n_cells_ ? head + k : head + k - n_cells_;
+            if (cpos[j] < 0) { cell = j; break; }
+        }
+        if (cell < 0) return -1;
+        const int64_t used_p1 = std::max(max_p1, cell + 1);
+        const int64_t n_kv = std::min(n_cells_, std::max(n_pad_, (used_p1 + n_pad_ - 1) / n_pad_ * n_pad_));
+        if (n_kv != mask_->ne[0]) return -1;
+        cpos[cell] = pos;
+        cseq[cell * n_seq_ + seq] = true;
+        if (void* d = data(tokens_)) *(int32_t*)d = token;
+        if (void* d = data(pos_)) *(int32_t*)d = pos;
+        if (void* d = data(out_ids_)) *(int32_t*)d = 0;
+        if (void* d = data(k_idxs_)) *(int64_t*)d = cell;
+        if (void* d = data(v_idxs_)) {
+            int64_t* v = (int64_t*)d;
+            if (v_channels_ <= 0) v[0] = cell;
+            else for (int64_t j = 0; j < v_channels_; ++j) v[j] = cell + j * n_cells_;  // transposed V
+        }
+        if (void* d = data(mask_)) {
+            thread_local std::vector<int64_t> key_pos;
+            if (key_pos.size() < (size_t)n_kv) key_pos.resize((size_t)n_kv);
+            visible_positions(cpos, cseq, n_seq_, seq, n_kv, key_pos.data());
+            if (mask_->type == Type::F16) {
+                mask_row_f16(key_pos.data(), n_kv, pos, causal_, (uint16_t*)d);
+            } else {
+                float* row = (float*)d;
+                const int64_t limit = causal_ ? (int64_t)pos : kHidden - 1;
+                const float neg_inf = -std::numeric_limits<float>::infinity();
+                for (int64_t j = 0; j < n_kv; ++j) row[j] = key_pos[j] <= limit ? 0.0f : neg_inf;
+            }
+        }
+        return cell;
+    }
+
+private:
+    // An input tensor (None: the graph has none), checked for its type and element count.
+    Tensor* input(const py::object& obj, const char* what, Type type, int64_t n) {
+        Tensor* t = to_tensor(obj, "KvDecodeStep", what);
+        if (t && (t->type != type || t->nelements() != n || !t->is_contiguous()))
+            throw py::value_error(std::string("[KvDecodeStep] ") + what + " must be a contiguous " +
+                                  type_name(type) + " tensor of " + std::to_string(n) + " elements: " + describe(t));
+        if (t && (t->ctx ? t->ctx->backend() : cpu_backend()) != cpu_backend())
+            throw py::value_error(std::string("[KvDecodeStep] ") + what + " must live in host memory");
+        return t;
+    }
+    // Storage of an input, or nullptr where the planner left it out (nothing reads it).
+    static void* data(Tensor* t) {
+        if (!t) return nullptr;
+        if (!t->data && t->view_src && t->view_src->data) t->data = (char*)t->view_src->data + t->view_offs;
+        return t->data;
+    }
+
+    py::array cell_pos_, cell_seq_;
+    std::vector<py::object> keep_;  // the tensors stay alive as long as this object
+    Tensor *tokens_ = nullptr, *pos_ = nullptr, *out_ids_ = nullptr, *k_idxs_ = nullptr, *v_idxs_ = nullptr,
+           *mask_ = nullptr;
+    int64_t n_cells_ = 0, n_seq_ = 0, n_pad_ = 256, v_channels_ = 0;
+    bool causal_ = true;
+};
+
 }  // namespace
 
 void bind_llm_host(py::module_& m) {
@@ -240,6 +347,20 @@ void bind_llm_host(py::module_& m) {
           "The first n_tokens usable cells (int64) scanning from head with wrap-around, or None. "
           "Usable: empty, or (SWA) owned by one sequence s and outside the window of position "
           "seq_next_pos[s].");
+    py::class_<KvDecodeStep>(m, "KvDecodeStep",
+                             "The inputs of one reused one-token decode graph over a unified KV cache without "
+                             "SWA, filled in one call per token (the Context's decode fast path).")
+        .def(py::init<py::array, py::array, py::object, py::object, py::object, py::object, py::object,
+                      py::object, int64_t, int64_t, bool>(),
+             py::arg("cell_pos"), py::arg("cell_seq"), py::arg("tokens"), py::arg("pos"), py::arg("out_ids"),
+             py::arg("k_idxs"), py::arg("v_idxs"), py::arg("kq_mask"), py::arg("v_channels") = 0,
+             py::arg("n_pad") = 256, py::arg("causal") = true)
+        .def("step", &KvDecodeStep::step, py::arg("token"), py::arg("pos"), py::arg("seq"), py::arg("head"),
+             py::arg("max_p1"),
+             "Take the first empty cell from head for the token at position pos of sequence seq: write it "
+             "into the cell table and fill the graph's inputs; returns the cell, or -1 (nothing written) "
+             "when no cell is empty or the cell would change the mask width n_kv (max_p1: highest used "
+             "cell + 1 before the token).");
 }
 
 }  // namespace pyggml::python

@@ -17,7 +17,8 @@ import numpy as np
 import pyggml as gg
 
 from .graph import GraphParams, GraphResult, GraphType, graph_max_nodes
-from .inputs import UBatch, split_sizes
+from .inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch, split_sizes
+from .kv_cache import SWA_NONE, KVCache
 from .models import build_graph, builder_for, load_hparams
 from .sampling import greedy
 
@@ -138,6 +139,10 @@ class Context:
         # when a dict, every ubatch appends its `outputs` rows here (name -> list of arrays):
         # speculative decoding reads them for every token of a decode split over ubatches
         self.collected: dict | None = None
+        # decode_greedy of one token after another takes a shortcut through the last one-token
+        # graph (_DecodeStep); False keeps every step on the general path (tests compare both)
+        self.fast_decode = True
+        self._step: _DecodeStep | None = None
         self.reset_timings()
 
     @property
@@ -191,6 +196,7 @@ class Context:
     def clear_graphs(self) -> None:
         self._graphs.clear()
         self._last = None
+        self._step = None
 
     def reset(self) -> None:
         """Forget every sequence (the memory) and the last logits."""
@@ -295,9 +301,67 @@ class Context:
         (the lowest id on ties, as np.argmax), taken in the graph: only that id leaves it.
         `logits` still gives the row, copied on first access."""
         t0 = time.perf_counter()
+        st = self._step
+        if st is not None and embd is None and type(ids) is list and len(ids) == 1:
+            tok = self._decode_step(st, ids[0], seq_id, t0)
+            if tok >= 0:
+                return tok
         res = self._decode(ids, False, seq_id, ("greedy",), embd)
         tok = int(res.sampled_view()[-1])
         self.timings["t_decode_s"] += time.perf_counter() - t0
+        if embd is None and res.params.ubatch.n_tokens == 1 and self.fast_decode:
+            self._step = _DecodeStep.arm(self, res)
+        return tok
+
+    def _decode_step(self, st: "_DecodeStep", t, seq_id, t0: float) -> int:
+        """decode_greedy of one token through the graph of the previous one-token step: the
+        same cell, inputs, graph and bookkeeping as _decode, in one C++ fill instead of the
+        memory plan and every input's set_input. -1 (nothing changed) when any condition of
+        that shortcut fails; decode_greedy then takes the general path."""
+        kv, c = self.memory, st.cells
+        if (not self.fast_decode or type(t) is not int or not 0 <= t < st.n_vocab or type(seq_id) is not int
+                or not 0 <= seq_id < self.n_seq_max or self.collected is not None
+                or self.embeddings_nextn or self.flash_attn is not st.flash_attn
+                or kv is not st.kv or kv.cells is not c or (c.has_shift and kv.k_shift is not None)
+                or self._graphs.get(st.key) is not st.res):
+            return -1
+        if not c._counted:
+            c._count()
+        p = int(c._seq_max[seq_id]) + 1
+        if p >= self.n_ctx:
+            return -1                       # the general path raises the error
+        head = kv.head
+        if head > c._n_used + 2:            # find_slot's refill from 0
+            head = 0
+        t1 = time.perf_counter()
+        cell = st.fill.step(t, p, seq_id, head, c._max_p1)
+        if cell < 0:
+            return -1
+        c._n_used += 1                      # KVCells.add of one cell
+        if cell >= c._max_p1:
+            c._max_p1 = cell + 1
+        c._seq_max[seq_id] = p
+        kv.head = cell + 1 if cell + 1 < kv.size else 0
+        self._graphs.move_to_end(st.key)
+        t2 = time.perf_counter()
+        try:
+            st.gf.compute(self.n_threads)
+        except BaseException:
+            if not kv.seq_rm(seq_id, p, -1):
+                kv.seq_rm(seq_id, -1, -1)
+            raise
+        t3 = time.perf_counter()
+        tok = int(st.sampled[0])
+        self._last = st.res
+        self._logits, self._logits_src = None, (st.res, 1)
+        tm = self.timings
+        tm["n_graph_reuse"] += 1
+        tm["t_set_input_s"] += t2 - t1
+        tm["t_compute_s"] += t3 - t2
+        tm["t_host_s"] += t1 - t0
+        tm["n_ubatch"] += 1
+        tm["n_tokens"] += 1
+        tm["t_decode_s"] += time.perf_counter() - t0
         return tok
 
     def _decode(self, ids, logits_all: bool, seq_id: int, samplers: tuple,
@@ -503,3 +567,49 @@ class Context:
 
     # llama-cpp-python's spelling
     run = generate
+
+
+class _DecodeStep:
+    """What decode_greedy's one-token shortcut needs of the last one-token graph: the graph,
+    its key, the C++ filler of its inputs and the memory it plans against. `arm` returns None
+    unless the graph is exactly the llama-family decode step the filler knows how to feed: a
+    unified KVCache without SWA as the context's memory, a reused (cached) graph with the
+    in-graph greedy sampler, and only token, position, attention and output-row inputs."""
+
+    __slots__ = ("res", "key", "gf", "fill", "kv", "cells", "sampled", "n_vocab", "flash_attn")
+
+    @classmethod
+    def arm(cls, ctx: Context, res: GraphResult) -> "_DecodeStep | None":
+        kv = ctx.memory
+        params = res.params
+        if (type(kv) is not KVCache or (kv.swa_type != SWA_NONE and kv.n_swa > 0)
+                or not ctx.graph_reuse or ctx.cparams.ctx_type != "default"
+                or ctx.embeddings_nextn or res.t_sampled is None or params is None
+                or params.n_outputs != 1 or ctx._graphs.get(params.key()) is not res):
+            return None
+        by_type = {}
+        for inp in res.inputs:
+            if type(inp) not in (InpEmbd, InpPos, InpAttn, InpOutIds) or type(inp) in by_type:
+                return None
+            by_type[type(inp)] = inp
+        emb, attn = by_type.get(InpEmbd), by_type.get(InpAttn)
+        if emb is None or emb.tokens is None or attn is None or len(attn.tensors) != 1:
+            return None
+        parts = attn.mctx.parts()
+        if len(parts) != 1 or getattr(parts[0], "kv", None) is not kv:
+            return None
+        k_idxs, v_idxs, mask = attn.tensors[0]
+        if k_idxs is None or (v_idxs is None) != kv.k_only:
+            return None
+        pos = by_type.get(InpPos)
+        out = by_type.get(InpOutIds)
+        st = cls()
+        st.res, st.key, st.gf, st.kv, st.cells = res, params.key(), res.gf, kv, kv.cells
+        st.fill = gg._core.KvDecodeStep(
+            kv.cells.pos, kv.cells.seq, emb.tokens, None if pos is None else pos.pos,
+            None if out is None else out.out_ids, k_idxs, v_idxs, mask,
+            kv.e_v if (kv.v_trans and v_idxs is not None) else 0, kv.n_pad, attn.causal)
+        st.sampled = res.sampled_view()
+        st.n_vocab = ctx.hparams.n_vocab
+        st.flash_attn = ctx.flash_attn
+        return st

@@ -313,3 +313,61 @@ def test_errors():
     rr = gg.rope(ctx, x, bb, 8, NORMAL)
     compute(ctx, rr)
     assert_close(values(rr), ref.rope(xv, [1, 2, 3], 8, NORMAL), 1e-7)
+
+
+def test_nodes_sharing_positions_each_match_the_reference():
+    """One graph of rope nodes over the same positions, differing in exactly one parameter each
+    (mode, n_dims, base, scale, YaRN, sections, backward, freq factors), then the positions
+    changed and the graph computed again: each thread keeps the (cos, sin) rows of the tokens
+    it rotated, and a row may only be reused for the same parameters and positions."""
+    rng = np.random.default_rng(12)
+    ctx = _ctx()
+    T = 37
+    x = rng.uniform(-1, 1, size=(1, T, 6, 32)).astype(np.float32)
+    a = ctx.from_numpy(x)
+    pos = ctx.new_tensor(gg.I32, [T])
+    pos4 = ctx.new_tensor(gg.I32, [4 * T])
+    ffv = rng.uniform(0.8, 1.6, size=16).astype(np.float32)
+    ff = ctx.from_numpy(ffv)
+    base = dict(n_dims=32, mode=NORMAL, n_ctx_orig=4096, freq_base=10000.0, freq_scale=1.0,
+                ext_factor=0.0, attn_factor=1.0, beta_fast=32.0, beta_slow=1.0)
+    # equal neighbours reuse rows within a compute; the first node meets the rows of the last
+    # one (same parameters) in the next compute, after the positions changed
+    mrope = dict(mode=MROPE, sections=[4, 4, 4, 4])
+    variants = [mrope, mrope, {}, {}, dict(mode=NEOX), dict(n_dims=16), dict(freq_base=500.0),
+                dict(freq_scale=0.25), dict(ext_factor=1.0), dict(attn_factor=0.5),
+                dict(back=True), dict(ff=True), dict(mode=MROPE, sections=[8, 4, 2, 2]), mrope]
+    nodes = []
+    for v in variants:
+        kw = dict(base)
+        kw.update({k: val for k, val in v.items() if k in base})
+        args = (kw["n_ctx_orig"], kw["freq_base"], kw["freq_scale"], kw["ext_factor"],
+                kw["attn_factor"], kw["beta_fast"], kw["beta_slow"])
+        c = ff if v.get("ff") else None
+        if "sections" in v:
+            r = gg.rope_multi(ctx, a, pos4, c, kw["n_dims"], v["sections"], kw["mode"], *args)
+        else:
+            fn = gg.rope_ext_back if v.get("back") else gg.rope_ext
+            r = fn(ctx, a, pos, c, kw["n_dims"], kw["mode"], *args)
+        nodes.append((r, kw, v))
+    g = gg.Graph(ctx)
+    for r, _, _ in nodes:
+        g.build_forward_expand(r)
+    for step in range(3):
+        p = rng.integers(0, 3000, size=T).astype(np.int32)
+        if step == 2:
+            p[:20] = pos.numpy()[:20]      # some tokens keep their positions, some move
+        # the other M-RoPE streams move at every step, also where the first one stays
+        p4 = np.concatenate([p, (p * 3 + step) % 1000, (p * 7) % 1000, p // 2]).astype(np.int32)
+        pos.numpy()[...] = p
+        pos4.numpy()[...] = p4
+        for n_threads in (1, 3):
+            g.compute(n_threads)
+            for r, kw, v in nodes:
+                multi = "sections" in v
+                want = ref.rope(x, p4 if multi else p, kw["n_dims"], kw["mode"], kw["n_ctx_orig"],
+                                kw["freq_base"], kw["freq_scale"], kw["ext_factor"],
+                                kw["attn_factor"], kw["beta_fast"], kw["beta_slow"],
+                                ffv if v.get("ff") else None, v.get("sections"), 0,
+                                v.get("back", False))
+                assert_close(values(r), want, 1e-10, f"rope {v} step {step} t{n_threads}")
