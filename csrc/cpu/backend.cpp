@@ -12,10 +12,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "cpu/kernels.h"
 #include "cpu/simd/isa.h"
 #include "pyggml/error.h"
@@ -176,23 +172,13 @@ DeviceInfo CpuBackend::info() const {
     return i;
 }
 
-// Buffers this large (model weights, big activations) start on a 2 MiB boundary and ask for
-// transparent huge pages (Linux hands them out on request in its default "madvise" mode, as
-// numpy gets them for its large arrays): a weight stream then has no 4 KiB page boundary to
-// stop the hardware prefetchers at and a TLB miss every 2 MiB instead of every 4 KiB.
-constexpr size_t kHugePage = size_t(2) << 20, kHugePageMin = size_t(4) << 20;
-
 void* CpuBackend::alloc(size_t bytes) {
     void* p = nullptr;
-    const bool huge = bytes >= kHugePageMin;
-    if (posix_memalign(&p, huge ? kHugePage : kMemAlign, bytes ? bytes : kMemAlign) != 0 || !p) {
+    if (posix_memalign(&p, kMemAlign, bytes ? bytes : kMemAlign) != 0 || !p) {
         std::ostringstream os;
         os << "cpu: cannot allocate " << bytes << " bytes";
         throw OutOfMemoryError(os.str());
     }
-#ifdef MADV_HUGEPAGE
-    if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: refused or not, the buffer is fine
-#endif
     return p;
 }
 void CpuBackend::free(void* ptr) { std::free(ptr); }

@@ -61,8 +61,9 @@ class Context:
     """A decoding context over a loaded model (pyggml.llm.model.Model).
 
     n_ctx is the longest sequence (positions 0..n_ctx-1); caches hold n_ctx padded to 256
-    cells as upstream (n_seq_max > 1: n_ctx padded to 512 per sequence, each sequence in its
-    own aligned region, so its logits do not depend on the others). flash_attn selects the flash-attention path (F16 KQ masks, V cache not
+    cells as upstream, shared by the sequences (n_seq_max > 1: each sequence's share n_ctx /
+    n_seq_max padded up to 512 cells, its own aligned region, so that its logits do not depend
+    on the others while it stays within it). flash_attn selects the flash-attention path (F16 KQ masks, V cache not
     transposed) or mul_mat + soft_max_ext (F32 masks, V cache transposed). Caches are F16 by
     default; type_k=type_v=gg.F32 gives llama.cpp's exact settings. n_seq_max sequences
     share the memory; n_rs_seq is the rollback depth of recurrent/compressor states (how
@@ -330,9 +331,15 @@ class Context:
         p = int(c._seq_max[seq_id]) + 1
         if p >= self.n_ctx:
             return -1                       # the general path raises the error
-        head = kv.head
-        if head > c._n_used + 2:            # find_slot's refill from 0
-            head = 0
+        region = kv.seq_region
+        if region:                          # find_slot's per-sequence region: cell seq * region + p
+            head = seq_id * region + p
+            if p >= region or c.pos[head] >= 0:
+                return -1
+        else:
+            head = kv.head
+            if head > c._n_used + 2:        # find_slot's refill from 0
+                head = 0
         t1 = time.perf_counter()
         cell = st.fill.step(t, p, seq_id, head, c._max_p1)
         if cell < 0:

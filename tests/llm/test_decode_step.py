@@ -151,12 +151,12 @@ def test_cases_the_shortcut_leaves_to_the_general_path(model):
 
 
 def test_shortcut_keeps_the_cache_full_error(model):
-    # two sequences fill all 256 cells while each is far below n_ctx: the shortcut finds no
-    # empty cell and the general path refuses the token, with nothing changed
-    ctx = Context(model[2], n_ctx=256, n_threads=1, n_seq_max=2)
-    ctx.decode_greedy([1 + i % 90 for i in range(200)], seq_id=0)
+    # two sequences fill every cell (n_ctx is the total) while each is below n_ctx: the
+    # shortcut finds no empty cell and the general path refuses the token, nothing changed
+    ctx = Context(model[2], n_ctx=1024, n_threads=1, n_seq_max=2)
+    ctx.decode_greedy([1 + i % 90 for i in range(600)], seq_id=0)
     tok = ctx.decode_greedy([5, 6], seq_id=1)
-    while ctx.memory.cells.used() < 256:
+    while ctx.memory.cells.used() < ctx.memory.size:
         tok = ctx.decode_greedy([tok], seq_id=1)
     assert ctx._step is not None
     before = ctx.memory.cells.pos.copy()
