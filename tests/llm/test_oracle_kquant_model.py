@@ -55,7 +55,9 @@ def path():
 
 @pytest.fixture(scope="module")
 def model(path):
-    return Model.load(path, progress=False)
+    # the plain kernels: the bit-identity checks compare with llama.cpp's own row dots, which
+    # the row-interleaved (repacked) q8_0 path does not reproduce bit for bit
+    return Model.load(path, progress=False, repack=False)
 
 
 @pytest.fixture(scope="module")
