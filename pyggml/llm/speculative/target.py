@@ -61,6 +61,11 @@ def _split_taps(ctx, names, sizes) -> list:
 
 
 def _decode_one(ctx, seq, tokens, logits_all, greedy, names):
+    if greedy and not names and len(tokens) == 1:
+        # a plain step (nothing drafted): decode_greedy's one-token shortcut, the same graph
+        # and bits as the general path without its host work
+        ctx.collected = None
+        return StepRows(ids=np.array([ctx.decode_greedy([int(tokens[0])], seq_id=seq)], np.int32))
     ctx.collected = {} if names else None
     try:
         if greedy:
