@@ -93,3 +93,16 @@ def run_python(code: str, env_extra: dict, timeout: float = 120):
     with tempfile.TemporaryDirectory() as cwd:   # keep '' on sys.path away from the checkout
         return subprocess.run([sys.executable, "-c", code], env=env, cwd=cwd, capture_output=True,
                               text=True, timeout=timeout)
+
+
+def rows_batch_and_single(model, prefix, ids, flash_attn=False, n_ctx=256, n_threads=2):
+    """The logit rows of `ids` decoded as one batch after `prefix`, and the same rows decoded
+    one token at a time after it (what batch invariance compares)."""
+    from pyggml.llm import Context
+    ctx = Context(model, n_ctx=n_ctx, n_threads=n_threads, flash_attn=flash_attn)
+    ctx.decode(prefix)
+    batch = np.array(ctx.decode(ids, logits_all=True), copy=True)
+    ctx.reset()
+    ctx.decode(prefix)
+    single = np.stack([np.array(ctx.decode([t]), copy=True)[-1] for t in ids])
+    return batch, single

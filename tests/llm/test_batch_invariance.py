@@ -10,18 +10,9 @@ import pytest
 from pyggml import demo
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import Draft, Drafter, SpeculativeDecoder
+from util import rows_batch_and_single
 
 WIDTHS = (2, 9, 17)
-
-
-def rows_batch_and_single(model, prefix, ids, flash_attn, n_ctx, n_threads=2):
-    ctx = Context(model, n_ctx=n_ctx, n_threads=n_threads, flash_attn=flash_attn)
-    ctx.decode(prefix)
-    batch = np.array(ctx.decode(ids, logits_all=True), copy=True)
-    ctx.reset()
-    ctx.decode(prefix)
-    single = np.stack([np.array(ctx.decode([t]), copy=True)[-1] for t in ids])
-    return batch, single
 
 
 def assert_rows_equal(batch, single, what):

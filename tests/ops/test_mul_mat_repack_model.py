@@ -14,19 +14,9 @@ import pyggml as gg
 from pyggml import demo
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import SpeculativeDecoder
-from util import nmse
+from util import nmse, rows_batch_and_single
 
 WIDTHS = (2, 3, 5, 8, 9)
-
-
-def rows_batch_and_single(model, prefix, ids, n_threads=2, flash_attn=False):
-    ctx = Context(model, n_ctx=256, n_threads=n_threads, flash_attn=flash_attn)
-    ctx.decode(prefix)
-    batch = np.array(ctx.decode(ids, logits_all=True), copy=True)
-    ctx.reset()
-    ctx.decode(prefix)
-    single = np.stack([np.array(ctx.decode([t]), copy=True)[-1] for t in ids])
-    return batch, single
 
 
 @pytest.fixture(scope="module", params=["q8_0", "q4_0"])
