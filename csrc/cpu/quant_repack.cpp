@@ -1,13 +1,11 @@
-// The repacked MUL_MAT path (quant_repack.h): building the row-interleaved copy, the registry
-// that finds it from a MUL_MAT node's weight tensor, and the driver.
+// The repacked MUL_MAT path (quant_repack.h): building the row-interleaved copy, finding it
+// from a MUL_MAT node's weight tensor (its `derived` field), and the driver.
 #include "cpu/quant_repack.h"
 
 #include <algorithm>
-#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "cpu/mul_mat_common.h"
@@ -25,101 +23,213 @@ using rp::kRows;
 
 namespace {
 
-// Live copies by tensor. A node holds a strong reference while it runs, so a handle dropped
-// meanwhile frees nothing under it.
-struct Entry {
-    const RepackedWeights* raw;
-    std::weak_ptr<const RepackedWeights> ref;
-};
-struct Registry {
-    std::mutex mutex;
-    std::unordered_map<const Tensor*, Entry> live;
-};
-// Never destroyed: a handle released during process teardown still finds it.
-Registry& registry() {
-    static Registry* r = new Registry;
-    return *r;
-}
-std::atomic<int64_t> g_count{0};
-
-void unregister(const RepackedWeights* rw) {
-    Registry& reg = registry();
-    std::lock_guard<std::mutex> lock(reg.mutex);
-    auto it = reg.live.find(rw->tensor);
-    if (it != reg.live.end() && it->second.raw == rw) {
-        reg.live.erase(it);
-        g_count.fetch_sub(1);
-    }
-}
-
+// The copy a tensor's `derived` field points at, when it was built from this very data and
+// layout. The returned reference keeps it alive while a node runs, so a handle dropped
+// meanwhile frees nothing under it. Unlocked check first: a tensor without a copy pays one load.
 RepackHandle lookup(const Tensor* t) {
-    if (g_count.load(std::memory_order_relaxed) == 0) return nullptr;
-    RepackHandle h;
-    {
-        Registry& reg = registry();
-        std::lock_guard<std::mutex> lock(reg.mutex);
-        auto it = reg.live.find(t);
-        if (it == reg.live.end()) return nullptr;
-        h = it->second.ref.lock();
-    }
-    if (!h || h->data != t->data || h->type != t->type) return nullptr;
+    if (t->derived.expired()) return nullptr;
+    RepackHandle h = std::static_pointer_cast<const RepackedWeights>(t->derived.lock());
+    if (!h || h->tensor != t || h->data != t->data || h->type != t->type) return nullptr;
     for (int i = 0; i < 4; ++i)
         if (h->ne[i] != t->ne[i] || h->nb[i] != t->nb[i]) return nullptr;
     return h;
 }
 
-// Row r's source block (null: a padding row, all zero) into its place in the record: value
-// k goes to slot k / 4 at byte 4 * r + k % 4 (q4: slots 2i and 2i + 1 share bytes as nibbles).
-void put_row(Type t, const char* blk, int r, char* rec) {
-    uint16_t d = 0, m = 0;
-    int8_t v[32] = {};
-    if (blk) {
-        std::memcpy(&d, blk, 2);
-        if (t == Type::Q8_0) {
-            std::memcpy(v, ((const BlockQ8_0*)blk)->qs, 32);
-        } else {
-            const uint8_t* qs = t == Type::Q4_0 ? ((const BlockQ4_0*)blk)->qs : ((const BlockQ4_1*)blk)->qs;
-            if (t == Type::Q4_1) std::memcpy(&m, blk + 2, 2);
-            for (int j = 0; j < 16; ++j) {
-                v[j] = int8_t(qs[j] & 15);
-                v[j + 16] = int8_t(qs[j] >> 4);
-            }
-        }
-    }
-    if (t == Type::Q8_0) {
-        rp::Q8_0x8& w = *(rp::Q8_0x8*)rec;
-        w.d[r] = d;
-        for (int slot = 0; slot < 8; ++slot) std::memcpy(w.qs + 32 * slot + 4 * r, v + 4 * slot, 4);
-        return;
-    }
-    uint8_t* qs;
-    if (t == Type::Q4_0) {
-        rp::Q4_0x8& w = *(rp::Q4_0x8*)rec;
-        w.d[r] = d;
-        qs = w.qs;
+// One source block's integer content: levels (unsigned; q8_0's values as they are), scales.
+struct Decoded {
+    uint16_t d = 0, dmin = 0;
+    uint8_t lv[256] = {};
+    uint8_t sc[16] = {};  // q4_K / q5_K: 8 sub-block scales; q6_K: 16 (signed, as bytes)
+    uint8_t mn[8] = {};
+};
+
+// The 6-bit scale and min of sub-block j of a q4_K / q5_K block.
+void k4_scale_min(const uint8_t* s, int j, uint8_t& sc, uint8_t& m) {
+    if (j < 4) {
+        sc = s[j] & 63;
+        m = s[j + 4] & 63;
     } else {
-        rp::Q4_1x8& w = *(rp::Q4_1x8*)rec;
-        w.d[r] = d;
-        w.m[r] = m;
-        qs = w.qs;
+        sc = uint8_t((s[j + 4] & 15) | ((s[j - 4] >> 6) << 4));
+        m = uint8_t((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
     }
+}
+
+void decode_block(Type t, const char* blk, Decoded& o) {
+    switch (t) {
+        case Type::Q8_0: {
+            const BlockQ8_0& x = *(const BlockQ8_0*)blk;
+            o.d = x.d;
+            std::memcpy(o.lv, x.qs, 32);
+            break;
+        }
+        case Type::Q4_0:
+        case Type::Q4_1: {
+            std::memcpy(&o.d, blk, 2);
+            const uint8_t* qs = t == Type::Q4_0 ? ((const BlockQ4_0*)blk)->qs : ((const BlockQ4_1*)blk)->qs;
+            if (t == Type::Q4_1) std::memcpy(&o.dmin, blk + 2, 2);
+            for (int j = 0; j < 16; ++j) {
+                o.lv[j] = qs[j] & 15;
+                o.lv[j + 16] = qs[j] >> 4;
+            }
+            break;
+        }
+        case Type::Q5_0: {
+            const BlockQ5_0& x = *(const BlockQ5_0*)blk;
+            uint32_t qh;
+            std::memcpy(&qh, x.qh, 4);
+            o.d = x.d;
+            for (int j = 0; j < 16; ++j) {
+                o.lv[j] = uint8_t((x.qs[j] & 15) | (((qh >> j) & 1) << 4));
+                o.lv[j + 16] = uint8_t((x.qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+            }
+            break;
+        }
+        case Type::Q4_K:
+        case Type::Q5_K: {
+            const bool five = t == Type::Q5_K;
+            const uint16_t* dd = (const uint16_t*)blk;  // d, dmin lead both layouts
+            const uint8_t* scales = five ? ((const BlockQ5_K*)blk)->scales : ((const BlockQ4_K*)blk)->scales;
+            const uint8_t* qs = five ? ((const BlockQ5_K*)blk)->qs : ((const BlockQ4_K*)blk)->qs;
+            o.d = dd[0];
+            o.dmin = dd[1];
+            for (int j = 0; j < 8; ++j) k4_scale_min(scales, j, o.sc[j], o.mn[j]);
+            for (int c = 0; c < 4; ++c)
+                for (int l = 0; l < 32; ++l) {
+                    o.lv[64 * c + l] = qs[32 * c + l] & 15;
+                    o.lv[64 * c + 32 + l] = qs[32 * c + l] >> 4;
+                    if (five) {
+                        const uint8_t h = ((const BlockQ5_K*)blk)->qh[l];
+                        o.lv[64 * c + l] |= uint8_t(((h >> (2 * c)) & 1) << 4);
+                        o.lv[64 * c + 32 + l] |= uint8_t(((h >> (2 * c + 1)) & 1) << 4);
+                    }
+                }
+            break;
+        }
+        case Type::Q6_K: {
+            const BlockQ6_K& x = *(const BlockQ6_K*)blk;
+            o.d = x.d;
+            std::memcpy(o.sc, x.scales, 16);
+            for (int half = 0; half < 2; ++half) {
+                const uint8_t* ql = x.ql + 64 * half;
+                const uint8_t* qh = x.qh + 32 * half;
+                uint8_t* lv = o.lv + 128 * half;
+                for (int l = 0; l < 32; ++l) {
+                    lv[l] = uint8_t((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4));
+                    lv[l + 32] = uint8_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+                    lv[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+                    lv[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+                }
+            }
+            break;
+        }
+        default: break;
+    }
+}
+
+// Value k (0..31) of row r sits in slot k / 4 at byte 4 * r + k % 4 of each piece below.
+// Low nibbles: slots 2i and 2i + 1 share 32 bytes (low and high nibble).
+void put_nibbles(uint8_t* qs, int r, const uint8_t* lv) {
     for (int i = 0; i < 4; ++i)
-        for (int p = 0; p < 4; ++p) qs[32 * i + 4 * r + p] = uint8_t(v[8 * i + p] | (v[8 * i + 4 + p] << 4));
+        for (int p = 0; p < 4; ++p)
+            qs[32 * i + 4 * r + p] = uint8_t((lv[8 * i + p] & 15) | ((lv[8 * i + 4 + p] & 15) << 4));
+}
+// Fifth bits: bit s of qh[b] for slot s.
+void put_bit4(uint8_t* qh, int r, const uint8_t* lv) {
+    for (int k = 0; k < 32; ++k) qh[4 * r + k % 4] |= uint8_t(((lv[k] >> 4) & 1) << (k / 4));
+}
+// Bits 4 and 5: bits 2t, 2t + 1 of qh[32 * (s / 4) + b] for slot s, t = s % 4.
+void put_bits45(uint8_t* qh, int r, const uint8_t* lv) {
+    for (int k = 0; k < 32; ++k) {
+        const int s = k / 4;
+        qh[32 * (s / 4) + 4 * r + k % 4] |= uint8_t(((lv[k] >> 4) & 3) << (2 * (s % 4)));
+    }
+}
+
+// Row r's decoded block into its place in the (zeroed) record.
+void put_row(Type t, const Decoded& v, int r, char* rec) {
+    switch (t) {
+        case Type::Q8_0: {
+            rp::Q8_0x8& w = *(rp::Q8_0x8*)rec;
+            w.d[r] = v.d;
+            for (int slot = 0; slot < 8; ++slot) std::memcpy(w.qs + 32 * slot + 4 * r, v.lv + 4 * slot, 4);
+            break;
+        }
+        case Type::Q4_0: {
+            rp::Q4_0x8& w = *(rp::Q4_0x8*)rec;
+            w.d[r] = v.d;
+            put_nibbles(w.qs, r, v.lv);
+            break;
+        }
+        case Type::Q4_1: {
+            rp::Q4_1x8& w = *(rp::Q4_1x8*)rec;
+            w.d[r] = v.d;
+            w.m[r] = v.dmin;
+            put_nibbles(w.qs, r, v.lv);
+            break;
+        }
+        case Type::Q5_0: {
+            rp::Q5_0x8& w = *(rp::Q5_0x8*)rec;
+            w.d[r] = v.d;
+            put_nibbles(w.qs, r, v.lv);
+            put_bit4(w.qh, r, v.lv);
+            break;
+        }
+        case Type::Q4_K:
+        case Type::Q5_K: {
+            // Q5_Kx8 begins like Q4_Kx8 (d, dmin, sc, m); its qh sits before qs.
+            rp::Q4_Kx8& w = *(rp::Q4_Kx8*)rec;
+            w.d[r] = v.d;
+            w.dmin[r] = v.dmin;
+            for (int j = 0; j < 8; ++j) {
+                w.sc[8 * j + r] = v.sc[j];
+                w.m[16 * (j / 2) + 2 * r + j % 2] = v.mn[j];
+            }
+            uint8_t* qs = t == Type::Q5_K ? ((rp::Q5_Kx8*)rec)->qs : w.qs;
+            for (int j = 0; j < 8; ++j) {
+                put_nibbles(qs + 128 * j, r, v.lv + 32 * j);
+                if (t == Type::Q5_K) put_bit4(((rp::Q5_Kx8*)rec)->qh + 32 * j, r, v.lv + 32 * j);
+            }
+            break;
+        }
+        case Type::Q6_K: {
+            rp::Q6_Kx8& w = *(rp::Q6_Kx8*)rec;
+            w.d[r] = v.d;
+            for (int g = 0; g < 16; ++g) w.sc[8 * g + r] = (int8_t)v.sc[g];
+            for (int j = 0; j < 8; ++j) {
+                put_nibbles(w.qs + 128 * j, r, v.lv + 32 * j);
+                put_bits45(w.qh + 64 * j, r, v.lv + 32 * j);
+            }
+            break;
+        }
+        default: break;
+    }
 }
 
 const rp::Kernels& repack_kernels(simd::Isa isa) {
     return isa >= simd::Isa::Avx2 ? rp::kernels_avx2() : rp::kernels_scalar();
 }
 
-// One column of b as the plain path converts it (q8_0 / q8_1 blocks), then widened into the
-// kernels' activation blocks.
-void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, int64_t K, Act* out,
+// One column of b as the plain path converts it (q8_0 / q8_1 / q8_K blocks), then widened
+// into the kernels' activation blocks.
+void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, int64_t K, char* out,
                     std::vector<float>& tmp, std::vector<char>& q) {
     const Type vt = vec_dot_type(wt);
     q.resize(row_size(vt, K));
     mm::convert_act(kr, wt, bt, brow, K, q.data(), tmp);
+    if (vt == Type::Q8_K) {
+        for (int64_t ib = 0; ib < K / 256; ++ib) {
+            const BlockQ8_K& y = ((const BlockQ8_K*)q.data())[ib];
+            rp::ActK& a = ((rp::ActK*)out)[ib];
+            std::memset(&a, 0, offsetof(rp::ActK, qs));
+            a.d = y.d;
+            std::memcpy(a.bs16, y.bsums, sizeof a.bs16);
+            for (int j = 0; j < 8; ++j) a.bs32[j] = int16_t(y.bsums[2 * j] + y.bsums[2 * j + 1]);
+            std::memcpy(a.qs, y.qs, 256);
+        }
+        return;
+    }
     for (int64_t ib = 0; ib < K / 32; ++ib) {
-        Act& a = out[ib];
+        Act& a = ((Act*)out)[ib];
         a.unused = 0;
         if (vt == Type::Q8_1) {
             const BlockQ8_1& y = ((const BlockQ8_1*)q.data())[ib];
@@ -133,13 +243,17 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
             a.s = 0.0f;
             int32_t sum = 0;
             for (int k = 0; k < 32; ++k) sum += y.qs[k];
-            a.bias = wt == Type::Q4_0 ? 8 * sum : 0;
+            // the level offset of q4_0 (8) and q5_0 (16), taken out of the integer dot
+            a.bias = wt == Type::Q4_0 ? 8 * sum : wt == Type::Q5_0 ? 16 * sum : 0;
             std::memcpy(a.qs, y.qs, 32);
         }
     }
 }
 
-size_t col_bytes(const Tensor* dst) { return mm::align64(size_t(dst->src[0]->ne[0] / 32) * sizeof(Act)); }
+size_t col_bytes(const Tensor* dst) {
+    const Type w = dst->src[0]->type;
+    return mm::align64(size_t(dst->src[0]->ne[0] / rp::record_values(w)) * rp::act_bytes(w));
+}
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
     return mm::align64(size_t(b->ne[1] * b->ne[2] * b->ne[3]) * col_bytes(dst));
@@ -151,13 +265,10 @@ constexpr int kTileCols = 4;
 
 }  // namespace
 
-RepackedWeights::~RepackedWeights() {
-    unregister(this);
-    std::free(buf);
-}
+RepackedWeights::~RepackedWeights() { std::free(buf); }
 
 bool repack_supported(const Tensor* t) {
-    if (!t || !(t->type == Type::Q4_0 || t->type == Type::Q4_1 || t->type == Type::Q8_0)) return false;
+    if (!t || rp::record_bytes(t->type) == 0) return false;
     if (!t->data || t->is_empty() || !t->is_contiguous()) return false;
     const Backend* be = t->ctx ? t->ctx->backend() : nullptr;
     return !be || be->host_memory();
@@ -166,20 +277,22 @@ bool repack_supported(const Tensor* t) {
 RepackHandle repack_weights(const Tensor* t) {
     if (!repack_supported(t))
         throw_unsupported((OpMessage("repack_weights")
-                           << "needs a contiguous q4_0, q4_1 or q8_0 tensor in host memory, not empty")
+                           << "needs a contiguous q4_0, q4_1, q5_0, q8_0, q4_K, q5_K or q6_K tensor in host "
+                              "memory, not empty")
                               .with("t", t));
     auto rw = std::make_shared<RepackedWeights>();
     rw->tensor = t;
     rw->data = t->data;
     rw->type = t->type;
     for (int i = 0; i < 4; ++i) { rw->ne[i] = t->ne[i]; rw->nb[i] = t->nb[i]; }
-    rw->blocks = t->ne[0] / 32;
+    rw->blocks = t->ne[0] / rp::record_values(t->type);
     rw->groups = (t->ne[1] + kRows - 1) / kRows;
     rw->group_bytes = size_t(rw->blocks) * rp::record_bytes(t->type);
     rw->mat_bytes = size_t(rw->groups) * rw->group_bytes;
     const size_t total = rw->mat_bytes * size_t(t->ne[2] * t->ne[3]);
     if (posix_memalign((void**)&rw->buf, 64, std::max<size_t>(total, 64)) != 0) rw->buf = nullptr;
     if (!rw->buf) throw OutOfMemoryError("repack_weights: cannot allocate " + std::to_string(total) + " bytes");
+    std::memset(rw->buf, 0, total);  // padding rows, and the bit fields put_row ORs into
     const size_t rec = rp::record_bytes(t->type), src_block = type_traits(t->type).type_size;
     for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
@@ -188,17 +301,15 @@ RepackHandle repack_weights(const Tensor* t) {
                 for (int r = 0; r < kRows; ++r) {
                     const int64_t row = g * kRows + r;
                     const char* src = row < t->ne[1] ? t->row(row, i2, i3) : nullptr;
-                    for (int64_t ib = 0; ib < rw->blocks; ++ib)
-                        put_row(t->type, src ? src + ib * src_block : nullptr, r, out + ib * rec);
+                    if (!src) continue;
+                    for (int64_t ib = 0; ib < rw->blocks; ++ib) {
+                        Decoded v;
+                        decode_block(t->type, src + ib * src_block, v);
+                        put_row(t->type, v, r, out + ib * rec);
+                    }
                 }
             }
-    {
-        Registry& reg = registry();
-        std::lock_guard<std::mutex> lock(reg.mutex);
-        auto [it, fresh] = reg.live.insert_or_assign(t, Entry{rw.get(), rw});
-        (void)it;
-        if (fresh) g_count.fetch_add(1);
-    }
+    t->derived = rw;  // replaces an earlier copy's reference (that handle then serves nobody)
     return rw;
 }
 
@@ -238,7 +349,7 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
         std::vector<float> tmp;
         std::vector<char> q;
         mm::convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
-            convert_column(kr, w, b->type, src, K, (Act*)out, tmp, q);
+            convert_column(kr, w, b->type, src, K, out, tmp, q);
         });
     }
     const int64_t G = rw.groups, nbatch = ne12 * ne13;
@@ -253,13 +364,13 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         const char* cbase = conv + bt * N * colb;
         float out[kRows * kTileCols];
-        const Act* cols[kTileCols];
+        const void* cols[kTileCols];
         for (int64_t g = g0; g < g1; ++g) {
             const char* grp = rw.group(i12 / r2, i13 / r3, g);
             const int rows = (int)std::min<int64_t>(kRows, M - g * kRows);
             for (int64_t n = n0; n < n1; n += kTileCols) {
                 const int nc = (int)std::min<int64_t>(kTileCols, n1 - n);
-                for (int c = 0; c < nc; ++c) cols[c] = (const Act*)(cbase + (n + c) * colb);
+                for (int c = 0; c < nc; ++c) cols[c] = cbase + (n + c) * colb;
                 tile(rw.blocks, grp, cols, nc, out);
                 for (int c = 0; c < nc; ++c) {
                     float* d = (float*)(dbase + (n + c) * dst->nb[1]) + g * kRows;

@@ -1,4 +1,5 @@
-"""MUL_MAT with repacked (row-interleaved) q4_0 / q4_1 / q8_0 weights (gg.repack_weights).
+"""MUL_MAT with repacked (row-interleaved) weights (gg.repack_weights): q4_0, q4_1, q5_0, q8_0
+and the K-quants q4_K, q5_K, q6_K (256-value super-blocks, q8_K activations).
 
 The repacked path serves every column count, so a column's result must not depend on the
 columns beside it (speculative decoding's verify batches rely on it), nor on the thread
@@ -14,9 +15,16 @@ import pytest
 import pyggml as gg
 from util import SIMD_LEVELS, assert_close, compute, new, values
 
-TYPES = {"q4_0": gg.Q4_0, "q4_1": gg.Q4_1, "q8_0": gg.Q8_0}
+TYPES = {"q4_0": gg.Q4_0, "q4_1": gg.Q4_1, "q5_0": gg.Q5_0, "q8_0": gg.Q8_0,
+         "q4_K": gg.Q4_K, "q5_K": gg.Q5_K, "q6_K": gg.Q6_K}
+K_QUANTS = ("q4_K", "q5_K", "q6_K")
 WIDTHS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 13, 33, 64, 65, 130)
 PEER = 5e-4
+
+
+def row_len(name, blocks):
+    """K of `blocks` 32-value blocks, or of about half as many 256-value super-blocks."""
+    return 256 * (blocks // 2 + 1) if name in K_QUANTS else 32 * blocks
 
 
 def column_views(ctx, x, K, N):
@@ -33,7 +41,7 @@ def ref_product(wv, xv, M, K):
 @pytest.mark.parametrize("M", [21, 8, 3])
 def test_repacked_columns_do_not_depend_on_width(simd, name, M):
     rng = np.random.default_rng(41 + M)
-    K = 32 * 7
+    K = row_len(name, 7)
     ctx = gg.Context(mem_size=128 << 20)
     w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
     x, xv = new(ctx, gg.F32, [K, max(WIDTHS)], rng=rng, lo=-2.0, hi=2.0)
@@ -57,7 +65,7 @@ def test_scalar_twin_gives_the_avx2_bits(name):
     if gg.isa(True) == "scalar":
         pytest.skip("no AVX2 on this CPU")
     rng = np.random.default_rng(42)
-    K, M, N = 32 * 9, 29, 11
+    K, M, N = row_len(name, 9), 29, 11
     ctx = gg.Context(mem_size=64 << 20)
     w, _ = new(ctx, TYPES[name], [K, M], rng=rng)
     x, _ = new(ctx, gg.F32, [K, N], rng=rng, lo=-3.0, hi=3.0)
@@ -77,7 +85,7 @@ def test_scalar_twin_gives_the_avx2_bits(name):
 @pytest.mark.parametrize("name", list(TYPES))
 def test_dropping_the_handle_returns_to_the_plain_path(name):
     rng = np.random.default_rng(43)
-    K, M, N = 32 * 5, 19, 6
+    K, M, N = row_len(name, 5), 19, 6
     ctx = gg.Context(mem_size=64 << 20)
     w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
     x, xv = new(ctx, gg.F32, [K, N], rng=rng)
@@ -102,7 +110,7 @@ def test_broadcast_and_permuted_batches(name):
     (column, batch) equals that column times its weight matrix alone (repacked as a 2-D
     tensor of the same bytes)."""
     rng = np.random.default_rng(44)
-    K, M, N = 32 * 3, 13, 37
+    K, M, N = row_len(name, 3), 13, 37
     ctx = gg.Context(mem_size=128 << 20)
     w, wv = new(ctx, TYPES[name], [K, M, 2, 1], rng=rng)
     raw = np.array(w.numpy()).reshape(2, -1)  # bytes of each matrix
@@ -132,7 +140,7 @@ def test_broadcast_and_permuted_batches(name):
 @pytest.mark.parametrize("name", list(TYPES))
 def test_f16_activations_and_three_threads(name):
     rng = np.random.default_rng(45)
-    K, M, N = 32 * 2, 7, 19
+    K, M, N = row_len(name, 2), 7, 19
     ctx = gg.Context(mem_size=64 << 20)
     w, wv = new(ctx, TYPES[name], [K, M], rng=rng)
     x, xv = new(ctx, gg.F16, [K, N], rng=rng)
@@ -170,6 +178,46 @@ def test_edge_values_and_large_magnitudes():
     assert_close(values(out).reshape(N, M), xv.astype(np.float64) @ wd.T, PEER, what="edges")
     assert_close(values(out), plain, 1e-6, what="edges vs plain")
     assert np.all(values(out)[0, 0, 2] == 0.0)
+
+
+# where each type's f16 scales sit in its block: (block bytes, offsets of d / dmin)
+BLOCK_SCALES = {"q4_0": (18, (0,)), "q4_1": (20, (0, 2)), "q5_0": (22, (0,)), "q8_0": (34, (0,)),
+                "q4_K": (144, (0, 2)), "q5_K": (176, (0, 2)), "q6_K": (210, (208,))}
+
+
+@pytest.mark.parametrize("simd", SIMD_LEVELS, indirect=True)
+@pytest.mark.parametrize("name", list(TYPES))
+def test_random_block_bytes_and_extreme_activations(simd, name):
+    """Every level, high bit, sub-block scale and min drawn from random bytes (all values of
+    each field, q6_K's signed scales down to -128), f16 scales set sane; activations at the
+    quantizer's extremes (+-7 alternating, all -7, tiny ramps, zero): against the float64
+    product of the dequantized weights, and every width equal to the single columns."""
+    rng = np.random.default_rng(47)
+    K, M, N = row_len(name, 4), 11, 6
+    size, offsets = BLOCK_SCALES[name]
+    ctx = gg.Context(mem_size=32 << 20)
+    w = ctx.new_tensor(TYPES[name], [K, M])
+    blocks = np.asarray(w.numpy()).reshape(M, -1, size)
+    blocks[:] = rng.integers(0, 256, blocks.shape, dtype=np.uint8)
+    for off in offsets:
+        scales = rng.uniform(0.01, 0.1, blocks.shape[:2]).astype(np.float16)
+        blocks[:, :, off:off + 2] = scales[..., None].view(np.uint8)
+    xv = np.zeros((N, K), np.float32)
+    xv[0] = np.where(np.arange(K) % 2 == 0, -7.0, 7.0)
+    xv[1] = -7.0
+    xv[2] = 1e-3 * np.arange(K)
+    xv[4] = rng.uniform(-3, 3, K)
+    xv[5] = np.where(np.arange(K) % 3 == 0, 7.0, 0.0)
+    x = ctx.from_numpy(xv)
+    handle = gg.repack_weights(w)  # noqa: F841
+    wide = gg.mul_mat(ctx, w, x)
+    singles = [gg.mul_mat(ctx, w, gg.view_2d(ctx, x, K, 1, x.nb[1], j * x.nb[1])) for j in range(N)]
+    compute(ctx, wide, *singles, n_threads=2)
+    got = values(wide).reshape(N, M)
+    assert np.array_equal(got, np.concatenate([values(s).reshape(1, M) for s in singles])), name
+    wd = w.to_f32().reshape(M, K).astype(np.float64)
+    assert_close(got, xv.astype(np.float64) @ wd.T, PEER, what=f"{name} {simd}")
+    assert np.all(got[3] == 0.0)
 
 
 def test_views_and_unsupported_tensors_take_the_plain_path():

@@ -24,7 +24,7 @@ inline __m256i bcast4(const int8_t* p) {
 // q4 levels (0..15) times activations: 16-bit pair sums stay below 2 * 15 * 127 in magnitude,
 // so the 8 slots add up in 16 bits (< 32768) before one widening.
 template <class Rec, int NC>
-void tile_q4(int64_t nb, const void* group, const Act* const* cols, float* out) {
+void tile_q4(int64_t nb, const void* group, const void* const* cols, float* out) {
     const Rec* g = (const Rec*)group;
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     __m256 acc[NC];
@@ -43,7 +43,7 @@ void tile_q4(int64_t nb, const void* group, const Act* const* cols, float* out) 
         }
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
-            const Act& y = cols[c][ib];
+            const Act& y = ((const Act*)cols[c])[ib];
             __m256i p = _mm256_maddubs_epi16(u[0], bcast4(y.qs));
 #pragma GCC unroll 7
             for (int k = 1; k < 8; ++k) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[k], bcast4(y.qs + 4 * k)));
@@ -58,7 +58,7 @@ void tile_q4(int64_t nb, const void* group, const Act* const* cols, float* out) 
 
 // q8 weights: |w| times y with w's sign (pair sums below 2 * 128 * 127), widened per slot.
 template <int NC>
-void tile_q8_0(int64_t nb, const void* group, const Act* const* cols, float* out) {
+void tile_q8_0(int64_t nb, const void* group, const void* const* cols, float* out) {
     const Q8_0x8* g = (const Q8_0x8*)group;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NC];
@@ -77,7 +77,7 @@ void tile_q8_0(int64_t nb, const void* group, const Act* const* cols, float* out
         }
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
-            const Act& y = cols[c][ib];
+            const Act& y = ((const Act*)cols[c])[ib];
             __m256i isum = _mm256_setzero_si256();
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
@@ -91,8 +91,54 @@ void tile_q8_0(int64_t nb, const void* group, const Act* const* cols, float* out
     for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
 }
 
+// q5_0: levels 0..31 (the fifth bit from qh: bit s of each byte for slot s, moved to bit 4 by
+// one 16-bit shift); pair sums reach 2 * 31 * 127, so 4 slots add up in 16 bits, then widen.
+template <int NC>
+void tile_q5_0(int64_t nb, const void* group, const void* const* cols, float* out) {
+    const Q5_0x8* g = (const Q5_0x8*)group;
+    const __m256i low = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
+    __m256 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        const Q5_0x8& w = g[ib];
+        _mm_prefetch((const char*)(g + ib) + 512, _MM_HINT_T0);
+        _mm_prefetch((const char*)(g + ib) + 576, _MM_HINT_T0);
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.d));
+        const __m256i h = _mm256_loadu_si256((const __m256i*)w.qh);
+        __m256i u[8];
+        for (int i = 0; i < 4; ++i) {
+            const __m256i raw = _mm256_loadu_si256((const __m256i*)(w.qs + 32 * i));
+            u[2 * i] = _mm256_and_si256(raw, low);
+            u[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+        }
+        u[0] = _mm256_or_si256(u[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), bit));
+        u[1] = _mm256_or_si256(u[1], _mm256_and_si256(_mm256_slli_epi16(h, 3), bit));
+        u[2] = _mm256_or_si256(u[2], _mm256_and_si256(_mm256_slli_epi16(h, 2), bit));
+        u[3] = _mm256_or_si256(u[3], _mm256_and_si256(_mm256_slli_epi16(h, 1), bit));
+        u[4] = _mm256_or_si256(u[4], _mm256_and_si256(h, bit));
+        u[5] = _mm256_or_si256(u[5], _mm256_and_si256(_mm256_srli_epi16(h, 1), bit));
+        u[6] = _mm256_or_si256(u[6], _mm256_and_si256(_mm256_srli_epi16(h, 2), bit));
+        u[7] = _mm256_or_si256(u[7], _mm256_and_si256(_mm256_srli_epi16(h, 3), bit));
+#pragma GCC unroll 4
+        for (int c = 0; c < NC; ++c) {
+            const Act& y = ((const Act*)cols[c])[ib];
+            __m256i pa = _mm256_maddubs_epi16(u[0], bcast4(y.qs));
+            __m256i pb = _mm256_maddubs_epi16(u[4], bcast4(y.qs + 16));
+#pragma GCC unroll 3
+            for (int k = 1; k < 4; ++k) {
+                pa = _mm256_add_epi16(pa, _mm256_maddubs_epi16(u[k], bcast4(y.qs + 4 * k)));
+                pb = _mm256_add_epi16(pb, _mm256_maddubs_epi16(u[k + 4], bcast4(y.qs + 16 + 4 * k)));
+            }
+            __m256i isum = _mm256_add_epi32(_mm256_madd_epi16(pa, ones), _mm256_madd_epi16(pb, ones));
+            isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(y.bias));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(d8, _mm256_set1_ps(y.d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
+}
+
 template <class Rec>
-void q4_dispatch(int64_t nb, const void* g, const Act* const* cols, int nc, float* out) {
+void q4_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
     switch (nc) {
         case 1: tile_q4<Rec, 1>(nb, g, cols, out); break;
         case 2: tile_q4<Rec, 2>(nb, g, cols, out); break;
@@ -100,12 +146,20 @@ void q4_dispatch(int64_t nb, const void* g, const Act* const* cols, int nc, floa
         default: tile_q4<Rec, 4>(nb, g, cols, out); break;
     }
 }
-void q8_0_dispatch(int64_t nb, const void* g, const Act* const* cols, int nc, float* out) {
+void q8_0_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
     switch (nc) {
         case 1: tile_q8_0<1>(nb, g, cols, out); break;
         case 2: tile_q8_0<2>(nb, g, cols, out); break;
         case 3: tile_q8_0<3>(nb, g, cols, out); break;
         default: tile_q8_0<4>(nb, g, cols, out); break;
+    }
+}
+void q5_0_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
+    switch (nc) {
+        case 1: tile_q5_0<1>(nb, g, cols, out); break;
+        case 2: tile_q5_0<2>(nb, g, cols, out); break;
+        case 3: tile_q5_0<3>(nb, g, cols, out); break;
+        default: tile_q5_0<4>(nb, g, cols, out); break;
     }
 }
 
@@ -122,6 +176,8 @@ const Kernels& kernels_avx2() {
         s.tile[(int)Type::Q4_0] = q4_dispatch<Q4_0x8>;
         s.tile[(int)Type::Q4_1] = q4_dispatch<Q4_1x8>;
         s.tile[(int)Type::Q8_0] = q8_0_dispatch;
+        s.tile[(int)Type::Q5_0] = q5_0_dispatch;
+        add_k_kernels_avx2(s);
         return s;
     }();
     return k;

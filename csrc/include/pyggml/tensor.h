@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "pyggml/op_table.h"
@@ -38,6 +39,9 @@ struct Tensor {
     int32_t flags = 0;
     Context* ctx = nullptr;
     int64_t id = 0;  // creation index within its context
+    // A backend's derived copy of constant data (the CPU's repacked weights, cpu/quant_repack.h),
+    // alive while its owner's handle is: expires by itself when the handle is dropped.
+    mutable std::weak_ptr<const void> derived;
 
     int64_t nelements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
     int64_t nrows() const { return ne[1] * ne[2] * ne[3]; }

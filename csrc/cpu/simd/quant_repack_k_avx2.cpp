@@ -1,0 +1,220 @@
+// AVX2 tile kernels of the repacked MUL_MAT path for the K-quants (q4_K, q5_K, q6_K;
+// bit-identical to the scalar tiles of quant_repack_scalar.cpp). Per record (one 256-value
+// super-block of 8 rows) and sub-block of 32 values, the weight slots are decoded once and serve
+// up to 4 columns. The sub-block scales enter the integer dot exactly: the 16-bit pair sums of
+// row r are multiplied by its scale in madd's second operand ((sc, sc) in 32-bit lane r), so the
+// 8 sub-blocks add up in 32-bit lanes, and one convert + one or two fma per super-block and
+// column update 8 outputs.
+#include <cstring>
+
+#include "cpu/quant_repack_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace pyggml::cpu::rp {
+namespace {
+
+inline __m256i bcast4(const int8_t* p) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+inline __m256i bcast8(const void* p) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return _mm256_set1_epi64x(v);
+}
+
+// 8 unsigned scale bytes (one per row) as (sc, sc) 16-bit pairs in 32-bit lane r.
+inline __m256i scales_u8(const uint8_t* p) {
+    const __m256i pick = _mm256_setr_epi8(0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1,  //
+                                          4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7, -1);
+    return _mm256_shuffle_epi8(bcast8(p), pick);
+}
+// The same for signed bytes: placed in the high byte, then shifted down with its sign.
+inline __m256i scales_i8(const int8_t* p) {
+    const __m256i pick = _mm256_setr_epi8(-1, 0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3,  //
+                                          -1, 4, -1, 4, -1, 5, -1, 5, -1, 6, -1, 6, -1, 7, -1, 7);
+    return _mm256_srai_epi16(_mm256_shuffle_epi8(bcast8(p), pick), 8);
+}
+
+// The 8 slots of one sub-block: low nibbles of 128 bytes (slots 2i and 2i + 1 share 32 bytes).
+inline void nibbles(const uint8_t* qs, __m256i* u) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    for (int i = 0; i < 4; ++i) {
+        const __m256i raw = _mm256_loadu_si256((const __m256i*)(qs + 32 * i));
+        u[2 * i] = _mm256_and_si256(raw, low);
+        u[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+    }
+}
+// Bit s of each byte of h to bit 4 of slot s (a 16-bit shift keeps it within its byte).
+inline void add_bit4(const uint8_t* qh, __m256i* u) {
+    const __m256i h = _mm256_loadu_si256((const __m256i*)qh), bit = _mm256_set1_epi8(0x10);
+    u[0] = _mm256_or_si256(u[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), bit));
+    u[1] = _mm256_or_si256(u[1], _mm256_and_si256(_mm256_slli_epi16(h, 3), bit));
+    u[2] = _mm256_or_si256(u[2], _mm256_and_si256(_mm256_slli_epi16(h, 2), bit));
+    u[3] = _mm256_or_si256(u[3], _mm256_and_si256(_mm256_slli_epi16(h, 1), bit));
+    u[4] = _mm256_or_si256(u[4], _mm256_and_si256(h, bit));
+    u[5] = _mm256_or_si256(u[5], _mm256_and_si256(_mm256_srli_epi16(h, 1), bit));
+    u[6] = _mm256_or_si256(u[6], _mm256_and_si256(_mm256_srli_epi16(h, 2), bit));
+    u[7] = _mm256_or_si256(u[7], _mm256_and_si256(_mm256_srli_epi16(h, 3), bit));
+}
+// Bits 2t, 2t + 1 of each byte of qh (slots 0..3) and qh + 32 (slots 4..7) to bits 4, 5.
+inline void add_bits45(const uint8_t* qh, __m256i* u) {
+    const __m256i two = _mm256_set1_epi8(0x30);
+    for (int half = 0; half < 2; ++half) {
+        const __m256i h = _mm256_loadu_si256((const __m256i*)(qh + 32 * half));
+        __m256i* v = u + 4 * half;
+        v[0] = _mm256_or_si256(v[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), two));
+        v[1] = _mm256_or_si256(v[1], _mm256_and_si256(_mm256_slli_epi16(h, 2), two));
+        v[2] = _mm256_or_si256(v[2], _mm256_and_si256(h, two));
+        v[3] = _mm256_or_si256(v[3], _mm256_and_si256(_mm256_srli_epi16(h, 2), two));
+    }
+}
+
+// Sum of maddubs over slots [k0, k1) of a sub-block against the column's 4-byte groups.
+inline __m256i pair_sums(const __m256i* u, const int8_t* y, int k0, int k1) {
+    __m256i p = _mm256_maddubs_epi16(u[k0], bcast4(y + 4 * k0));
+    for (int k = k0 + 1; k < k1; ++k) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[k], bcast4(y + 4 * k)));
+    return p;
+}
+
+// q4_K and q5_K. Pair sums reach 2 * 15 * 127 (q4: 8 slots fit 16 bits) or 2 * 31 * 127
+// (q5: 4 slots). The mins: lane r of m[p] holds (m_{r,2p}, m_{r,2p+1}), madd'ed with the
+// column's (bs32_{2p}, bs32_{2p+1}).
+template <class Rec, int NC>
+void tile_k4(int64_t nb, const void* group, const void* const* cols, float* out) {
+    constexpr bool five = sizeof(Rec) == sizeof(Q5_Kx8);
+    const Rec* g = (const Rec*)group;
+    __m256 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        const Rec& w = g[ib];
+        const ActK* y[NC];
+        for (int c = 0; c < NC; ++c) y[c] = (const ActK*)cols[c] + ib;
+        __m256i isum[NC];
+        for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            _mm_prefetch((const char*)(g + ib + 1) + 160 * j, _MM_HINT_T0);
+            __m256i u[8];
+            nibbles(w.qs + 128 * j, u);
+            if constexpr (five) add_bit4(w.qh + 32 * j, u);
+            const __m256i sc = scales_u8(w.sc + 8 * j);
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) {
+                const int8_t* yq = y[c]->qs + 32 * j;
+                if constexpr (five) {
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(pair_sums(u, yq, 0, 4), sc));
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(pair_sums(u, yq, 4, 8), sc));
+                } else {
+                    isum[c] = _mm256_add_epi32(isum[c], _mm256_madd_epi16(pair_sums(u, yq, 0, 8), sc));
+                }
+            }
+        }
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.d));
+        const __m256 dm8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.dmin));
+        __m256i m[4];
+        for (int p = 0; p < 4; ++p) m[p] = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)(w.m + 16 * p)));
+        for (int c = 0; c < NC; ++c) {
+            __m256i summ = _mm256_setzero_si256();
+            for (int p = 0; p < 4; ++p) {
+                int32_t pair;
+                std::memcpy(&pair, y[c]->bs32 + 2 * p, 4);
+                summ = _mm256_add_epi32(summ, _mm256_madd_epi16(m[p], _mm256_set1_epi32(pair)));
+            }
+            const __m256 dy = _mm256_set1_ps(y[c]->d);
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d8, dy), acc[c]);
+            acc[c] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(summ), _mm256_mul_ps(dm8, dy), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
+}
+
+// q6_K: levels 0..63 (pair sums up to 2 * 63 * 127: 2 slots fit 16 bits), one signed scale
+// per 16 values (4 slots); the level offset 32 comes out as 32 * sum_g sc_g * bs16_g.
+template <int NC>
+void tile_q6_k(int64_t nb, const void* group, const void* const* cols, float* out) {
+    const Q6_Kx8* g = (const Q6_Kx8*)group;
+    __m256 acc[NC];
+    for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        const Q6_Kx8& w = g[ib];
+        const ActK* y[NC];
+        for (int c = 0; c < NC; ++c) y[c] = (const ActK*)cols[c] + ib;
+        __m256i isum[NC];
+        for (int c = 0; c < NC; ++c) isum[c] = _mm256_setzero_si256();
+        for (int j = 0; j < 8; ++j) {
+            _mm_prefetch((const char*)(g + ib + 1) + 210 * j, _MM_HINT_T0);
+            __m256i u[8];
+            nibbles(w.qs + 128 * j, u);
+            add_bits45(w.qh + 64 * j, u);
+            const __m256i sa = scales_i8(w.sc + 8 * (2 * j)), sb = scales_i8(w.sc + 8 * (2 * j + 1));
+#pragma GCC unroll 4
+            for (int c = 0; c < NC; ++c) {
+                const int8_t* yq = y[c]->qs + 32 * j;
+                __m256i t = _mm256_add_epi32(_mm256_madd_epi16(pair_sums(u, yq, 0, 2), sa),
+                                             _mm256_madd_epi16(pair_sums(u, yq, 2, 4), sa));
+                t = _mm256_add_epi32(t, _mm256_madd_epi16(pair_sums(u, yq, 4, 6), sb));
+                t = _mm256_add_epi32(t, _mm256_madd_epi16(pair_sums(u, yq, 6, 8), sb));
+                isum[c] = _mm256_add_epi32(isum[c], t);
+            }
+        }
+        // lane r of o[p]: (sc_{r,2p}, sc_{r,2p+1}) as 16-bit
+        __m256i o[8];
+        for (int p = 0; p < 8; ++p) {
+            const __m128i x = _mm_loadu_si128((const __m128i*)(w.sc + 16 * p));
+            o[p] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(x, _mm_srli_si128(x, 8)));
+        }
+        const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.d));
+        for (int c = 0; c < NC; ++c) {
+            __m256i offs = _mm256_setzero_si256();
+            for (int p = 0; p < 8; ++p) {
+                int32_t pair;
+                std::memcpy(&pair, y[c]->bs16 + 2 * p, 4);
+                offs = _mm256_add_epi32(offs, _mm256_madd_epi16(o[p], _mm256_set1_epi32(pair)));
+            }
+            const __m256i is = _mm256_sub_epi32(isum[c], _mm256_slli_epi32(offs, 5));
+            acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(is), _mm256_mul_ps(d8, _mm256_set1_ps(y[c]->d)), acc[c]);
+        }
+    }
+    for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
+}
+
+template <class Rec>
+void k4_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
+    switch (nc) {
+        case 1: tile_k4<Rec, 1>(nb, g, cols, out); break;
+        case 2: tile_k4<Rec, 2>(nb, g, cols, out); break;
+        case 3: tile_k4<Rec, 3>(nb, g, cols, out); break;
+        default: tile_k4<Rec, 4>(nb, g, cols, out); break;
+    }
+}
+void q6_k_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
+    switch (nc) {
+        case 1: tile_q6_k<1>(nb, g, cols, out); break;
+        case 2: tile_q6_k<2>(nb, g, cols, out); break;
+        case 3: tile_q6_k<3>(nb, g, cols, out); break;
+        default: tile_q6_k<4>(nb, g, cols, out); break;
+    }
+}
+
+}  // namespace
+}  // namespace pyggml::cpu::rp
+
+#pragma GCC pop_options
+
+namespace pyggml::cpu::rp {
+void add_k_kernels_avx2(Kernels& k) {
+    k.tile[(int)Type::Q4_K] = k4_dispatch<Q4_Kx8>;
+    k.tile[(int)Type::Q5_K] = k4_dispatch<Q5_Kx8>;
+    k.tile[(int)Type::Q6_K] = q6_k_dispatch;
+}
+}  // namespace pyggml::cpu::rp
+#else
+namespace pyggml::cpu::rp {
+void add_k_kernels_avx2(Kernels&) {}
+}  // namespace pyggml::cpu::rp
+#endif
