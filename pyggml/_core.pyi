@@ -177,7 +177,7 @@ class Graph:
         """Write the graph in Graphviz dot format (leafs as boxes, nodes as ellipses)."""
 
 class RepackedWeights:
-    """A row-interleaved copy of a q4_0 / q4_1 / q8_0 weight tensor for the CPU's mul_mat; mul_mat nodes whose weights are that tensor use it while this object lives."""
+    """A row-interleaved copy of a q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K weight tensor for the CPU's mul_mat; mul_mat nodes whose weights are that tensor use it while this object lives."""
     def __init__(self, *args, **kwargs) -> typing.Any:
         """Initialize self.  See help(type(self)) for accurate signature."""
     def _pybind11_conduit_v1_(self, *args, **kwargs) -> typing.Any:
@@ -508,7 +508,7 @@ def relu_inplace(ctx: Context, a: Tensor) -> Tensor:
 def repack_supported(t: object) -> bool:
     """Whether repack_weights(t) can build a copy."""
 def repack_weights(t: object) -> RepackedWeights:
-    """Builds the repacked copy of constant weights t (contiguous q4_0 / q4_1 / q8_0 in host memory; NotImplementedError otherwise). Keep the returned object while t is used; its data must not change meanwhile. Results differ from the plain path's in rounding only and do not depend on the number of columns."""
+    """Builds the repacked copy of constant weights t (contiguous q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K in host memory; NotImplementedError otherwise). Keep the returned object while t is used; its data must not change meanwhile. Results differ from the plain path's in rounding only and do not depend on the number of columns."""
 def repeat(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Tile a to b's shape (each b.ne[i] a multiple of a.ne[i]); only b's shape is used."""
 def repeat_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIndex, ne1: typing.SupportsInt | typing.SupportsIndex, ne2: typing.SupportsInt | typing.SupportsIndex, ne3: typing.SupportsInt | typing.SupportsIndex) -> Tensor:

@@ -14,7 +14,7 @@ void bind_mul_mat(py::module_& m) {
            "n_tokens]; result f32 [M, n_used, n_tokens] with out[:, e, t] = as[ids[e, t]] . b[:, e % Nb, t].");
 
     py::class_<cpu::RepackedWeights, std::shared_ptr<cpu::RepackedWeights>>(m, "RepackedWeights",
-        "A row-interleaved copy of a q4_0 / q4_1 / q8_0 weight tensor for the CPU's mul_mat; "
+        "A row-interleaved copy of a q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K weight tensor for the CPU's mul_mat; "
         "mul_mat nodes whose weights are that tensor use it while this object lives.")
         .def_property_readonly("nbytes", [](const std::shared_ptr<cpu::RepackedWeights>& h) {
             return cpu::repack_bytes(h);
@@ -24,8 +24,8 @@ void bind_mul_mat(py::module_& m) {
         return std::const_pointer_cast<cpu::RepackedWeights>(
             cpu::repack_weights(to_tensor(t, "repack_weights", "t", true)));
     }, py::arg("t"), py::keep_alive<0, 1>(),
-          "Builds the repacked copy of constant weights t (contiguous q4_0 / q4_1 / q8_0 in host "
-          "memory; NotImplementedError otherwise). Keep the returned object while t is used; its data "
+          "Builds the repacked copy of constant weights t (contiguous q4_0 / q4_1 / q5_0 / q8_0 / q4_K / q5_K / q6_K in "
+          "host memory; NotImplementedError otherwise). Keep the returned object while t is used; its data "
           "must not change meanwhile. Results differ from the plain path's in rounding only and do "
           "not depend on the number of columns.");
     m.def("repack_supported", [](py::object t) {

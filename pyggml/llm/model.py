@@ -152,8 +152,9 @@ class Model:
 
     # ------------------------------------------------------------------ repacked weights
     def repack_weights(self) -> int:
-        """Give the CPU's mul_mat row-interleaved copies of the 2-D q4_0 / q4_1 / q8_0 weight
-        matrices (gg.repack_weights): every column count then runs one kernel whose results do
+        """Give the CPU's mul_mat row-interleaved copies of the 2-D weight
+        matrices of the types it takes (q4_0, q4_1, q5_0, q8_0, q4_K, q5_K, q6_K;
+        gg.repack_weights): every column count then runs one kernel whose results do
         not depend on the batch, faster for decode, verify batches and prompts alike. The token
         embedding is copied only when it is also the output matrix (tied); get_rows keeps
         reading the original. Costs about the copied tensors' size in memory; returns the bytes
