@@ -104,6 +104,35 @@ def test_dropping_the_handle_returns_to_the_plain_path(name):
     assert np.array_equal(values(out), plain), f"{name}: the plain path's bits after the handle is gone"
 
 
+def test_a_second_copy_replaces_the_first_and_either_drop_order_is_safe():
+    """The tensor refers to its newest copy only: dropping the older handle changes nothing,
+    dropping the newer one returns to the plain path even while the older one lives."""
+    rng = np.random.default_rng(48)
+    ctx = gg.Context(mem_size=16 << 20)
+    w, _ = new(ctx, gg.Q5_0, [32 * 6, 12], rng=rng)
+    x, _ = new(ctx, gg.F32, [32 * 6, 3], rng=rng)
+    out = gg.mul_mat(ctx, w, x)
+    compute(ctx, out)
+    plain = values(out).copy()
+    first = gg.repack_weights(w)
+    compute(ctx, out)
+    repacked = values(out).copy()
+    second = gg.repack_weights(w)
+    del first
+    gc.collect()
+    assert gg.has_repack(w)
+    compute(ctx, out)
+    assert np.array_equal(values(out), repacked)
+    third = gg.repack_weights(w)  # noqa: F841 (an older copy kept alive below)
+    older = second
+    del second
+    del third
+    gc.collect()
+    assert not gg.has_repack(w) and older.nbytes > 0
+    compute(ctx, out)
+    assert np.array_equal(values(out), plain)
+
+
 @pytest.mark.parametrize("name", list(TYPES))
 def test_broadcast_and_permuted_batches(name):
     """3-D weights broadcast over b's batches (2 -> 4 and 1 -> 2), b a permuted view: each
