@@ -28,7 +28,7 @@
 
 namespace pyggml::cpu {
 
-// One registered copy (built by repack_weights).
+// One repacked copy (built by repack_weights; its tensor refers to it through `derived`).
 struct RepackedWeights {
     const Tensor* tensor;
     const void* data;  // what it was built from: a node uses it only while these match
@@ -62,7 +62,7 @@ size_t repack_bytes(const RepackHandle& h);
 bool has_repack(const Tensor* t);
 
 // MUL_MAT hook: the repacked copy this node uses, or null (the plain path then runs).
-// Needs src0 registered and b's rows contiguous.
+// Needs src0 to hold a live copy built from its current data, and b's rows contiguous.
 RepackHandle repack_for_mul_mat(const Tensor* dst);
 void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedWeights& rw);
 size_t repack_mul_mat_work_size(const Tensor* dst, int n_threads);
