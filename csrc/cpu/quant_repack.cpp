@@ -36,11 +36,12 @@ RepackHandle lookup(const Tensor* t) {
 }
 
 // One source block's integer content: levels (unsigned; q8_0's values as they are), scales.
+// decode_block writes what put_row reads for the type (left uninitialized: it runs per block).
 struct Decoded {
     uint16_t d = 0, dmin = 0;
-    uint8_t lv[256] = {};
-    uint8_t sc[16] = {};  // q4_K / q5_K: 8 sub-block scales; q6_K: 16 (signed, as bytes)
-    uint8_t mn[8] = {};
+    uint8_t lv[256];
+    uint8_t sc[16];  // q4_K / q5_K: 8 sub-block scales; q6_K: 16 (signed, as bytes)
+    uint8_t mn[8];
 };
 
 // The 6-bit scale and min of sub-block j of a q4_K / q5_K block.
@@ -133,19 +134,25 @@ void put_nibbles(uint8_t* qs, int r, const uint8_t* lv) {
         for (int p = 0; p < 4; ++p)
             qs[32 * i + 4 * r + p] = uint8_t((lv[8 * i + p] & 15) | ((lv[8 * i + 4 + p] & 15) << 4));
 }
-// Fifth bits: bit s of qh[b] for slot s.
+// Fifth bits: bit s of qh[b] for slot s (the 4 bytes of row r are its own).
 void put_bit4(uint8_t* qh, int r, const uint8_t* lv) {
-    for (int k = 0; k < 32; ++k) qh[4 * r + k % 4] |= uint8_t(((lv[k] >> 4) & 1) << (k / 4));
+    for (int p = 0; p < 4; ++p) {
+        unsigned byte = 0;
+        for (int slot = 0; slot < 8; ++slot) byte |= ((lv[4 * slot + p] >> 4) & 1u) << slot;
+        qh[4 * r + p] = uint8_t(byte);
+    }
 }
 // Bits 4 and 5: bits 2t, 2t + 1 of qh[32 * (s / 4) + b] for slot s, t = s % 4.
 void put_bits45(uint8_t* qh, int r, const uint8_t* lv) {
-    for (int k = 0; k < 32; ++k) {
-        const int s = k / 4;
-        qh[32 * (s / 4) + 4 * r + k % 4] |= uint8_t(((lv[k] >> 4) & 3) << (2 * (s % 4)));
-    }
+    for (int half = 0; half < 2; ++half)
+        for (int p = 0; p < 4; ++p) {
+            unsigned byte = 0;
+            for (int t = 0; t < 4; ++t) byte |= ((lv[4 * (4 * half + t) + p] >> 4) & 3u) << (2 * t);
+            qh[32 * half + 4 * r + p] = uint8_t(byte);
+        }
 }
 
-// Row r's decoded block into its place in the (zeroed) record.
+// Row r's decoded block into its place in the record (zeroed: padding rows stay zero).
 void put_row(Type t, const Decoded& v, int r, char* rec) {
     switch (t) {
         case Type::Q8_0: {
@@ -292,7 +299,7 @@ RepackHandle repack_weights(const Tensor* t) {
     const size_t total = rw->mat_bytes * size_t(t->ne[2] * t->ne[3]);
     if (posix_memalign((void**)&rw->buf, 64, std::max<size_t>(total, 64)) != 0) rw->buf = nullptr;
     if (!rw->buf) throw OutOfMemoryError("repack_weights: cannot allocate " + std::to_string(total) + " bytes");
-    std::memset(rw->buf, 0, total);  // padding rows, and the bit fields put_row ORs into
+    std::memset(rw->buf, 0, total);  // padding rows
     const size_t rec = rp::record_bytes(t->type), src_block = type_traits(t->type).type_size;
     for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
