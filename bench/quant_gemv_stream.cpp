@@ -139,8 +139,10 @@ int main(int argc, char** argv) {
     printf("# K %lld x M %lld, %d threads, %d reps, GB/s: weight bytes / time (memcpy: 2 x 64 MiB / time)\n",
            (long long)K, (long long)M, T, reps);
     printf("# dot: pyggml's kernel on 4 KiB pages, dotH: on 2 MiB pages; gg: ggml's vec_dot (4 KiB); rd: read pass (4 KiB)\n");
-    printf("%-7s %6s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %6s %6s %6s\n", "type", "MB", "dot med", "dot min", "dotH md",
-           "dotH mn", "gg med", "gg min", "rd med", "rd min", "cp med", "cp min", "dH/cp", "@min", "dH/gg", "@min", "imbal");
+    printf("# dotD: dotH with 64-row chunks taken from a shared counter; ratios of medians but @min; imbal: max/min thread time\n");
+    printf("%-7s %6s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %7s %6s %6s %6s %6s %6s %6s %6s %6s\n", "type", "MB", "dot med",
+           "dot min", "dotH md", "dotH mn", "dotD md", "dotD mn", "gg med", "gg min", "rd med", "rd min", "cp med", "cp min",
+           "dH/cp", "@min", "dD/cp", "dH/gg", "dD/gg", "dD/dH", "imbal", "imbH");
     Type types[kTypeIdLimit];
     const int nt = valid_types(types);
     for (int ti = 0; ti < nt; ++ti) {
@@ -172,6 +174,15 @@ int main(int argc, char** argv) {
             split(M, i, T, a, b);
             for (int64_t r = a; r < b; ++r) kr.dot[(int)t](K, wh + r * rs, act.data(), 0, 1, &y[r], nv);
         };
+        // dotD: as dotH, but 64-row chunks claimed from a shared counter (what pyggml's
+        // backend does): a thread that starts late or runs slow takes fewer chunks
+        std::atomic<int64_t> next_chunk{0};
+        const int64_t chunk_rows = 64, n_chunks = (M + chunk_rows - 1) / chunk_rows;
+        auto dotd = [&](int) {
+            for (int64_t c; (c = next_chunk.fetch_add(1, std::memory_order_relaxed)) < n_chunks;)
+                for (int64_t r = c * chunk_rows; r < std::min(M, (c + 1) * chunk_rows); ++r)
+                    kr.dot[(int)t](K, wh + r * rs, act.data(), 0, 1, &y[r], nv);
+        };
         auto rd = [&](int i) {
             int64_t a, b;
             split((int64_t)nb / 128, i, T, a, b);
@@ -186,8 +197,8 @@ int main(int argc, char** argv) {
         auto cp = [&](int i) {
             if (i == 0) memcpy(cd, cs, cp_n);
         };
-        std::vector<double> td, tr, tc, tg, th, imb;
-        const int sides = g ? 5 : 4;
+        std::vector<double> td, tr, tc, tg, th, tdd, imb, imbh;
+        const int sides = g ? 6 : 5;
         for (int r = 0; r < 2; ++r) pool.go(dot), pool.go(rd), pool.go(cp);
         for (int r = 0; r < reps; ++r) {
             for (int s = 0; s < sides; ++s) {
@@ -202,7 +213,14 @@ int main(int argc, char** argv) {
                     }
                     case 1: tr.push_back(pool.go(rd)); break;
                     case 2: tc.push_back(pool.go(cp)); break;
-                    case 3: th.push_back(pool.go(doth)); break;
+                    case 3: {
+                        th.push_back(pool.go(doth));
+                        const double lo = *std::min_element(pool.secs.begin(), pool.secs.end());
+                        const double hi = *std::max_element(pool.secs.begin(), pool.secs.end());
+                        imbh.push_back(hi / lo);
+                        break;
+                    }
+                    case 4: next_chunk = 0, tdd.push_back(pool.go(dotd)); break;
                     default: tg.push_back(pool.go(gg)); break;
                 }
             }
@@ -212,8 +230,10 @@ int main(int argc, char** argv) {
         const double cm = 2.0 * cp_n / med(tc) * g_, cn = 2.0 * cp_n / mn(tc) * g_;
         const double gm = g ? nb / med(tg) * g_ : NAN, gn = g ? nb / mn(tg) * g_ : NAN;
         const double hm = nb / med(th) * g_, hn = nb / mn(th) * g_;
-        printf("%-7s %6.1f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f\n", tt.name,
-               nb / 1e6, dm, dn, hm, hn, gm, gn, rm, rn, cm, cn, hm / cm, hn / cn, hm / gm, hn / gn, med(imb));
+        const double dd = nb / med(tdd) * g_, ddn = nb / mn(tdd) * g_;
+        printf("%-7s %6.1f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %7.2f %6.2f %6.2f %6.2f %6.2f %6.2f"
+               " %6.2f %6.2f %6.2f\n", tt.name, nb / 1e6, dm, dn, hm, hn, dd, ddn, gm, gn, rm, rn, cm, cn, hm / cm, hn / cn,
+               dd / cm, hm / gm, dd / gm, dd / hm, med(imb), med(imbh));
         fflush(stdout);
         free(wb), free(wh);
     }

@@ -121,6 +121,7 @@ struct Step {
 struct alignas(64) ShareCounters {
     std::atomic<int> taken{0};
     std::atomic<int> finished{0};
+    std::atomic<int64_t> units{0};  // the kernel's own work counter (ComputeParams::node_counter)
 };
 
 // How long a thread waiting for the previous step spins, then polls between yields of its
@@ -263,6 +264,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
                 wait_for(k);
                 ComputeParams q = p;
                 q.no_barrier = true;
+                q.node_counter = &counters[k].units;
                 for (int s; (s = counters[k].taken.fetch_add(1, std::memory_order_relaxed)) < n_threads;) {
                     q.ith = s;
                     kernel(n, q);

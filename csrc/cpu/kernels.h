@@ -4,6 +4,7 @@
 // defined in csrc/cpu/<family>.cpp. Kernels never validate user input: the constructor did.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 
@@ -21,6 +22,11 @@ struct ComputeParams {
     // backend does so only for kernels that never meet the other threads): a barrier then
     // is a bug in the schedule's list of barrier-free ops, reported instead of a hang.
     bool no_barrier = false;
+    // Set for barrier-free shares only: zero when the node starts, shared by all its shares
+    // (the backend keeps one per step), so such a kernel can hand out its work dynamically
+    // with no barrier. A kernel that ran another kernel twice in one node would have to clear
+    // it for the inner calls (none does: those that nest have barriers, and get none).
+    std::atomic<int64_t>* node_counter = nullptr;
     void barrier() const {
         if (no_barrier) throw std::logic_error("cpu: a kernel scheduled as barrier-free met a barrier");
         if (pool && nth > 1) pool->barrier();

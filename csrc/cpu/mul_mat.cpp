@@ -5,9 +5,9 @@
 // Two paths:
 //   - dot path (few columns; MUL_MAT_ID's in mul_mat_id.cpp): b converted once into wdata, barrier, then
 //     chunks of weight rows are taken from a shared counter (small b: converted by every
-//     thread, rows split evenly, no barrier); each row, or pair of rows where the kernel set
-//     has two-row dots, is dotted with up to 4 columns at a time (kernels in simd/, picked at
-//     run time);
+//     thread and no barrier, the chunks taken from the node's own counter, which the backend
+//     zeroes); each row, or pair of rows where the kernel set has two-row dots, is dotted with
+//     up to 4 columns at a time (kernels in simd/, picked at run time);
 //   - GEMM path (many columns): mul_mat_qgemm.h for block weights (bit-identical to their
 //     dot path).
 // Weights with a live repacked copy (quant_repack.h) take its driver, for every column count.
@@ -109,7 +109,8 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
             }
         }
     };
-    run_mul_mat_units(p, units, priv || !convert, run_unit);
+    if (priv || !convert) run_barrier_free_units(p, units, run_unit);
+    else run_mul_mat_units(p, units, false, run_unit);
 }
 
 }  // namespace
