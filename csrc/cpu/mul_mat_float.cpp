@@ -232,9 +232,9 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const int64_t m = m0 + ip * MR;
                 pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
             }
-            // Each sweep of the weight panels also prefetches, a slice per tile, the next
-            // column panel's values into L1 (from L3: all of a K block's columns exceed L2)
-            // and its outputs (read back after the first block).
+            // Each sweep of the weight panels also prefetches, a slice per tile spread over the
+            // tile's run, the next column panel's values (from L3: all of a K block's columns
+            // exceed L2); a burst of them before each tile stalled on the L1 miss buffers.
             const int64_t b_lines = (nq * NR * V * int64_t(sizeof(float)) + 63) / 64;
             const int64_t lines_per_tile = (b_lines + mp - 1) / mp;
             for (int64_t n = c0; n < c1; n += NR) {
@@ -242,22 +242,13 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const char* bnext = (const char*)(bp + pfl);
                 const bool has_next = n + NR < c1;
                 const int nv = (int)std::min<int64_t>(NR, c1 - n);
-                const int nv_next = (int)std::min<int64_t>(NR, c1 - n - NR);
                 for (int64_t ip = 0; ip < mp; ++ip) {
                     const int64_t m = m0 + ip * MR;
                     const int mv = (int)std::min<int64_t>(MR, m1 - m);
                     float* c = cbase + n * ldc + m;
-                    if (has_next) {
-                        for (int64_t l = ip * lines_per_tile; l < std::min(b_lines, (ip + 1) * lines_per_tile); ++l)
-                            __builtin_prefetch(bnext + l * 64, 0, 3);
-                        for (int j = 0; j < nv_next; ++j) {  // once per output line
-                            const float* first = c + (NR + j) * ldc;
-                            const uintptr_t l0 = uintptr_t(first) / 64, l1 = uintptr_t(first + mv - 1) / 64;
-                            if (ip == 0 || uintptr_t(first - 1) / 64 != l0) __builtin_prefetch(first, 1, 3);
-                            if (l1 != l0) __builtin_prefetch(first + mv - 1, 1, 3);
-                        }
-                    }
-                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0);
+                    const int64_t l0 = std::min(b_lines, ip * lines_per_tile);
+                    const int pf_lines = has_next ? (int)(std::min(b_lines, l0 + lines_per_tile) - l0) : 0;
+                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
                 }
             }
         }

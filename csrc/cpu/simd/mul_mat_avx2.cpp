@@ -232,12 +232,21 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m256* acc) {
     acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
 }
 
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char* pf, int pf_lines) {
     constexpr int kAcc = 2 * kFloatNR;
     const int64_t as = nq * kFloatMR, bs = nq * kFloatNR;  // floats between two lanes' slices
+    if (accumulate)  // the outputs read back at the end
+        for (int j = 0; j < nv; ++j) {
+            _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + j * ldc + mv - 1), _MM_HINT_T0);
+        }
     __m256 x[kAcc], y[kAcc], t0[kAcc];
+    int pass = 0;
     // the tree's pairs: t_0 from lanes 0, 4 and 2, 6; t_1 from lanes 1, 5 and 3, 7
     auto pair = [&](int l, __m256* s) {
+        for (int i = 0; i < 2; ++i, ++pass)  // a share of the prefetches before each pass
+            for (int k = pass * pf_lines / 8; k < (pass + 1) * pf_lines / 8; ++k) _mm_prefetch(pf + k * 64, _MM_HINT_T0);
         lane_pass(nq, ap + l * as, bp + l * bs, x);
         lane_pass(nq, ap + (l + 4) * as, bp + (l + 4) * bs, s);
         for (int i = 0; i < kAcc; ++i) s[i] = _mm256_add_ps(x[i], s[i]);

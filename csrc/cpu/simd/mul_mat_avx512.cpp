@@ -147,7 +147,8 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 
 // 4 rows x 6 columns: 24 accumulators, 4 weight vectors, one column vector at a time.
 constexpr int kFloatMR = 4, kFloatNR = 6;
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char*, int) {
     __m512 acc[kFloatNR][kFloatMR];
     for (int j = 0; j < kFloatNR; ++j)
         for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_setzero_ps();

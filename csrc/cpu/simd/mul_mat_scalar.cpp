@@ -55,7 +55,8 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 }
 
 constexpr int kFloatMR = 4, kFloatNR = 4;
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char*, int) {
     float acc[kFloatNR][kFloatMR][kLanes] = {};
     for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes)
         for (int j = 0; j < kFloatNR; ++j)
