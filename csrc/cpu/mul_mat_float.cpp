@@ -20,11 +20,12 @@ using namespace mm;
 
 namespace {
 
-// From this many columns the packed GEMM is faster than the direct tiles (measured on AVX2 with
-// bench/compare_ggml.py-sized weights, K = M = 4096): f16 weights read in place and widened in
-// registers (F16C) stay ahead of packing up to a thousand columns; f32 / bf16 gain from packing
-// from 64 (f32 rows at power-of-two strides conflict in L2 unless packed).
-int64_t packed_min_columns(Type w) { return w == Type::F16 ? 1024 : 64; }
+// From this many columns the packed GEMM is faster than the direct tiles, for every weight type
+// (AVX2, bench/compare_ggml.py-sized weights, K = M = 4096, and the tiny F16 model's prompt:
+// f16 weights read in place and widened in registers were ahead of the dot-product tiles'
+// packing up to a thousand columns, and are level with or behind the outer-product tiles from
+// 64: the tiny F16 model's pp128 / pp512 ran 20-30% faster packed).
+constexpr int64_t kPackedMinColumns = 64;
 constexpr int64_t kDirectColBlock = 64;
 // Weights of at most this many values (a small model's projections: 128 x 384 is 192 KiB in f32)
 // stay in L2 whole, so the packed GEMM's re-sweeps of the column panels cost little there: it
@@ -41,7 +42,7 @@ const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa());
 
 bool use_packed(const Tensor* dst) {
     const Tensor* a = dst->src[0];
-    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= packed_min_columns(a->type);
+    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= kPackedMinColumns;
 }
 
 // ---- direct path
