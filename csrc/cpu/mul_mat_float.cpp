@@ -276,7 +276,21 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         int64_t mblocks = (s.M + mc - 1) / mc;
         if (p.nth > 1) mblocks = std::max(mblocks, (kMinTasksPerThread * p.nth + col_tasks - 1) / col_tasks);
         mblocks = std::min(mpanels, (mblocks + p.nth - 1) / p.nth * p.nth);
-        auto m_bound = [&](int64_t i) { return std::min(s.M, i * mpanels / mblocks * MR); };
+        // With several threads the last row blocks of a sweep shrink (each takes at most a
+        // (2 nth)-th of the panels left), so the threads end within a small task of each other.
+        std::vector<int64_t> bounds{0};  // in panels
+        if (p.nth > 1 && col_tasks == 1) {
+            const int64_t most = (mpanels + mblocks - 1) / mblocks;
+            for (int64_t left = mpanels; left > 0;) {
+                const int64_t take = std::clamp<int64_t>((left + 2 * p.nth - 1) / (2 * p.nth), 1, most);
+                bounds.push_back(bounds.back() + take);
+                left -= take;
+            }
+        } else {
+            for (int64_t i = 1; i <= mblocks; ++i) bounds.push_back(i * mpanels / mblocks);
+        }
+        mblocks = (int64_t)bounds.size() - 1;
+        auto m_bound = [&](int64_t i) { return std::min(s.M, bounds[i] * MR); };
         std::vector<int64_t> first_task(pieces.size() + 1, 0);
         for (size_t i = 0; i < pieces.size(); ++i) first_task[i + 1] = first_task[i] + mblocks * nblocks_of(pieces[i]);
         std::atomic<int64_t>* counter = work_counter(p);
