@@ -193,7 +193,10 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const size_t pfl = panel_floats(s, fk);
     const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / pfl) * NR);
 
-    std::vector<float> tmp, col(size_t(s.kq) * V);
+    // Columns are converted into kq * V values each (zero past K), unless f32 columns of f32
+    // weights with whole chunks can be packed straight from b.
+    const bool in_place = w == Type::F32 && b->type == Type::F32 && s.K % V == 0;
+    std::vector<float> tmp, cols_buf(in_place ? 0 : size_t(NR) * s.kq * V);
     auto panels_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + NR - 1) / NR; };
 
     auto pack_b = [&](const std::vector<Piece>& pieces) {
@@ -202,21 +205,25 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         int64_t r0, r1;
         split_range(total, p.ith, p.nth, r0, r1);
         int64_t base = 0;
+        const float* cols[kMaxFloatNR];
         for (auto& pc : pieces) {
             const int64_t np = panels_of(pc);
             const int64_t i12 = pc.batch % ne12, i13 = pc.batch / ne12;
             for (int64_t jp = std::max<int64_t>(0, r0 - base); jp < std::min(np, r1 - base); ++jp) {
-                float* out = bpack + pc.off + jp * pfl;
                 for (int j = 0; j < NR; ++j) {
                     const int64_t n = pc.n0 + jp * NR + j;
-                    if (n < pc.n1) {
-                        convert_act(kr, w, b->type, b->row(n, i12, i13), s.K, col.data(), tmp);
-                        std::fill(col.begin() + s.K, col.end(), 0.0f);
+                    if (n >= pc.n1) {
+                        cols[j] = nullptr;
+                    } else if (in_place) {
+                        cols[j] = (const float*)b->row(n, i12, i13);
                     } else {
-                        std::fill(col.begin(), col.end(), 0.0f);
+                        float* col = cols_buf.data() + size_t(j) * s.kq * V;
+                        convert_act(kr, w, b->type, b->row(n, i12, i13), s.K, col, tmp);
+                        std::fill(col + s.K, col + s.kq * V, 0.0f);
+                        cols[j] = col;
                     }
-                    fk.pack_b(col.data(), j, s.kq, out);
                 }
+                fk.pack_b(cols, s.kq, bpack + pc.off + jp * pfl);
             }
             base += np;
         }

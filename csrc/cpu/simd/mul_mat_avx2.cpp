@@ -319,18 +319,27 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
         }
     }
 }
-// Column j's kq chunks into a panel of whole K: block i (chunks [i * 64, ...), nq of them)
-// starts at float i * 64 * 48 and holds the block's layout above.
-void pack_b(const float* col, int j, int64_t kq, float* bp) {
+// A panel of whole K: block i (chunks [i * 64, ...), nq of them) starts at float i * 64 * 48 and
+// holds the block's layout above; per chunk the six columns' vectors are transposed so that
+// lane l's six values are stored together.
+void pack_b(const float* const* cols, int64_t kq, float* bp) {
     for (int64_t q0 = 0; q0 < kq; q0 += kBlockChunks) {
         const int64_t nq = std::min(kBlockChunks, kq - q0);
-        float* blk = bp + q0 * kFloatNR * kLanes + j;
+        float* blk = bp + q0 * kFloatNR * kLanes;
         for (int64_t q = 0; q < nq; ++q) {
-            const float* v = col + (q0 + q) * kLanes;
-            for (int l = 0; l < kLanes; ++l) blk[(l * nq + q) * kFloatNR] = v[l];
+            __m256 v[kLanes];
+            for (int j = 0; j < kLanes; ++j)
+                v[j] = j < kFloatNR && cols[j] ? _mm256_loadu_ps(cols[j] + (q0 + q) * kLanes) : _mm256_setzero_ps();
+            transpose8(v);
+            for (int l = 0; l < kLanes; ++l) {
+                float* out = blk + (l * nq + q) * kFloatNR;
+                _mm_storeu_ps(out, _mm256_castps256_ps128(v[l]));
+                _mm_storel_pi((__m64*)(out + 4), _mm256_extractf128_ps(v[l], 1));
+            }
         }
     }
 }
+
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
 template <class W>
 void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {

@@ -184,8 +184,10 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
         if (tail) _mm512_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
     }
 }
-void pack_b(const float* col, int j, int64_t kq, float* bp) {
-    for (int64_t q = 0; q < kq; ++q) _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm512_loadu_ps(col + q * kLanes));
+void pack_b(const float* const* cols, int64_t kq, float* bp) {
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int64_t q = 0; q < kq; ++q)
+            _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, cols[j] ? _mm512_loadu_ps(cols[j] + q * kLanes) : _mm512_setzero_ps());
 }
 
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
