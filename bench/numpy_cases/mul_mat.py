@@ -157,10 +157,14 @@ def cases(n_threads, wants=lambda name: True, reps_scale=1):
 
 
 def fma_peak(n_threads):
-    """The f32 FMA peak of n_threads cores in GFLOP/s (bench_ops' fma_peak case), or None."""
+    """The f32 FMA peak of n_threads cores in GFLOP/s (bench_ops' fma_peak case, best of 3), or None."""
     exe = Path(__file__).resolve().parents[2] / "build" / "bench_ops"
     if not exe.exists():
         return None
-    r = subprocess.run([str(exe), "-t", str(n_threads), "fma_peak"], capture_output=True, text=True)
-    m = re.search(r"fma_peak f32 avx2\s+([0-9.]+)", r.stdout)
-    return float(m.group(1)) if m else None
+    best = None
+    for _ in range(3):  # the best of three: a run that shares a core with another process reads low
+        r = subprocess.run([str(exe), "-t", str(n_threads), "fma_peak"], capture_output=True, text=True)
+        m = re.search(r"fma_peak f32 avx2\s+([0-9.]+)", r.stdout)
+        if m:
+            best = max(best or 0.0, float(m.group(1)))
+    return best
