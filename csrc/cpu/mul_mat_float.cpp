@@ -270,8 +270,8 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         // Row blocks of at most mc rows (fewer for small weights), as many as a multiple of the
         // threads (equal tasks end together) and, with several threads, at least
         // kMinTasksPerThread tasks per thread (a thread that finds the counter exhausted waits
-        // for the others' last tasks: 1024^3 on 2 threads ran 5-10% faster with 16 tasks than
-        // with 12); column blocks of at most nc, of equal width (no thin last block repacking all
+        // for the others' last tasks; 1024^3 on 2 loaded cores: 16 tasks level with or slightly
+        // ahead of 12); column blocks of at most nc, of equal width (no thin last block repacking all
         // of its weights for a few columns). Boundaries on whole panels.
         const int64_t mpanels = (s.M + MR - 1) / MR;
         const int64_t mc = s.M * s.K <= kSmallWeightValues
