@@ -9,7 +9,10 @@ bandwidth advantage of computing on the compressed weights.
 """
 import ctypes
 import os
+import re
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -48,15 +51,51 @@ def _best(fn, reps=5):
     return min(ts)
 
 
+def _helper_threads_cpu_ns():
+    """CPU nanoseconds run so far by this process's threads other than the calling one."""
+    me = str(threading.get_native_id())
+    total = 0
+    for tid in os.listdir("/proc/self/task"):
+        if tid == me:
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def quiesce(max_s=0.5, window_s=0.01):
+    """Wait until no other thread of the process runs (at most max_s). After a call OpenBLAS's
+    workers spin for about 0.1 s (measured here: 60-100% of a core each), so a side timed right
+    after numpy's shares the cores with them: on 2 cores a 20 ms GEMM read at 0.5-0.65 of its
+    speed. pyggml's pool sleeps within 50 us."""
+    if not os.path.exists("/proc/self/task"):
+        time.sleep(0.15)
+        return
+    end = time.perf_counter() + max_s
+    prev = _helper_threads_cpu_ns()
+    while time.perf_counter() < end:
+        time.sleep(window_s)
+        cur = _helper_threads_cpu_ns()
+        if cur - prev < window_s * 1e9 * 0.02:
+            return
+        prev = cur
+
+
 def _alternate(fa, fb, reps, n_threads):
-    """Best-of-reps seconds of fa and fb, run alternately after a warm-up of each. On one thread
-    the process CPU time is read: on a shared machine it leaves out the time other processes
-    hold the core, so the ratio stays meaningful under load (both sides run on this thread)."""
+    """Best-of-reps seconds of fa and fb, run alternately after a warm-up of each, each started
+    once the other's threads have gone idle (quiesce). On one thread the process CPU time is
+    read: on a shared machine it leaves out the time other processes hold the core, so the ratio
+    stays meaningful under load (both sides run on this thread)."""
     clock = time.process_time if n_threads == 1 else time.perf_counter
     fa(), fb()
     ta, tb = [], []
     for _ in range(reps):
         for f, ts in ((fa, ta), (fb, tb)):
+            if n_threads > 1:
+                quiesce()
             t0 = clock()
             f()
             ts.append(clock() - t0)
@@ -104,6 +143,28 @@ def cases(n_threads, wants=lambda name: True, reps_scale=1):
         t, name = row["type"], row["name"]
         shapes.append((f"mul_mat {name} gemv K4096 M14336 N1", t, 4096, 14336, 1, 7))
         shapes.append((f"mul_mat {name} gemm K4096 M14336 N128", t, 4096, 14336, 128, 3))
+    peak = None
+    if any(wants(c[0]) and " gemm " in c[0] for c in shapes):
+        peak = fma_peak(n_threads)
+        print(f"# FMA peak ({n_threads} threads, build/bench_ops fma_peak): "
+              f"{f'{peak:.1f} GFLOP/s' if peak else 'n/a (bench_ops not built)'}", flush=True)
     for case, t, K, M, N, reps in shapes:
         if wants(case):
-            yield (case, *_case(gg, np, n_threads, t, K, M, N, reps * reps_scale), "GFLOP/s")
+            ours, theirs = _case(gg, np, n_threads, t, K, M, N, reps * reps_scale)
+            if peak and " gemm " in case:
+                print(f"#   {case}: pyggml {ours / peak:.2f}, numpy {theirs / peak:.2f} of the FMA peak", flush=True)
+            yield (case, ours, theirs, "GFLOP/s")
+
+
+def fma_peak(n_threads):
+    """The f32 FMA peak of n_threads cores in GFLOP/s (bench_ops' fma_peak case, best of 3), or None."""
+    exe = Path(__file__).resolve().parents[2] / "build" / "bench_ops"
+    if not exe.exists():
+        return None
+    best = None
+    for _ in range(3):  # the best of three: a run that shares a core with another process reads low
+        r = subprocess.run([str(exe), "-t", str(n_threads), "fma_peak"], capture_output=True, text=True)
+        m = re.search(r"fma_peak f32 avx2\s+([0-9.]+)", r.stdout)
+        if m:
+            best = max(best or 0.0, float(m.group(1)))
+    return best

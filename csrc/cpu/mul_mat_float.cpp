@@ -20,11 +20,12 @@ using namespace mm;
 
 namespace {
 
-// From this many columns the packed GEMM is faster than the direct tiles (measured on AVX2 with
-// bench/compare_ggml.py-sized weights, K = M = 4096): f16 weights read in place and widened in
-// registers (F16C) stay ahead of packing up to a thousand columns; f32 / bf16 gain from packing
-// from 64 (f32 rows at power-of-two strides conflict in L2 unless packed).
-int64_t packed_min_columns(Type w) { return w == Type::F16 ? 1024 : 64; }
+// From this many columns the packed GEMM is faster than the direct tiles, for every weight type
+// (AVX2, bench/compare_ggml.py-sized weights, K = M = 4096, and the tiny F16 model's prompt:
+// f16 weights read in place and widened in registers were ahead of the dot-product tiles'
+// packing up to a thousand columns, and are level with or behind the outer-product tiles from
+// 64: the tiny F16 model's pp128 / pp512 ran 20-30% faster packed).
+constexpr int64_t kPackedMinColumns = 64;
 constexpr int64_t kDirectColBlock = 64;
 // Weights of at most this many values (a small model's projections: 128 x 384 is 192 KiB in f32)
 // stay in L2 whole, so the packed GEMM's re-sweeps of the column panels cost little there: it
@@ -35,12 +36,13 @@ constexpr int64_t kDirectColBlock = 64;
 constexpr int64_t kSmallWeightValues = int64_t(1) << 16;
 constexpr int64_t kSmallWeightBlockRows = 32;
 constexpr size_t kPackBudget = size_t(32) << 20;
+constexpr int64_t kMinTasksPerThread = 8;
 
 const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa()); }
 
 bool use_packed(const Tensor* dst) {
     const Tensor* a = dst->src[0];
-    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= packed_min_columns(a->type);
+    return a->ne[0] > 0 && a->ne[1] >= 16 && dst->ne[1] >= kPackedMinColumns;
 }
 
 // ---- direct path
@@ -191,7 +193,10 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const size_t pfl = panel_floats(s, fk);
     const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / pfl) * NR);
 
-    std::vector<float> tmp, col(size_t(s.kq) * V);
+    // Columns are converted into kq * V values each (zero past K), unless f32 columns of f32
+    // weights with whole chunks can be packed straight from b.
+    const bool in_place = w == Type::F32 && b->type == Type::F32 && s.K % V == 0;
+    std::vector<float> tmp, cols_buf(in_place ? 0 : size_t(NR) * s.kq * V);
     auto panels_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + NR - 1) / NR; };
 
     auto pack_b = [&](const std::vector<Piece>& pieces) {
@@ -200,21 +205,25 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         int64_t r0, r1;
         split_range(total, p.ith, p.nth, r0, r1);
         int64_t base = 0;
+        const float* cols[kMaxFloatNR];
         for (auto& pc : pieces) {
             const int64_t np = panels_of(pc);
             const int64_t i12 = pc.batch % ne12, i13 = pc.batch / ne12;
             for (int64_t jp = std::max<int64_t>(0, r0 - base); jp < std::min(np, r1 - base); ++jp) {
-                float* out = bpack + pc.off + jp * pfl;
                 for (int j = 0; j < NR; ++j) {
                     const int64_t n = pc.n0 + jp * NR + j;
-                    if (n < pc.n1) {
-                        convert_act(kr, w, b->type, b->row(n, i12, i13), s.K, col.data(), tmp);
-                        std::fill(col.begin() + s.K, col.end(), 0.0f);
+                    if (n >= pc.n1) {
+                        cols[j] = nullptr;
+                    } else if (in_place) {
+                        cols[j] = (const float*)b->row(n, i12, i13);
                     } else {
-                        std::fill(col.begin(), col.end(), 0.0f);
+                        float* col = cols_buf.data() + size_t(j) * s.kq * V;
+                        convert_act(kr, w, b->type, b->row(n, i12, i13), s.K, col, tmp);
+                        std::fill(col + s.K, col + s.kq * V, 0.0f);
+                        cols[j] = col;
                     }
-                    fk.pack_b(col.data(), j, s.kq, out);
                 }
+                fk.pack_b(cols, s.kq, bpack + pc.off + jp * pfl);
             }
             base += np;
         }
@@ -232,9 +241,9 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const int64_t m = m0 + ip * MR;
                 pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
             }
-            // Each sweep of the weight panels also prefetches, a slice per tile, the next
-            // column panel's values into L1 (from L3: all of a K block's columns exceed L2)
-            // and its outputs (read back after the first block).
+            // Each sweep of the weight panels also prefetches, a slice per tile spread over the
+            // tile's run, the next column panel's values (from L3: all of a K block's columns
+            // exceed L2); a burst of them before each tile stalled on the L1 miss buffers.
             const int64_t b_lines = (nq * NR * V * int64_t(sizeof(float)) + 63) / 64;
             const int64_t lines_per_tile = (b_lines + mp - 1) / mp;
             for (int64_t n = c0; n < c1; n += NR) {
@@ -242,22 +251,13 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 const char* bnext = (const char*)(bp + pfl);
                 const bool has_next = n + NR < c1;
                 const int nv = (int)std::min<int64_t>(NR, c1 - n);
-                const int nv_next = (int)std::min<int64_t>(NR, c1 - n - NR);
                 for (int64_t ip = 0; ip < mp; ++ip) {
                     const int64_t m = m0 + ip * MR;
                     const int mv = (int)std::min<int64_t>(MR, m1 - m);
                     float* c = cbase + n * ldc + m;
-                    if (has_next) {
-                        for (int64_t l = ip * lines_per_tile; l < std::min(b_lines, (ip + 1) * lines_per_tile); ++l)
-                            __builtin_prefetch(bnext + l * 64, 0, 3);
-                        for (int j = 0; j < nv_next; ++j) {  // once per output line
-                            const float* first = c + (NR + j) * ldc;
-                            const uintptr_t l0 = uintptr_t(first) / 64, l1 = uintptr_t(first + mv - 1) / 64;
-                            if (ip == 0 || uintptr_t(first - 1) / 64 != l0) __builtin_prefetch(first, 1, 3);
-                            if (l1 != l0) __builtin_prefetch(first + mv - 1, 1, 3);
-                        }
-                    }
-                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0);
+                    const int64_t l0 = std::min(b_lines, ip * lines_per_tile);
+                    const int pf_lines = has_next ? (int)(std::min(b_lines, l0 + lines_per_tile) - l0) : 0;
+                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
                 }
             }
         }
@@ -268,17 +268,36 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         pack_b(pieces);
         p.barrier();
         // Row blocks of at most mc rows (fewer for small weights), as many as a multiple of the
-        // threads (equal tasks end together); column blocks of at most nc, of equal width (no
-        // thin last block repacking all of its weights for a few columns). Boundaries on whole
-        // panels.
+        // threads (equal tasks end together) and, with several threads, at least
+        // kMinTasksPerThread tasks per thread (a thread that finds the counter exhausted waits
+        // for the others' last tasks; 1024^3 on 2 loaded cores: 16 tasks level with or slightly
+        // ahead of 12); column blocks of at most nc, of equal width (no thin last block repacking all
+        // of its weights for a few columns). Boundaries on whole panels.
         const int64_t mpanels = (s.M + MR - 1) / MR;
         const int64_t mc = s.M * s.K <= kSmallWeightValues
                                ? std::clamp<int64_t>(kSmallWeightBlockRows / MR * MR, MR, fk.mc)
                                : fk.mc;
-        int64_t mblocks = (s.M + mc - 1) / mc;
-        mblocks = std::min(mpanels, (mblocks + p.nth - 1) / p.nth * p.nth);
-        auto m_bound = [&](int64_t i) { return std::min(s.M, i * mpanels / mblocks * MR); };
         auto nblocks_of = [&](const Piece& pc) { return (pc.n1 - pc.n0 + fk.nc - 1) / fk.nc; };
+        int64_t col_tasks = 0;
+        for (auto& pc : pieces) col_tasks += nblocks_of(pc);
+        int64_t mblocks = (s.M + mc - 1) / mc;
+        if (p.nth > 1) mblocks = std::max(mblocks, (kMinTasksPerThread * p.nth + col_tasks - 1) / col_tasks);
+        mblocks = std::min(mpanels, (mblocks + p.nth - 1) / p.nth * p.nth);
+        // With several threads the last row blocks of a sweep shrink (each takes at most a
+        // (2 nth)-th of the panels left), so the threads end within a small task of each other.
+        std::vector<int64_t> bounds{0};  // in panels
+        if (p.nth > 1 && col_tasks == 1) {
+            const int64_t most = (mpanels + mblocks - 1) / mblocks;
+            for (int64_t left = mpanels; left > 0;) {
+                const int64_t take = std::clamp<int64_t>((left + 2 * p.nth - 1) / (2 * p.nth), 1, most);
+                bounds.push_back(bounds.back() + take);
+                left -= take;
+            }
+        } else {
+            for (int64_t i = 1; i <= mblocks; ++i) bounds.push_back(i * mpanels / mblocks);
+        }
+        mblocks = (int64_t)bounds.size() - 1;
+        auto m_bound = [&](int64_t i) { return std::min(s.M, bounds[i] * MR); };
         std::vector<int64_t> first_task(pieces.size() + 1, 0);
         for (size_t i = 0; i < pieces.size(); ++i) first_task[i + 1] = first_task[i] + mblocks * nblocks_of(pieces[i]);
         std::atomic<int64_t>* counter = work_counter(p);

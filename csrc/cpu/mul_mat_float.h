@@ -40,13 +40,16 @@ using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int ro
 // One packed tile: ap holds nq chunks of mr weight rows (ap[(q * mr + r) * lanes + l]), bp nq
 // chunks of nr columns (bp[(q * nr + j) * lanes + l]); writes the block values of the mv x nv
 // valid outputs to c[j * ldc + r], or adds them to c where `accumulate` (the blocks after the first).
+// While it runs it may prefetch the pf_lines cache lines from pf (the next column panel's).
 using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv,
-                              bool accumulate);
+                              bool accumulate, const char* pf, int pf_lines);
 // Packs one panel of mr weight rows for `ap`: values [k0, k0 + kc) of rows r < rows (a + r *
 // a_stride bytes) widened to f32, zero past kc (to a whole chunk) and for rows >= rows.
 using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
-// Stores column j (kq * lanes f32 values, zero-padded) into a panel of nr columns for `bp`.
-using FloatPackBFn = void (*)(const float* col, int j, int64_t kq, float* bp);
+// Packs one panel of nr columns for `bp`: cols[j] (j < nr) holds kq * lanes f32 values of column
+// j (zero past K), or is null for a column past the last (zeros).
+constexpr int kMaxFloatNR = 8;
+using FloatPackBFn = void (*)(const float* const* cols, int64_t kq, float* bp);
 
 struct FloatKernels {
     int lanes;

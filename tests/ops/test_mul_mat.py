@@ -4,7 +4,7 @@ Every result is checked twice: against the exact float64 product of the stored w
 bound, NMSE 5e-4) and against the same product with the activations converted as ggml's CPU
 converts them (f16/bf16 rounding, q8_0 quantization), with a bound tight enough (1e-9) to show
 that conversion is really done. Every kernel set (scalar, AVX2, AVX-512) is run through the
-gg.set_isa cap; the GEMM path starts at N >= 64 (float weights; 1024 for f16), 32 (32-value blocks), never
+gg.set_isa cap; the GEMM path starts at N >= 64 (float weights), 32 (32-value blocks), never
 for the K-quants: test_mul_mat_paths.py checks both sides.
 """
 import numpy as np

@@ -1,7 +1,7 @@
 """MUL_MAT with f32 / f16 / bf16 weights gives every output column the same bits whatever the
 number of columns computed with it (speculative decoding verifies n+1 tokens in one batch and
 must reproduce one-token decoding exactly). The column counts cross the switch from the direct
-tiles to the packed GEMM (64 columns; 1024 for f16 weights), the tiles' 4-column groups and
+tiles to the packed GEMM (64 columns), the tiles' 4-column groups and
 64-column blocks, the GEMM's column panels and blocks, and K crosses the 512-value summation
 block with odd tails; non-contiguous b, broadcast batches, f16 activations,
 1 / 2 / 3 threads and MUL_MAT_ID's float dots (one expert's tokens in one call) are checked the
@@ -58,7 +58,7 @@ def test_column_is_independent_of_batch_width(simd, wtype, K, M):
 @pytest.mark.parametrize("wtype", list(WTYPES))
 @pytest.mark.parametrize("K", [67, 1029])
 def test_wide_batches_match_single_columns(simd, wtype, K):
-    """Widths where every weight kind runs the packed GEMM (f16 weights switch last)."""
+    """About a thousand columns, in the packed GEMM for every weight kind."""
     rng = np.random.default_rng(K)
     M, nmax = 37, 1030
     ctx = gg.Context(mem_size=96 << 20)

@@ -2,7 +2,7 @@
 dot path (activations quantized once to the vec_dot type, one or two weight rows dotted with 4
 columns, columns in blocks of 64) below 8 columns and the quantized GEMM (8-column packed
 tiles, bit-identical to the dot path) from there where the kernel set has one; float weights
-switch to the packed f32 GEMM at 64 (f16 at 1024). Every weight type of the type table is checked on both
+switch to the packed float GEMM at 64. Every weight type of the type table is checked on both
 sides of its switch, across the dot path's 4-column tiles,
 64-column blocks and two-row pairs (odd row counts), on 1 and 2 threads, with broadcast batches and a non-contiguous b, against the
 dequantized-weights float64 product (peer NMSE 5e-4) and against the product with b converted
@@ -21,10 +21,10 @@ WEIGHT_TYPES = [n for n, r in TABLE.items() if r["is_weight"]]
 
 def switch_columns(name):
     """Columns where the GEMM path starts: the quantized GEMM for block weights at 8, the
-    packed float GEMM at 64 (f16 at 1024)."""
+    packed float GEMM at 64."""
     if TABLE[name]["is_quantized"]:
         return 8
-    return 1024 if name == "f16" else 64
+    return 64
 
 
 def as_vec_dot(name, b):

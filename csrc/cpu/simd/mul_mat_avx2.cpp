@@ -195,108 +195,149 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
     }
 }
 
-// 4 rows x 3 columns: 12 accumulators, 3 column vectors held, one weight vector at a time.
-// The loop is written in assembly for its schedule alone (the same multiply-adds into the same
-// accumulators, in the same order, as the plain loop would do): each column vector of the next
-// chunk is loaded right after its last use in this one, which the compiler's scheduler undoes;
-// measured 94% of the FMA peak on L1-resident panels against 87% for the intrinsics loop. The
-// last chunk is peeled off so nothing is read past the panels.
-constexpr int kFloatMR = 4, kFloatNR = 3;
+// The packed GEMM as eight GEMMs, one per lane. Lane l of an output's accumulator only ever
+// multiplies values l of each 8-value chunk of K, so its chain, acc_l = fma(a[8q + l], b[8q + l],
+// acc_l) over q, can be run for 16 rows at once with the rows in a vector and b's value
+// broadcast: an outer-product tile of 16 rows x 6 columns (12 accumulators) that loads 2 weight
+// vectors and 6 scalars per 12 multiply-adds, against 7 vectors for a dot-product tile. The
+// multiply-adds and their order are those of the dot tiles; the eight lane results of a block
+// are then summed by the same tree as hsum4 (s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 +
+// s_3; y = t_0 + t_1), 16 outputs per vector.
+// Packed layouts (per K block of nq chunks): a panel ap[(l * nq + q) * 16 + r], a column panel
+// bp[(l * nq + q) * 6 + j], so one lane's pass reads both contiguously.
+constexpr int kFloatMR = 16, kFloatNR = 6;
+constexpr int64_t kBlockChunks = kFloatKB / kLanes;
 
-// One chunk: weight vector r times the three held column vectors (ymm12..14, weight in ymm15).
-#define PYGGML_MICRO_ROW(off, c0, c1, c2)                  \
-    "vmovups " off "(%[ap]), %%ymm15\n\t"                 \
-    "vfmadd231ps %%ymm15, %%ymm12, %[" c0 "]\n\t"         \
-    "vfmadd231ps %%ymm15, %%ymm13, %[" c1 "]\n\t"         \
-    "vfmadd231ps %%ymm15, %%ymm14, %[" c2 "]\n\t"
-#define PYGGML_MICRO_FIRST_ROWS                            \
-    PYGGML_MICRO_ROW("0", "a00", "a10", "a20")            \
-    PYGGML_MICRO_ROW("32", "a01", "a11", "a21")           \
-    PYGGML_MICRO_ROW("64", "a02", "a12", "a22")           \
-    "vmovups 96(%[ap]), %%ymm15\n\t"
+// 16 rows x 6 columns of lane-l sums over nq chunks, into acc[2 j + h] (rows 8 h .. 8 h + 7).
+inline void lane_pass(int64_t nq, const float* a, const float* b, __m256* acc) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
+#pragma GCC unroll 2
+    for (int64_t q = 0; q < nq; ++q, a += kFloatMR, b += kFloatNR) {
+        const __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8);
+        __m256 bv = _mm256_broadcast_ss(b);
+        c00 = _mm256_fmadd_ps(a0, bv, c00), c01 = _mm256_fmadd_ps(a1, bv, c01);
+        bv = _mm256_broadcast_ss(b + 1);
+        c10 = _mm256_fmadd_ps(a0, bv, c10), c11 = _mm256_fmadd_ps(a1, bv, c11);
+        bv = _mm256_broadcast_ss(b + 2);
+        c20 = _mm256_fmadd_ps(a0, bv, c20), c21 = _mm256_fmadd_ps(a1, bv, c21);
+        bv = _mm256_broadcast_ss(b + 3);
+        c30 = _mm256_fmadd_ps(a0, bv, c30), c31 = _mm256_fmadd_ps(a1, bv, c31);
+        bv = _mm256_broadcast_ss(b + 4);
+        c40 = _mm256_fmadd_ps(a0, bv, c40), c41 = _mm256_fmadd_ps(a1, bv, c41);
+        bv = _mm256_broadcast_ss(b + 5);
+        c50 = _mm256_fmadd_ps(a0, bv, c50), c51 = _mm256_fmadd_ps(a1, bv, c51);
+    }
+    acc[0] = c00, acc[1] = c01, acc[2] = c10, acc[3] = c11, acc[4] = c20, acc[5] = c21;
+    acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
+}
 
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
-    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a02 = a00, a03 = a00;  // column 0, rows 0..3
-    __m256 a10 = a00, a11 = a00, a12 = a00, a13 = a00;                   // column 1
-    __m256 a20 = a00, a21 = a00, a22 = a00, a23 = a00;                   // column 2
-    int64_t n = nq - 1;  // nq >= 1: chunks before the last
-    __asm__ volatile(
-        "vmovups (%[bp]), %%ymm12\n\t"
-        "vmovups 32(%[bp]), %%ymm13\n\t"
-        "vmovups 64(%[bp]), %%ymm14\n\t"
-        "test %[n], %[n]\n\t"
-        "jz 2f\n\t"
-        ".p2align 5\n"
-        "1:\n\t"
-        PYGGML_MICRO_FIRST_ROWS
-        "add $128, %[ap]\n\t"
-        "add $96, %[bp]\n\t"
-        "vfmadd231ps %%ymm15, %%ymm12, %[a03]\n\t"
-        "vmovups (%[bp]), %%ymm12\n\t"
-        "vfmadd231ps %%ymm15, %%ymm13, %[a13]\n\t"
-        "vmovups 32(%[bp]), %%ymm13\n\t"
-        "vfmadd231ps %%ymm15, %%ymm14, %[a23]\n\t"
-        "vmovups 64(%[bp]), %%ymm14\n\t"
-        "dec %[n]\n\t"
-        "jnz 1b\n"
-        "2:\n\t"
-        PYGGML_MICRO_FIRST_ROWS
-        "vfmadd231ps %%ymm15, %%ymm12, %[a03]\n\t"
-        "vfmadd231ps %%ymm15, %%ymm13, %[a13]\n\t"
-        "vfmadd231ps %%ymm15, %%ymm14, %[a23]\n\t"
-        : [a00] "+x"(a00), [a01] "+x"(a01), [a02] "+x"(a02), [a03] "+x"(a03), [a10] "+x"(a10), [a11] "+x"(a11),
-          [a12] "+x"(a12), [a13] "+x"(a13), [a20] "+x"(a20), [a21] "+x"(a21), [a22] "+x"(a22), [a23] "+x"(a23),
-          [ap] "+r"(ap), [bp] "+r"(bp), [n] "+r"(n)
-        :
-        : "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc");
-    // columns 0 and 1 in one eight-lane tree (lanes 0..3: column 0), column 2 in the four-lane one
-    const __m256 v01[8] = {a00, a01, a02, a03, a10, a11, a12, a13};
-    const __m256 h01 = hsum8(v01);
-    const __m128 h0 = _mm256_castps256_ps128(h01), h1 = _mm256_extractf128_ps(h01, 1);
-    const __m128 h2 = hsum4(a20, a21, a22, a23);
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char* pf, int pf_lines) {
+    constexpr int kAcc = 2 * kFloatNR;
+    const int64_t as = nq * kFloatMR, bs = nq * kFloatNR;  // floats between two lanes' slices
+    if (accumulate)  // the outputs read back at the end
+        for (int j = 0; j < nv; ++j) {
+            _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + j * ldc + mv - 1), _MM_HINT_T0);
+        }
+    __m256 x[kAcc], y[kAcc], t0[kAcc];
+    int pass = 0;
+    // the tree's pairs: t_0 from lanes 0, 4 and 2, 6; t_1 from lanes 1, 5 and 3, 7
+    auto pair = [&](int l, __m256* s) {
+        for (int i = 0; i < 2; ++i, ++pass)  // a share of the prefetches before each pass
+            for (int k = pass * pf_lines / 8; k < (pass + 1) * pf_lines / 8; ++k) _mm_prefetch(pf + k * 64, _MM_HINT_T0);
+        lane_pass(nq, ap + l * as, bp + l * bs, x);
+        lane_pass(nq, ap + (l + 4) * as, bp + (l + 4) * bs, s);
+        for (int i = 0; i < kAcc; ++i) s[i] = _mm256_add_ps(x[i], s[i]);
+    };
+    pair(0, t0);
+    pair(2, y);
+    for (int i = 0; i < kAcc; ++i) t0[i] = _mm256_add_ps(t0[i], y[i]);
+    __m256 t1[kAcc];
+    pair(1, t1);
+    pair(3, y);
+    for (int i = 0; i < kAcc; ++i) y[i] = _mm256_add_ps(t0[i], _mm256_add_ps(t1[i], y[i]));
     if (mv == kFloatMR && nv == kFloatNR) {
-        float* c1 = c + ldc;
-        float* c2 = c + 2 * ldc;
-        _mm_storeu_ps(c, accumulate ? _mm_add_ps(_mm_loadu_ps(c), h0) : h0);
-        _mm_storeu_ps(c1, accumulate ? _mm_add_ps(_mm_loadu_ps(c1), h1) : h1);
-        _mm_storeu_ps(c2, accumulate ? _mm_add_ps(_mm_loadu_ps(c2), h2) : h2);
+        for (int j = 0; j < kFloatNR; ++j) {
+            float* cj = c + j * ldc;
+            for (int h = 0; h < 2; ++h) {
+                const __m256 v = y[2 * j + h];
+                _mm256_storeu_ps(cj + 8 * h, accumulate ? _mm256_add_ps(_mm256_loadu_ps(cj + 8 * h), v) : v);
+            }
+        }
         return;
     }
-    alignas(16) float h[kFloatNR][4];
-    _mm_store_ps(h[0], h0);
-    _mm_store_ps(h[1], h1);
-    _mm_store_ps(h[2], h2);
+    alignas(32) float h[kAcc][kLanes];
+    for (int i = 0; i < kAcc; ++i) _mm256_store_ps(h[i], y[i]);
     for (int j = 0; j < nv; ++j) {
         float* cj = c + j * ldc;
-        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[j][r] : h[j][r];
+        for (int r = 0; r < mv; ++r) {
+            const float v = h[2 * j + r / 8][r % 8];
+            cj[r] = accumulate ? cj[r] + v : v;
+        }
     }
 }
-#undef PYGGML_MICRO_FIRST_ROWS
-#undef PYGGML_MICRO_ROW
+
+// 8 x 8 transpose: out[l] lane r = in[r] lane l.
+inline void transpose8(__m256* v) {
+    const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    v[0] = _mm256_permute2f128_ps(u0, u4, 0x20), v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    v[1] = _mm256_permute2f128_ps(u1, u5, 0x20), v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    v[2] = _mm256_permute2f128_ps(u2, u6, 0x20), v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    v[3] = _mm256_permute2f128_ps(u3, u7, 0x20), v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
 
 template <class W>
 void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
     const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
     const int tail = int(kc % kLanes);
-    for (int r = 0; r < kFloatMR; ++r) {
-        float* out = ap + r * kLanes;
-        if (r >= rows) {
-            for (int64_t q = 0; q < nq; ++q) _mm256_storeu_ps(out + q * kFloatMR * kLanes, _mm256_setzero_ps());
-            continue;
+    for (int r0 = 0; r0 < kFloatMR; r0 += kLanes) {
+        const char* row = (const char*)a + r0 * as;
+        const int n = std::clamp(rows - r0, 0, kLanes);
+        for (int64_t q = 0; q < nq; ++q) {
+            __m256 v[kLanes];
+            for (int r = 0; r < kLanes; ++r) {
+                const char* p = row + r * as;
+                if (r >= n) v[r] = _mm256_setzero_ps();
+                else if (q < full) {
+                    // the same row of the next panel: its first lines would otherwise miss
+                    // before the hardware prefetcher catches up with a new stream
+                    _mm_prefetch(p + kFloatMR * as + (k0 + q * kLanes) * W::kSize, _MM_HINT_T0);
+                    v[r] = W::load(p, k0 + q * kLanes);
+                } else v[r] = W::tail(p, k0 + q * kLanes, tail);
+            }
+            transpose8(v);
+            for (int l = 0; l < kLanes; ++l) _mm256_storeu_ps(ap + (l * nq + q) * kFloatMR + r0, v[l]);
         }
-        const char* row = (const char*)a + r * as;
-        // the same row of the next panel: its first lines would otherwise miss before the
-        // hardware prefetcher catches up with a new 2 KiB stream
-        const char* next = row + kFloatMR * as + k0 * W::kSize;
-        for (int64_t q = 0; q < full; ++q) {
-            _mm_prefetch(next + q * kLanes * W::kSize, _MM_HINT_T0);
-            _mm256_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
-        }
-        if (tail) _mm256_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
     }
 }
-void pack_b(const float* col, int j, int64_t kq, float* bp) {
-    for (int64_t q = 0; q < kq; ++q) _mm256_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm256_loadu_ps(col + q * kLanes));
+// A panel of whole K: block i (chunks [i * 64, ...), nq of them) starts at float i * 64 * 48 and
+// holds the block's layout above; per chunk the six columns' vectors are transposed so that
+// lane l's six values are stored together.
+void pack_b(const float* const* cols, int64_t kq, float* bp) {
+    for (int64_t q0 = 0; q0 < kq; q0 += kBlockChunks) {
+        const int64_t nq = std::min(kBlockChunks, kq - q0);
+        float* blk = bp + q0 * kFloatNR * kLanes;
+        for (int64_t q = 0; q < nq; ++q) {
+            __m256 v[kLanes];
+            for (int j = 0; j < kLanes; ++j)
+                v[j] = j < kFloatNR && cols[j] ? _mm256_loadu_ps(cols[j] + (q0 + q) * kLanes) : _mm256_setzero_ps();
+            transpose8(v);
+            for (int l = 0; l < kLanes; ++l) {
+                float* out = blk + (l * nq + q) * kFloatNR;
+                _mm_storeu_ps(out, _mm256_castps256_ps128(v[l]));
+                _mm_storel_pi((__m64*)(out + 4), _mm256_extractf128_ps(v[l], 1));
+            }
+        }
+    }
 }
 
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
@@ -369,8 +410,8 @@ const FloatKernels& float_kernels_avx2() {
         f.kb = kFloatKB;
         f.mr = kFloatMR;
         f.nr = kFloatNR;
-        f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
-        f.nc = 680 * kFloatNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
+        f.mc = 6 * kFloatMR;     // 96 x 512 f32 weights: 192 KiB in L2
+        f.nc = 340 * kFloatNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;

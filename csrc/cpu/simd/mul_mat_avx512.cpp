@@ -147,7 +147,8 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 
 // 4 rows x 6 columns: 24 accumulators, 4 weight vectors, one column vector at a time.
 constexpr int kFloatMR = 4, kFloatNR = 6;
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char*, int) {
     __m512 acc[kFloatNR][kFloatMR];
     for (int j = 0; j < kFloatNR; ++j)
         for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_setzero_ps();
@@ -183,8 +184,10 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
         if (tail) _mm512_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
     }
 }
-void pack_b(const float* col, int j, int64_t kq, float* bp) {
-    for (int64_t q = 0; q < kq; ++q) _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, _mm512_loadu_ps(col + q * kLanes));
+void pack_b(const float* const* cols, int64_t kq, float* bp) {
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int64_t q = 0; q < kq; ++q)
+            _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, cols[j] ? _mm512_loadu_ps(cols[j] + q * kLanes) : _mm512_setzero_ps());
 }
 
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).

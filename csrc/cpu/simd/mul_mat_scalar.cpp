@@ -55,7 +55,8 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 }
 
 constexpr int kFloatMR = 4, kFloatNR = 4;
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate) {
+void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+                 const char*, int) {
     float acc[kFloatNR][kFloatMR][kLanes] = {};
     for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes)
         for (int j = 0; j < kFloatNR; ++j)
@@ -82,8 +83,13 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
                     r < rows && i < kc ? weight_value(kKind, (const char*)a + r * as, k0 + i) : 0.0f;
             }
 }
-void pack_b(const float* col, int j, int64_t kq, float* bp) {
-    for (int64_t q = 0; q < kq; ++q) std::memcpy(bp + (q * kFloatNR + j) * kLanes, col + q * kLanes, sizeof(float) * kLanes);
+void pack_b(const float* const* cols, int64_t kq, float* bp) {
+    for (int j = 0; j < kFloatNR; ++j)
+        for (int64_t q = 0; q < kq; ++q) {
+            float* out = bp + (q * kFloatNR + j) * kLanes;
+            if (cols[j]) std::memcpy(out, cols[j] + q * kLanes, sizeof(float) * kLanes);
+            else std::memset(out, 0, sizeof(float) * kLanes);
+        }
 }
 
 // MUL_MAT_ID's dots on float weights, in the same order.
