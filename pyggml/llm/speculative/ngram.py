@@ -249,8 +249,11 @@ class NgramDrafter(Drafter):
         hist[pos0:] = tokens
 
     def process(self, tokens, pos0, taps):
-        self._put(pos0, np.asarray(tokens).ravel().tolist())
         self._pos0 = pos0
+        hist = self._hist
+        if len(tokens) == 1 and pos0 == len(hist) - 1 and hist[pos0] == tokens[0]:
+            return                     # id_last alone, as draft() wrote it
+        self._put(pos0, np.asarray(tokens).ravel().tolist())
 
     def draft(self, id_last, pos0, n_max):
         # id_last sits at pos0 (the next process() writes it there again)
@@ -283,6 +286,7 @@ class NgramDrafter(Drafter):
         if pairs is not keys:
             pairs.extend(hist, L - 1)
         e = self._substituted(pairs.get((hist[L - m - 2], hist[L - m - 1])))
+        self.last_match = -1
         return hist[e:e + n_max] if e >= 0 else []
 
     def _best_exact(self, starts: list, n_max: int) -> list:
@@ -306,6 +310,7 @@ class NgramDrafter(Drafter):
                 k = min(j, cap, L - end)
                 if k >= k_best:
                     e, k_best = end, k
+        self.last_match = k_best
         return hist[e:e + min(n_max, k_best)]
 
     def _substituted(self, pair_starts) -> int:
