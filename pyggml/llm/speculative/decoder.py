@@ -254,6 +254,17 @@ class SpeculativeDecoder:
             return self._length.best_length(lane.n_cur)
         return lane.n_cur
 
+    def _budget_for(self, lane) -> int:
+        """_draft_budget, or for a drafter with its own length rule (`own_length`) n_max
+        with the back-off length left in its length_hint (0 while drafting pauses)."""
+        k = self._draft_budget(lane)
+        d = lane.drafter
+        if d.own_length:
+            d.length_hint = k if self.adaptive else 0
+            if self.adaptive and k > 0:
+                return self.n_max
+        return k
+
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
@@ -432,7 +443,7 @@ class SpeculativeDecoder:
                 lane.out.stop_reason = "n_ctx"
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
-            k_max = min(self._draft_budget(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
+            k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
             plan.append((lane, pos0, k_max))
         if not plan:
             return
@@ -507,6 +518,9 @@ class SpeculativeDecoder:
         ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
         seq, n_ctx, perf = lane.seq, ctx.n_ctx, time.perf_counter
         adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
+        own_length = bool(drafter.own_length)
+        if own_length and not adaptive:
+            drafter.length_hint = 0
         pos0 = ctx.n_past(seq)
         draft_s = verify_s = 0.0
         n_rounds = n_plain = 0
@@ -524,6 +538,8 @@ class SpeculativeDecoder:
                     k_max = 0
                 else:
                     k_max = self._length.best_length(lane.n_cur) if cost_rule else lane.n_cur
+                    if own_length:
+                        drafter.length_hint, k_max = k_max, self.n_max
                 k_max = min(k_max, n - len(out) - 1, n_ctx - pos0 - 1)
                 ids = ()
                 if k_max > 0:

@@ -34,6 +34,14 @@ import numpy as np
 from .drafter import Draft, Drafter
 
 MATCH_CAP = 64       # the longest backward match measured (longer ones draw the same)
+# an exact match at least this long drafts up to n_max even while the decoder's back-off
+# length is shorter (a rejection elsewhere says little about a long verbatim copy)
+LONG_MATCH = 8
+# a one-substitution place whose differing token is the last one (id_last itself) drafts at
+# most this many, unless that same replacement (old token -> id_last) was accepted before:
+# with subword tokens the new token is often the start of a different word (the copy said
+# "push", the model wrote "en" of "enqueue"), while a rename (x -> y) repeats
+SUB_PROBE = 2
 SUB_WINDOW = 8       # tokens compared by the one-substitution rule
 
 
@@ -175,6 +183,7 @@ class NgramDrafter(Drafter):
     `longest_match_draft` proposes on the same history."""
 
     kind = "ngram"
+    own_length = True
 
     def __init__(self, target_ctx, draft_model=None, ngram_max: int = 3, ngram_min: int = 2,
                  lookup: str = "longest", substitute: bool = True):
@@ -209,6 +218,10 @@ class NgramDrafter(Drafter):
         # (when the window holds them; otherwise the numpy search runs)
         self._sub_pairs = (self.ngram_min + 2 <= SUB_WINDOW)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
+        self._renames: set = set()
+        self._probe = None
+        self.last_match = 0
 
     @property
     def _n(self) -> int:
@@ -258,38 +271,57 @@ class NgramDrafter(Drafter):
     def draft(self, id_last, pos0, n_max):
         # id_last sits at pos0 (the next process() writes it there again)
         self._put(pos0, [int(id_last)])
+        # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
+        # every draft but an exact match of LONG_MATCH tokens or more
+        hint = min(self.length_hint or n_max, n_max)
         if self.lookup == "recent":
-            ids = find_continuation(self._buf[:pos0 + 1], n_max, self.ngram_max, self.ngram_min)
+            ids = find_continuation(self._buf[:pos0 + 1], hint, self.ngram_max, self.ngram_min)
         else:
-            ids = self._longest(n_max)
+            ids = self._longest(n_max, hint)
         return Draft(ids=ids)
 
     # ---- the "longest" rule over the indexes --------------------------------------------------
-    def _longest(self, n_max: int) -> list:
+    def _longest(self, n_max: int, hint: int) -> list:
         hist = self._hist
         L, m = len(hist), self.ngram_min
         if L <= m:                     # no key fits before ours
-            return longest_match_draft(self._buf[:L], n_max, m, self.substitute)
+            return longest_match_draft(self._buf[:L], hint, m, self.substitute)
         keys = self._keys
         keys.extend(hist, L - 1)       # windows with at least one token after them
         starts = keys.get(tuple(hist[L - m:]))
         if starts:
-            return self._best_exact(starts, n_max)
+            return self._best_exact(starts, n_max, hint)
         if not self.substitute:
             return []
         if not self._sub_pairs:
             e = find_substituted(self._buf[:L])
-            return hist[e:e + n_max] if e >= 0 else []
+            return self._sub_draft(e, hint)
         if L <= SUB_WINDOW:
             return []
         pairs = self._pairs
         if pairs is not keys:
             pairs.extend(hist, L - 1)
         e = self._substituted(pairs.get((hist[L - m - 2], hist[L - m - 1])))
-        self.last_match = -1
-        return hist[e:e + n_max] if e >= 0 else []
+        return self._sub_draft(e, hint)
 
-    def _best_exact(self, starts: list, n_max: int) -> list:
+    def _sub_draft(self, e: int, hint: int) -> list:
+        if e < 0:
+            return []
+        hist = self._hist
+        L = len(hist)
+        self.last_match = -1
+        # the replaced token: the one of the window that differs (none: an exact place of a
+        # key longer than ngram_min's reach, nothing to learn)
+        j = next((j for j in range(1, SUB_WINDOW + 1) if hist[e - j] != hist[L - j]), 0)
+        if j:
+            pair = (hist[e - j], hist[L - j])
+            if j == 1 and pair not in self._renames:
+                hint = min(hint, SUB_PROBE)
+            # accepted (in full when it was a probe): the replacement is a rename to trust
+            self._probe = (pair, min(len(hist) - e, hint) if j == 1 else 1)
+        return hist[e:e + hint]
+
+    def _best_exact(self, starts: list, n_max: int, hint: int) -> list:
         """The place after the key occurrence whose match reaches furthest back (capped by
         MATCH_CAP and by the tokens that follow it); ties: the most recent."""
         hist = self._hist
@@ -311,7 +343,7 @@ class NgramDrafter(Drafter):
                 if k >= k_best:
                     e, k_best = end, k
         self.last_match = k_best
-        return hist[e:e + min(n_max, k_best)]
+        return hist[e:e + min(n_max if k_best >= LONG_MATCH else hint, k_best)]
 
     def _substituted(self, pair_starts) -> int:
         """find_substituted's place among the windows anchored by the pair before our last
@@ -349,6 +381,10 @@ class NgramDrafter(Drafter):
         return -1
 
     def accept(self, n_accepted):
+        if self._probe is not None:
+            if n_accepted >= self._probe[1]:
+                self._renames.add(self._probe[0])
+            self._probe = None
         # the rejected drafts leave the history; the indexes never hold a window reaching
         # them (they cover windows before pos0, which the draft's _put cut back to)
         keep = self._pos0 + n_accepted + 1
@@ -360,5 +396,6 @@ class NgramDrafter(Drafter):
 
     def reset(self):
         self._hist = []
+        self._renames, self._probe = set(), None
         self._keys = KeyIndex(self.ngram_min)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
