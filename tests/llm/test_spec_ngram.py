@@ -63,8 +63,8 @@ def ref_place(seq, ngram_min=2, substitute=True):
 class RefDrafter:
     """The drafter's length rules over ref_place, spelled out: an exact match of k tokens
     drafts min(k, hint) tokens, or min(k, n_max) when k >= LONG_MATCH; a substitution place
-    drafts hint tokens, SUB_PROBE when the replaced token is the last one and that
-    replacement was never accepted before (accepted in full, it is learned; a substitution
+    drafts hint tokens, SUB_PROBE when a hint is given, the replaced token is the last one
+    and that replacement was never accepted before (accepted in full, it is learned; a substitution
     elsewhere in the window is learned when one of its tokens is accepted)."""
 
     def __init__(self, ngram_min=2, substitute=True):
@@ -73,6 +73,7 @@ class RefDrafter:
 
     def draft(self, seq, n_max, hint):
         self.pending = None
+        probing = bool(hint)
         hint = min(hint or n_max, n_max)
         place = ref_place(seq, self.ngram_min, self.substitute)
         if place is None:
@@ -85,7 +86,7 @@ class RefDrafter:
         if diffs:
             j = diffs[0]
             pair = (seq[e - j], seq[L - j])
-            if j == 1 and pair not in self.renames:
+            if j == 1 and probing and pair not in self.renames:
                 hint = min(hint, SUB_PROBE)
             self.pending = (pair, len(seq[e:e + hint]) if j == 1 else 1)
         return seq[e:e + hint]
@@ -105,9 +106,11 @@ def ref_recent(seq, n_max, ngram_max, ngram_min):
     return []
 
 
-def drafter_proposal(history, n_max, **opt):
-    """Feed a history through NgramDrafter as the decoder would: the last token is id_last."""
+def drafter_proposal(history, n_max, hint=0, **opt):
+    """Feed a history through NgramDrafter as the decoder would: the last token is id_last
+    (hint: the decoder's back-off length, 0 without the adaptive length)."""
     d = NgramDrafter(None, **opt)
+    d.length_hint = hint
     d.process(np.array(history[:-1], np.int32), 0, {})
     return d.draft(history[-1], len(history) - 1, n_max).ids
 
@@ -129,14 +132,15 @@ def test_hand_built_histories():
     assert drafter_proposal(h, 8) == [2, 6, 5, 3, 5, 8]
     assert drafter_proposal(h, 3) == [2, 6, 5]
     # no exact [x, 21]: one substitution (20 -> 21) keeps copying after it; 21 is the last
-    # token, so an unknown replacement drafts a probe of SUB_PROBE tokens
+    # token, so with the adaptive length an unknown replacement drafts a probe of SUB_PROBE
     h = [40, 10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32, 50, 10, 11, 12, 13, 14, 15, 16, 21]
     assert longest_match_draft(np.asarray(h), 3) == [30, 31, 32]
-    assert drafter_proposal(h, 3) == [30, 31, 32][:SUB_PROBE]
+    assert drafter_proposal(h, 3) == [30, 31, 32]
+    assert drafter_proposal(h, 3, hint=3) == [30, 31, 32][:SUB_PROBE]
     assert drafter_proposal(h, 3, substitute=False) == []
     # the replaced token inside the window: no probe
     h = [40, 10, 11, 12, 13, 14, 15, 20, 16, 30, 31, 32, 50, 10, 11, 12, 13, 14, 15, 21, 16]
-    assert drafter_proposal(h, 3) == [30, 31, 32]
+    assert drafter_proposal(h, 3, hint=3) == [30, 31, 32]
     # two substitutions: nothing
     h = [10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 50, 10, 11, 12, 13, 14, 15, 17, 21]
     assert drafter_proposal(h, 3) == []
@@ -188,6 +192,7 @@ def test_a_rename_accepted_once_is_trusted():
     src = [10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32, 33, 34, 35]
     for n_acc, learned in ((SUB_PROBE, True), (SUB_PROBE - 1, False)):
         d = NgramDrafter(None)
+        d.length_hint = 5
         d.process(np.array(src + [50] + src[:7], np.int32), 0, {})
         pos0 = len(src) + 8
         assert d.draft(21, pos0, 5).ids == [30, 31, 32, 33, 34][:SUB_PROBE]
@@ -196,6 +201,7 @@ def test_a_rename_accepted_once_is_trusted():
         assert ((20, 21) in d._renames) == learned
     # after it was learned: a second copy of the source, 21 for 20 again
     d = NgramDrafter(None)
+    d.length_hint = 5
     d._renames.add((20, 21))
     d.process(np.array(src + [50] + src[:7], np.int32), 0, {})
     assert d.draft(21, len(src) + 8, 5).ids == [30, 31, 32, 33, 34]
@@ -324,7 +330,7 @@ def test_every_lookup_mode_is_lossless(tiny, body, n_max, lookup, substitute, ad
     if lookup == "recent":
         found = ref_recent(first, n_max, max(3, ngram_min), ngram_min)
     else:
-        found = RefDrafter(ngram_min, substitute).draft(first, n_max, n_max)
+        found = RefDrafter(ngram_min, substitute).draft(first, n_max, n_max if adaptive else 0)
     assert (dec.stats["n_verify_steps"] > 0) or not found
     if found:
         assert dec.stats["steps"][0]["draft"] == found

@@ -17,6 +17,11 @@ Two lookup rules (option `lookup`):
   source is a real copy. When no exact key occurs,
   the one-substitution rule tries: a place whose last SUB_WINDOW tokens equal ours but for
   at most one (an edit that renamed x to y keeps copying after the renamed token).
+  With the decoder's adaptive length, the back-off length (`length_hint`) bounds every
+  draft but an exact match of LONG_MATCH tokens or more, and a substitution of id_last
+  itself first drafts a SUB_PROBE-token probe (see the constants). The lookups read
+  incremental indexes of the history's windows (KeyIndex), so a step costs a dict access
+  and a look at the places found, not a scan of the history.
 * "recent": the last N tokens (N = ngram_max down to ngram_min), the most recent earlier
   occurrence of the longest N that occurs, and the n_max tokens that followed it.
 
@@ -37,8 +42,8 @@ MATCH_CAP = 64       # the longest backward match measured (longer ones draw the
 # an exact match at least this long drafts up to n_max even while the decoder's back-off
 # length is shorter (a rejection elsewhere says little about a long verbatim copy)
 LONG_MATCH = 8
-# a one-substitution place whose differing token is the last one (id_last itself) drafts at
-# most this many, unless that same replacement (old token -> id_last) was accepted before:
+# with the adaptive length (a length_hint given), a one-substitution place whose differing
+# token is the last one (id_last itself) drafts at most this many, unless that same replacement (old token -> id_last) was accepted before:
 # with subword tokens the new token is often the start of a different word (the copy said
 # "push", the model wrote "en" of "enqueue"), while a rename (x -> y) repeats
 SUB_PROBE = 2
@@ -220,7 +225,7 @@ class NgramDrafter(Drafter):
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
         # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
         self._renames: set = set()
-        self._probe = None
+        self._probe, self._probing = None, False
         self.last_match = 0
 
     @property
@@ -274,6 +279,7 @@ class NgramDrafter(Drafter):
         # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
         # every draft but an exact match of LONG_MATCH tokens or more
         hint = min(self.length_hint or n_max, n_max)
+        self._probing = bool(self.length_hint)
         if self.lookup == "recent":
             ids = find_continuation(self._buf[:pos0 + 1], hint, self.ngram_max, self.ngram_min)
         else:
@@ -315,7 +321,7 @@ class NgramDrafter(Drafter):
         j = next((j for j in range(1, SUB_WINDOW + 1) if hist[e - j] != hist[L - j]), 0)
         if j:
             pair = (hist[e - j], hist[L - j])
-            if j == 1 and pair not in self._renames:
+            if j == 1 and self._probing and pair not in self._renames:
                 hint = min(hint, SUB_PROBE)
             # accepted (in full when it was a probe): the replacement is a rename to trust
             self._probe = (pair, min(len(hist) - e, hint) if j == 1 else 1)
