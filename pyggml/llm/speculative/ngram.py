@@ -216,6 +216,7 @@ class NgramDrafter(Drafter):
         # of it instead of converting the list)
         self._hist: list = []
         self._buf = np.zeros(256, np.int64)
+        self._buf_n = 0                # entries of _buf equal to the list's
         self._pos0 = 0
         self._keys = KeyIndex(self.ngram_min)
         # a window with no exact key differs from ours in its last ngram_min tokens only, so
@@ -223,6 +224,7 @@ class NgramDrafter(Drafter):
         # (when the window holds them; otherwise the numpy search runs)
         self._sub_pairs = (self.ngram_min + 2 <= SUB_WINDOW)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._ix = self._indexes()
         # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
         self._renames: set = set()
         self._probe, self._probing = None, False
@@ -243,27 +245,32 @@ class NgramDrafter(Drafter):
             return (self._keys,)
         return (self._keys, self._pairs)
 
+    def _seq(self) -> np.ndarray:
+        """The history as an int64 array (a view of the growing buffer, brought up to date
+        from the list only when a numpy lookup needs it)."""
+        hist, n = self._hist, self._buf_n
+        L = len(hist)
+        if n < L:
+            if L > len(self._buf):
+                grown = np.zeros(max(2 * len(self._buf), L), np.int64)
+                grown[:n] = self._buf[:n]
+                self._buf = grown
+            self._buf[n:L] = hist[n:L]
+            self._buf_n = L
+        return self._buf[:L]
+
     def _put(self, pos0: int, tokens: list) -> None:
         hist = self._hist
-        end = pos0 + len(tokens)
-        for ix in self._indexes():
+        for ix in self._ix:
             if ix.covered + ix.width - 1 > pos0:
                 ix.cut(hist, pos0)
-        if end > len(self._buf):
-            grown = np.zeros(max(2 * len(self._buf), end), np.int64)
-            grown[:len(hist)] = self._buf[:len(hist)]
-            self._buf = grown
         n = len(hist)
         if pos0 > n:
             # positions this drafter never saw (the sequence was in the target before the
             # decoder ran): distinct negative ids, which match nothing
-            gap = list(range(-1 - n, -1 - pos0, -1))
-            self._buf[n:pos0] = gap
-            hist.extend(gap)
-        if len(tokens) == 1:
-            self._buf[pos0] = tokens[0]
-        else:
-            self._buf[pos0:end] = tokens
+            hist.extend(range(-1 - n, -1 - pos0, -1))
+        if pos0 < self._buf_n:
+            self._buf_n = pos0
         hist[pos0:] = tokens
 
     def process(self, tokens, pos0, taps):
@@ -281,7 +288,7 @@ class NgramDrafter(Drafter):
         hint = min(self.length_hint or n_max, n_max)
         self._probing = bool(self.length_hint)
         if self.lookup == "recent":
-            ids = find_continuation(self._buf[:pos0 + 1], hint, self.ngram_max, self.ngram_min)
+            ids = find_continuation(self._seq(), hint, self.ngram_max, self.ngram_min)
         else:
             ids = self._longest(n_max, hint)
         return Draft(ids=ids)
@@ -291,7 +298,7 @@ class NgramDrafter(Drafter):
         hist = self._hist
         L, m = len(hist), self.ngram_min
         if L <= m:                     # no key fits before ours
-            return longest_match_draft(self._buf[:L], hint, m, self.substitute)
+            return longest_match_draft(self._seq(), hint, m, self.substitute)
         keys = self._keys
         keys.extend(hist, L - 1)       # windows with at least one token after them
         starts = keys.get(tuple(hist[L - m:]))
@@ -300,7 +307,7 @@ class NgramDrafter(Drafter):
         if not self.substitute:
             return []
         if not self._sub_pairs:
-            e = find_substituted(self._buf[:L])
+            e = find_substituted(self._seq())
             return self._sub_draft(e, hint)
         if L <= SUB_WINDOW:
             return []
@@ -334,7 +341,7 @@ class NgramDrafter(Drafter):
         L, m = len(hist), self.ngram_min
         if len(starts) > VECTOR_FROM:
             ends = np.asarray(starts, np.int64) + m
-            k = np.minimum(match_lengths(self._buf[:L], ends), L - ends)
+            k = np.minimum(match_lengths(self._seq(), ends), L - ends)
             best = int(np.flatnonzero(k == k.max())[-1])
             e, k_best = int(ends[best]), int(k[best])
         else:
@@ -365,7 +372,7 @@ class NgramDrafter(Drafter):
             ends = ends[(ends >= w) & (ends < L)]
             if not len(ends):
                 return -1
-            seq = self._buf[:L]
+            seq = self._seq()
             back = np.arange(1, w + 1)
             diff = (seq[ends[:, None] - back[None, :]] != seq[L - back][None, :]).sum(axis=1)
             ok = np.flatnonzero(diff <= 1)
@@ -395,13 +402,17 @@ class NgramDrafter(Drafter):
         # them (they cover windows before pos0, which the draft's _put cut back to)
         keep = self._pos0 + n_accepted + 1
         if keep < len(self._hist):
-            for ix in self._indexes():
+            for ix in self._ix:
                 if ix.covered + ix.width - 1 > keep:
                     ix.cut(self._hist, keep)
             del self._hist[keep:]
+            if keep < self._buf_n:
+                self._buf_n = keep
 
     def reset(self):
         self._hist = []
         self._renames, self._probe = set(), None
         self._keys = KeyIndex(self.ngram_min)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._ix = self._indexes()
+        self._buf_n = 0
