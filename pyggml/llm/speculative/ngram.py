@@ -43,9 +43,10 @@ MATCH_CAP = 64       # the longest backward match measured (longer ones draw the
 # length is shorter (a rejection elsewhere says little about a long verbatim copy)
 LONG_MATCH = 8
 # with the adaptive length (a length_hint given), a one-substitution place whose differing
-# token is the last one (id_last itself) drafts at most this many, unless that same replacement (old token -> id_last) was accepted before:
-# with subword tokens the new token is often the start of a different word (the copy said
-# "push", the model wrote "en" of "enqueue"), while a rename (x -> y) repeats
+# token is the last one (id_last itself) drafts at most this many, unless that same
+# replacement (old token -> id_last) was accepted before: with subword tokens the new token
+# is often the start of a different word (the copy said "push", the model wrote "en" of
+# "enqueue"), while a rename (x -> y) repeats
 SUB_PROBE = 2
 SUB_WINDOW = 8       # tokens compared by the one-substitution rule
 
