@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import SpeculativeDecoder
-from pyggml.llm.speculative.ngram import (MATCH_CAP, SUB_WINDOW, NgramDrafter,
-                                          longest_match_draft)
+from pyggml.llm.speculative.ngram import (LONG_MATCH, MATCH_CAP, SUB_PROBE, SUB_WINDOW,
+                                          NgramDrafter, longest_match_draft)
 
 
 def ref_longest(seq, n_max, ngram_min=2, substitute=True):
@@ -37,6 +37,66 @@ def ref_longest(seq, n_max, ngram_min=2, substitute=True):
     return [] if best_e is None else seq[best_e:best_e + n_max]
 
 
+def ref_place(seq, ngram_min=2, substitute=True):
+    """("exact", e, k) of the "longest" rule, ("sub", e, 0) of its fallback, or None."""
+    L = len(seq)
+    best_e, best_k = None, -1
+    for e in range(ngram_min, L):
+        if seq[e - ngram_min:e] != seq[L - ngram_min:]:
+            continue
+        m = 0
+        while m < MATCH_CAP and e - m - 1 >= 0 and seq[e - m - 1] == seq[L - m - 1]:
+            m += 1
+        if min(m, L - e) >= best_k:
+            best_e, best_k = e, min(m, L - e)
+    if best_e is not None:
+        return "exact", best_e, best_k
+    if not substitute or L <= SUB_WINDOW:
+        return None
+    best = None
+    for e in range(SUB_WINDOW, L):
+        if sum(1 for j in range(1, SUB_WINDOW + 1) if seq[e - j] != seq[L - j]) <= 1:
+            best = e
+    return None if best is None else ("sub", best, 0)
+
+
+class RefDrafter:
+    """The drafter's length rules over ref_place, spelled out: an exact match of k tokens
+    drafts min(k, hint) tokens, or min(k, n_max) when k >= LONG_MATCH; a substitution place
+    drafts hint tokens, SUB_PROBE when a hint is given, the replaced token is the last one
+    and that replacement was never accepted before (accepted in full, it is learned; a substitution
+    elsewhere in the window is learned when one of its tokens is accepted)."""
+
+    def __init__(self, ngram_min=2, substitute=True):
+        self.ngram_min, self.substitute = ngram_min, substitute
+        self.renames, self.pending = set(), None
+
+    def draft(self, seq, n_max, hint):
+        self.pending = None
+        probing = bool(hint)
+        hint = min(hint or n_max, n_max)
+        place = ref_place(seq, self.ngram_min, self.substitute)
+        if place is None:
+            return []
+        kind, e, k = place
+        if kind == "exact":
+            return seq[e:e + min(n_max if k >= LONG_MATCH else hint, k)]
+        L = len(seq)
+        diffs = [j for j in range(1, SUB_WINDOW + 1) if seq[e - j] != seq[L - j]]
+        if diffs:
+            j = diffs[0]
+            pair = (seq[e - j], seq[L - j])
+            if j == 1 and probing and pair not in self.renames:
+                hint = min(hint, SUB_PROBE)
+            self.pending = (pair, len(seq[e:e + hint]) if j == 1 else 1)
+        return seq[e:e + hint]
+
+    def accept(self, n_acc):
+        if self.pending is not None and n_acc >= self.pending[1]:
+            self.renames.add(self.pending[0])
+        self.pending = None
+
+
 def ref_recent(seq, n_max, ngram_max, ngram_min):
     L = len(seq)
     for N in range(min(ngram_max, L - 1), ngram_min - 1, -1):
@@ -46,9 +106,11 @@ def ref_recent(seq, n_max, ngram_max, ngram_min):
     return []
 
 
-def drafter_proposal(history, n_max, **opt):
-    """Feed a history through NgramDrafter as the decoder would: the last token is id_last."""
+def drafter_proposal(history, n_max, hint=0, **opt):
+    """Feed a history through NgramDrafter as the decoder would: the last token is id_last
+    (hint: the decoder's back-off length, 0 without the adaptive length)."""
     d = NgramDrafter(None, **opt)
+    d.length_hint = hint
     d.process(np.array(history[:-1], np.int32), 0, {})
     return d.draft(history[-1], len(history) - 1, n_max).ids
 
@@ -69,10 +131,16 @@ def test_hand_built_histories():
     h = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 3, 1, 4, 1, 5, 9]
     assert drafter_proposal(h, 8) == [2, 6, 5, 3, 5, 8]
     assert drafter_proposal(h, 3) == [2, 6, 5]
-    # no exact [x, 21]: one substitution (20 -> 21) keeps copying after it
+    # no exact [x, 21]: one substitution (20 -> 21) keeps copying after it; 21 is the last
+    # token, so with the adaptive length an unknown replacement drafts a probe of SUB_PROBE
     h = [40, 10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32, 50, 10, 11, 12, 13, 14, 15, 16, 21]
+    assert longest_match_draft(np.asarray(h), 3) == [30, 31, 32]
     assert drafter_proposal(h, 3) == [30, 31, 32]
+    assert drafter_proposal(h, 3, hint=3) == [30, 31, 32][:SUB_PROBE]
     assert drafter_proposal(h, 3, substitute=False) == []
+    # the replaced token inside the window: no probe
+    h = [40, 10, 11, 12, 13, 14, 15, 20, 16, 30, 31, 32, 50, 10, 11, 12, 13, 14, 15, 21, 16]
+    assert drafter_proposal(h, 3, hint=3) == [30, 31, 32]
     # two substitutions: nothing
     h = [10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 50, 10, 11, 12, 13, 14, 15, 17, 21]
     assert drafter_proposal(h, 3) == []
@@ -118,22 +186,87 @@ def test_recent_matches_reference(hist, n_max, a, b):
     assert got == ref_recent(hist, n_max, hi, lo)
 
 
+def test_a_rename_accepted_once_is_trusted():
+    # 20 -> 21 probed (SUB_PROBE tokens), accepted in full: the next place where 21 replaces
+    # 20 drafts the whole budget; a rejected probe teaches nothing
+    src = [10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32, 33, 34, 35]
+    for n_acc, learned in ((SUB_PROBE, True), (SUB_PROBE - 1, False)):
+        d = NgramDrafter(None)
+        d.length_hint = 5
+        d.process(np.array(src + [50] + src[:7], np.int32), 0, {})
+        pos0 = len(src) + 8
+        assert d.draft(21, pos0, 5).ids == [30, 31, 32, 33, 34][:SUB_PROBE]
+        d.process(np.array([21, 30, 31], np.int32), pos0, {})
+        d.accept(n_acc)
+        assert ((20, 21) in d._renames) == learned
+    # after it was learned: a second copy of the source, 21 for 20 again
+    d = NgramDrafter(None)
+    d.length_hint = 5
+    d._renames.add((20, 21))
+    d.process(np.array(src + [50] + src[:7], np.int32), 0, {})
+    assert d.draft(21, len(src) + 8, 5).ids == [30, 31, 32, 33, 34]
+
+
+def test_long_matches_exceed_the_back_off_length():
+    # the decoder's back-off length (length_hint) bounds short matches; an exact match of
+    # LONG_MATCH tokens or more drafts up to n_max
+    body = list(range(100, 100 + LONG_MATCH + 6))
+    d = NgramDrafter(None)
+    d.process(np.array(body + [7] + body[:LONG_MATCH - 1], np.int32), 0, {})
+    d.length_hint = 2
+    assert d.draft(body[LONG_MATCH - 1], len(body) + LONG_MATCH, 6).ids == \
+        body[LONG_MATCH:LONG_MATCH + 6]
+    d = NgramDrafter(None)
+    d.process(np.array(body + [7] + body[:LONG_MATCH - 3], np.int32), 0, {})
+    d.length_hint = 2
+    assert d.draft(body[LONG_MATCH - 3], len(body) + LONG_MATCH - 2, 6).ids == \
+        body[LONG_MATCH - 2:LONG_MATCH]
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(st.integers(0, 2 ** 31), st.integers(2, 14), st.integers(1, 4), st.booleans())
+def test_drafter_against_reference_through_steps(seed, vocab, ngram_min, substitute):
+    # random histories fed as the decoder feeds them (a prompt, then drafts, verify
+    # batches, partial acceptance, varying back-off lengths): every proposal equals the
+    # reference drafter's, through the indexes' growth and rollback
+    rng = np.random.default_rng(seed)
+    hist = [int(t) for t in rng.integers(0, vocab, int(rng.integers(0, 70)))]
+    d = NgramDrafter(None, ngram_min=ngram_min, ngram_max=max(3, ngram_min),
+                     substitute=substitute)
+    ref = RefDrafter(ngram_min, substitute)
+    d.process(np.array(hist, np.int32), 0, {})
+    for _ in range(40):
+        pos0, id_last = len(hist), int(rng.integers(0, vocab))
+        n_max, hint = int(rng.integers(1, 10)), int(rng.integers(0, 10))
+        d.length_hint = hint
+        got = d.draft(id_last, pos0, n_max).ids
+        assert got == ref.draft(hist + [id_last], n_max, hint)
+        batch = [id_last] + (got if rng.random() < 0.7 else
+                             [int(t) for t in rng.integers(0, vocab, int(rng.integers(0, 5)))])
+        d.process(np.array(batch, np.int32), pos0, {})
+        n_acc = int(rng.integers(0, len(batch)))
+        d.accept(n_acc)
+        ref.accept(n_acc)
+        hist = hist + batch[:n_acc + 1]
+        assert d.history == hist and d._renames == ref.renames
+
+
 def test_history_buffer_through_process_and_accept():
     # a long prompt (the buffer grows), then verify batches with partial acceptance: the
     # drafter's history is what a list of the committed tokens holds
     rng = np.random.default_rng(5)
     hist = [int(t) for t in rng.integers(0, 6, 600)]
-    d = NgramDrafter(None)
+    d, ref = NgramDrafter(None), RefDrafter()
     d.process(np.array(hist, np.int32), 0, {})
     for step in range(30):
         pos0 = len(hist)
         id_last = int(rng.integers(0, 6))
-        want = ref_longest(hist + [id_last], 5)
-        assert d.draft(id_last, pos0, 5).ids == want
+        assert d.draft(id_last, pos0, 5).ids == ref.draft(hist + [id_last], 5, 0)
         batch = [id_last] + [int(t) for t in rng.integers(0, 6, int(rng.integers(0, 5)))]
         d.process(np.array(batch, np.int32), pos0, {})
         n_acc = int(rng.integers(0, len(batch)))
         d.accept(n_acc)
+        ref.accept(n_acc)
         hist = hist + batch[:n_acc + 1]
         assert d.history == hist
     d.reset()
@@ -197,7 +330,7 @@ def test_every_lookup_mode_is_lossless(tiny, body, n_max, lookup, substitute, ad
     if lookup == "recent":
         found = ref_recent(first, n_max, max(3, ngram_min), ngram_min)
     else:
-        found = ref_longest(first, n_max, ngram_min, substitute)
+        found = RefDrafter(ngram_min, substitute).draft(first, n_max, n_max if adaptive else 0)
     assert (dec.stats["n_verify_steps"] > 0) or not found
     if found:
         assert dec.stats["steps"][0]["draft"] == found

@@ -254,6 +254,17 @@ class SpeculativeDecoder:
             return self._length.best_length(lane.n_cur)
         return lane.n_cur
 
+    def _budget_for(self, lane) -> int:
+        """_draft_budget, or for a drafter with its own length rule (`own_length`) n_max
+        with the back-off length left in its length_hint (0 while drafting pauses)."""
+        k = self._draft_budget(lane)
+        d = lane.drafter
+        if d.own_length:
+            d.length_hint = k if self.adaptive else 0
+            if self.adaptive and k > 0:
+                return self.n_max
+        return k
+
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
@@ -359,6 +370,9 @@ class SpeculativeDecoder:
         t1 = time.perf_counter()
         st["draft_s"] = t_prompt_draft
         active = [ln for ln in lanes if len(ln.out) < n and ln.out.stop_reason == "n"]
+        if len(active) == 1 and len(lanes) == 1 and not self._extra and self._plain_ok:
+            self._run_one(active[0], n, stop)
+            active = []
         while active:
             self._step(active, n, stop)
             active = [ln for ln in active if len(ln.out) < n and ln.out.stop_reason == "n"]
@@ -429,7 +443,7 @@ class SpeculativeDecoder:
                 lane.out.stop_reason = "n_ctx"
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
-            k_max = min(self._draft_budget(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
+            k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
             plan.append((lane, pos0, k_max))
         if not plan:
             return
@@ -493,6 +507,115 @@ class SpeculativeDecoder:
         te = time.perf_counter()
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
+
+    def _run_one(self, lane, n: int, stop) -> None:
+        """The rounds of one sequence whose drafter runs no draft graphs (n-gram, custom
+        drafts) with greedy ids from the graph: the calls, statistics and stream of _step,
+        without its per-sequence lists. A round with nothing drafted decodes id_last through
+        decode_greedy's one-token shortcut. On a small target a token costs ~150 us, and the
+        general round's bookkeeping was a tenth of that: this loop keeps a round that drafts
+        nothing close to a plain decode."""
+        ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
+        seq, n_ctx, perf = lane.seq, ctx.n_ctx, time.perf_counter
+        adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
+        own_length = bool(drafter.own_length)
+        if own_length and not adaptive:
+            drafter.length_hint = 0
+        pos0 = ctx.n_past(seq)
+        draft_s = verify_s = 0.0
+        n_rounds = n_plain = 0
+        try:
+            while len(out) < n and out.stop_reason == "n":
+                ta = perf()
+                if pos0 >= n_ctx:
+                    out.stop_reason = "n_ctx"
+                    break
+                # the budget as _draft_budget gives it (a pause counts down here)
+                if not adaptive:
+                    k_max = self.n_max
+                elif lane.skip > 0:
+                    lane.skip -= 1
+                    k_max = 0
+                else:
+                    k_max = self._length.best_length(lane.n_cur) if cost_rule else lane.n_cur
+                    if own_length:
+                        drafter.length_hint, k_max = k_max, self.n_max
+                k_max = min(k_max, n - len(out) - 1, n_ctx - pos0 - 1)
+                ids = ()
+                if k_max > 0:
+                    d = drafter.draft(lane.id_last, pos0, k_max)
+                    if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
+                        ids, _ = self._take_draft(d, k_max)
+                n_rounds += 1
+                tb = perf()
+                if not ids:
+                    tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
+                    tc = perf()
+                    if cost_rule:
+                        self._length.observe_cost(1, tc - tb)
+                    drafter.process(np.array([lane.id_last], np.int32), pos0, {})
+                    if stop is not None and stop(tok):
+                        out.stop_reason = "stop"
+                    n_plain += 1
+                    out.append(tok)
+                    lane.id_last = tok
+                    pos0 += 1
+                    drafter.accept(0)
+                    te = perf()
+                    draft_s += (tb - ta) + (te - tc)
+                    verify_s += tc - tb
+                    continue
+                batch = [lane.id_last] + ids
+                rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
+                tc = perf()
+                self._length.observe_cost(len(batch), tc - tb)
+                drafter.process(np.asarray(batch, np.int32), pos0, {})
+                t_draft = perf() - tc
+                result = verify_greedy(rows.ids, ids, int, self._is_eog)
+                if stop is not None:
+                    hit = next((j for j, t in enumerate(result) if stop(t)), None)
+                    if hit is not None:
+                        result = result[:hit + 1]
+                        out.stop_reason = "stop"
+                n_acc = len(result) - 1
+                self._control(lane, len(ids), n_acc)
+                if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
+                    raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove "
+                                       f"the {len(ids) - n_acc} rejected positions after "
+                                       f"{pos0 + n_acc}")
+                st["n_verify_steps"] += 1
+                st["n_drafted"] += len(ids)
+                st["n_accepted"] += n_acc
+                self._acc_per_pos[:n_acc] += 1
+                st["steps"].append({"draft": ids, "n_accepted": n_acc})
+                out.extend(result)
+                lane.id_last = result[-1]
+                pos0 += len(result)
+                t5 = perf()
+                drafter.accept(n_acc)
+                te = perf()
+                t_draft += te - t5
+                draft_s += (tb - ta) + t_draft
+                verify_s += (tc - tb) + (te - tc - t_draft)
+        finally:
+            st["n_rounds"] += n_rounds
+            st["n_target_decodes"] += n_rounds
+            st["n_plain_steps"] += n_plain
+            st["draft_s"] += draft_s
+            st["verify_s"] += verify_s
+
+    @property
+    def _plain_ok(self) -> bool:
+        """Whether _step_one serves this decoder: greedy ids, no target taps, no synthetic
+        acceptance, no draft graphs to count."""
+        d, cached = self.drafter, self.__dict__.get("_plain_ok_cached")
+        if cached is not None and cached[0] is self.sampler and cached[1] is d:
+            return cached[2]
+        ok = (self.greedy_in_graph and not self.tap_names
+              and getattr(d, "acceptance_probs", None) is None
+              and not tuple(getattr(d, "draft_contexts", lambda: ())()))
+        self.__dict__["_plain_ok_cached"] = (self.sampler, d, ok)
+        return ok
 
     def reset(self) -> None:
         """Forget the target's sequences and the drafters' state."""

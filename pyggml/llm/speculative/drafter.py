@@ -48,6 +48,11 @@ class Drafter:
     # set by SpeculativeDecoder, which reads no draft logits: a drafter that picks argmax
     # tokens may then take them in the graph and copy ids instead of logits rows
     sample_in_graph: bool = False
+    # a drafter that knows how far its draft can be trusted (n-gram: the match length) sets
+    # True: the adaptive decoder then asks it for up to n_max tokens and leaves the back-off
+    # length in `length_hint`, which the drafter may exceed where it is confident
+    own_length: bool = False
+    length_hint: int = 0
 
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max

@@ -17,6 +17,11 @@ Two lookup rules (option `lookup`):
   source is a real copy. When no exact key occurs,
   the one-substitution rule tries: a place whose last SUB_WINDOW tokens equal ours but for
   at most one (an edit that renamed x to y keeps copying after the renamed token).
+  With the decoder's adaptive length, the back-off length (`length_hint`) bounds every
+  draft but an exact match of LONG_MATCH tokens or more, and a substitution of id_last
+  itself first drafts a SUB_PROBE-token probe (see the constants). The lookups read
+  incremental indexes of the history's windows (KeyIndex), so a step costs a dict access
+  and a look at the places found, not a scan of the history.
 * "recent": the last N tokens (N = ngram_max down to ngram_min), the most recent earlier
   occurrence of the longest N that occurs, and the n_max tokens that followed it.
 
@@ -34,6 +39,15 @@ import numpy as np
 from .drafter import Draft, Drafter
 
 MATCH_CAP = 64       # the longest backward match measured (longer ones draw the same)
+# an exact match at least this long drafts up to n_max even while the decoder's back-off
+# length is shorter (a rejection elsewhere says little about a long verbatim copy)
+LONG_MATCH = 8
+# with the adaptive length (a length_hint given), a one-substitution place whose differing
+# token is the last one (id_last itself) drafts at most this many, unless that same
+# replacement (old token -> id_last) was accepted before: with subword tokens the new token
+# is often the start of a different word (the copy said "push", the model wrote "en" of
+# "enqueue"), while a rename (x -> y) repeats
+SUB_PROBE = 2
 SUB_WINDOW = 8       # tokens compared by the one-substitution rule
 
 
@@ -121,8 +135,61 @@ def longest_match_draft(seq: np.ndarray, n_max: int, ngram_min: int = 2,
     return []
 
 
+class KeyIndex:
+    """Where every window of `width` tokens of a growing history starts: key (the window's
+    tokens as a tuple) -> start positions, ascending. It covers the windows that start before
+    `covered`; `extend` indexes more as the history grows and `cut` forgets the windows that
+    reach past a position about to be rewritten (they are the latest of their keys, so each is
+    its list's last entry)."""
+
+    __slots__ = ("width", "starts", "covered")
+
+    def __init__(self, width: int):
+        self.width = int(width)
+        self.starts: dict = {}
+        self.covered = 0
+
+    def extend(self, hist: list, end: int) -> None:
+        """Index the windows lying inside hist[:end]."""
+        w, starts = self.width, self.starts
+        for p in range(self.covered, end - w + 1):
+            key = tuple(hist[p:p + w])
+            lst = starts.get(key)
+            if lst is None:
+                starts[key] = [p]
+            else:
+                lst.append(p)
+        self.covered = max(self.covered, end - w + 1)
+
+    def cut(self, hist: list, end: int) -> None:
+        """Forget the windows reaching past hist[:end] (hist still holds their tokens)."""
+        w, starts = self.width, self.starts
+        first = max(end - w + 1, 0)
+        for p in range(self.covered - 1, first - 1, -1):
+            key = tuple(hist[p:p + w])
+            lst = starts[key]
+            lst.pop()
+            if not lst:
+                del starts[key]
+        self.covered = min(self.covered, first)
+
+    def get(self, key: tuple) -> list:
+        return self.starts.get(key, ())
+
+
+# above this many places a lookup measures matches with numpy instead of a Python loop
+VECTOR_FROM = 24
+
+
 class NgramDrafter(Drafter):
+    """Prompt lookup over the target's history (see the module docstring). The "longest"
+    rule reads incremental indexes of the history's windows (KeyIndex: the ngram_min-token
+    keys, and the token pairs that anchor the one-substitution search), so a lookup costs a
+    dict access and a look at the places found, not a scan of the history; it proposes what
+    `longest_match_draft` proposes on the same history."""
+
     kind = "ngram"
+    own_length = True
 
     def __init__(self, target_ctx, draft_model=None, ngram_max: int = 3, ngram_min: int = 2,
                  lookup: str = "longest", substitute: bool = True):
@@ -145,45 +212,208 @@ class NgramDrafter(Drafter):
         self.target = target_ctx
         self.ngram_max, self.ngram_min = int(ngram_max), int(ngram_min)
         self.lookup, self.substitute = lookup, substitute
-        # tokens at positions 0.. of the target's sequence: buf[:n] (a growing array, so
-        # that a lookup reads a view instead of converting a list every step)
+        # tokens at positions 0.. of the target's sequence, twice: a list (the indexes and
+        # the Python comparisons read it) and a growing array (the numpy lookups read a view
+        # of it instead of converting the list)
+        self._hist: list = []
         self._buf = np.zeros(256, np.int64)
-        self._n = 0
+        self._buf_n = 0                # entries of _buf equal to the list's
         self._pos0 = 0
+        self._keys = KeyIndex(self.ngram_min)
+        # a window with no exact key differs from ours in its last ngram_min tokens only, so
+        # the two before them match exactly: that pair finds the substitution candidates
+        # (when the window holds them; otherwise the numpy search runs)
+        self._sub_pairs = (self.ngram_min + 2 <= SUB_WINDOW)
+        self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._ix = self._indexes()
+        # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
+        self._renames: set = set()
+        self._probe, self._probing = None, False
+        self.last_match = 0
+
+    @property
+    def _n(self) -> int:
+        return len(self._hist)
 
     @property
     def history(self) -> list:
-        return self._buf[:self._n].tolist()
+        return list(self._hist)
 
-    def _put(self, pos0: int, tokens: np.ndarray) -> None:
-        end = pos0 + len(tokens)
-        if end > len(self._buf):
-            grown = np.zeros(max(2 * len(self._buf), end), np.int64)
-            grown[:self._n] = self._buf[:self._n]
-            self._buf = grown
-        if pos0 > self._n:
+    def _indexes(self):
+        if self.lookup != "longest":
+            return ()
+        if self._pairs is self._keys or not (self.substitute and self._sub_pairs):
+            return (self._keys,)
+        return (self._keys, self._pairs)
+
+    def _seq(self) -> np.ndarray:
+        """The history as an int64 array (a view of the growing buffer, brought up to date
+        from the list only when a numpy lookup needs it)."""
+        hist, n = self._hist, self._buf_n
+        L = len(hist)
+        if n < L:
+            if L > len(self._buf):
+                grown = np.zeros(max(2 * len(self._buf), L), np.int64)
+                grown[:n] = self._buf[:n]
+                self._buf = grown
+            self._buf[n:L] = hist[n:L]
+            self._buf_n = L
+        return self._buf[:L]
+
+    def _put(self, pos0: int, tokens: list) -> None:
+        hist = self._hist
+        for ix in self._ix:
+            if ix.covered + ix.width - 1 > pos0:
+                ix.cut(hist, pos0)
+        n = len(hist)
+        if pos0 > n:
             # positions this drafter never saw (the sequence was in the target before the
             # decoder ran): distinct negative ids, which match nothing
-            self._buf[self._n:pos0] = -1 - np.arange(self._n, pos0)
-        self._buf[pos0:end] = tokens
-        self._n = end
+            hist.extend(range(-1 - n, -1 - pos0, -1))
+        if pos0 < self._buf_n:
+            self._buf_n = pos0
+        hist[pos0:] = tokens
 
     def process(self, tokens, pos0, taps):
-        self._put(pos0, np.asarray(tokens, np.int64).ravel())
         self._pos0 = pos0
+        hist = self._hist
+        if len(tokens) == 1 and pos0 == len(hist) - 1 and hist[pos0] == tokens[0]:
+            return                     # id_last alone, as draft() wrote it
+        self._put(pos0, np.asarray(tokens).ravel().tolist())
 
     def draft(self, id_last, pos0, n_max):
         # id_last sits at pos0 (the next process() writes it there again)
-        self._put(pos0, np.array([int(id_last)], np.int64))
-        seq = self._buf[:pos0 + 1]
+        self._put(pos0, [int(id_last)])
+        # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
+        # every draft but an exact match of LONG_MATCH tokens or more
+        hint = min(self.length_hint or n_max, n_max)
+        self._probing = bool(self.length_hint)
         if self.lookup == "recent":
-            ids = find_continuation(seq, n_max, self.ngram_max, self.ngram_min)
+            ids = find_continuation(self._seq(), hint, self.ngram_max, self.ngram_min)
         else:
-            ids = longest_match_draft(seq, n_max, self.ngram_min, self.substitute)
+            ids = self._longest(n_max, hint)
         return Draft(ids=ids)
 
+    # ---- the "longest" rule over the indexes --------------------------------------------------
+    def _longest(self, n_max: int, hint: int) -> list:
+        hist = self._hist
+        L, m = len(hist), self.ngram_min
+        if L <= m:                     # no key fits before ours
+            return longest_match_draft(self._seq(), hint, m, self.substitute)
+        keys = self._keys
+        keys.extend(hist, L - 1)       # windows with at least one token after them
+        starts = keys.get(tuple(hist[L - m:]))
+        if starts:
+            return self._best_exact(starts, n_max, hint)
+        if not self.substitute:
+            return []
+        if not self._sub_pairs:
+            e = find_substituted(self._seq())
+            return self._sub_draft(e, hint)
+        if L <= SUB_WINDOW:
+            return []
+        pairs = self._pairs
+        if pairs is not keys:
+            pairs.extend(hist, L - 1)
+        e = self._substituted(pairs.get((hist[L - m - 2], hist[L - m - 1])))
+        return self._sub_draft(e, hint)
+
+    def _sub_draft(self, e: int, hint: int) -> list:
+        if e < 0:
+            return []
+        hist = self._hist
+        L = len(hist)
+        self.last_match = -1
+        # the replaced token: the one of the window that differs (none: an exact place of a
+        # key longer than ngram_min's reach, nothing to learn)
+        j = next((j for j in range(1, SUB_WINDOW + 1) if hist[e - j] != hist[L - j]), 0)
+        if j:
+            pair = (hist[e - j], hist[L - j])
+            if j == 1 and self._probing and pair not in self._renames:
+                hint = min(hint, SUB_PROBE)
+            # accepted (in full when it was a probe): the replacement is a rename to trust
+            self._probe = (pair, min(len(hist) - e, hint) if j == 1 else 1)
+        return hist[e:e + hint]
+
+    def _best_exact(self, starts: list, n_max: int, hint: int) -> list:
+        """The place after the key occurrence whose match reaches furthest back (capped by
+        MATCH_CAP and by the tokens that follow it); ties: the most recent."""
+        hist = self._hist
+        L, m = len(hist), self.ngram_min
+        if len(starts) > VECTOR_FROM:
+            ends = np.asarray(starts, np.int64) + m
+            k = np.minimum(match_lengths(self._seq(), ends), L - ends)
+            best = int(np.flatnonzero(k == k.max())[-1])
+            e, k_best = int(ends[best]), int(k[best])
+        else:
+            e, k_best = -1, -1
+            for s in starts:           # ascending: ">=" lets the later place win a tie
+                end = s + m
+                cap = min(MATCH_CAP, end)
+                j = m                  # the key itself matches
+                while j < cap and hist[end - j - 1] == hist[L - j - 1]:
+                    j += 1
+                k = min(j, cap, L - end)
+                if k >= k_best:
+                    e, k_best = end, k
+        self.last_match = k_best
+        return hist[e:e + min(n_max if k_best >= LONG_MATCH else hint, k_best)]
+
+    def _substituted(self, pair_starts) -> int:
+        """find_substituted's place among the windows anchored by the pair before our last
+        ngram_min tokens: the most recent one differing from ours in at most one of the
+        SUB_WINDOW tokens (none differs in none: that would be an exact key)."""
+        if not pair_starts:
+            return -1
+        hist = self._hist
+        L, w = len(hist), SUB_WINDOW
+        shift = self.ngram_min + 2          # anchor start -> continuation start
+        if len(pair_starts) > VECTOR_FROM:
+            ends = np.asarray(pair_starts, np.int64) + shift
+            ends = ends[(ends >= w) & (ends < L)]
+            if not len(ends):
+                return -1
+            seq = self._seq()
+            back = np.arange(1, w + 1)
+            diff = (seq[ends[:, None] - back[None, :]] != seq[L - back][None, :]).sum(axis=1)
+            ok = np.flatnonzero(diff <= 1)
+            return int(ends[ok[-1]]) if len(ok) else -1
+        tail = hist[L - w:]
+        for s in reversed(pair_starts):
+            e = s + shift
+            if e >= L or e < w:
+                continue
+            window = hist[e - w:e]
+            diff = 0
+            for a, b in zip(window, tail):
+                if a != b:
+                    diff += 1
+                    if diff > 1:
+                        break
+            if diff <= 1:
+                return e
+        return -1
+
     def accept(self, n_accepted):
-        self._n = min(self._n, self._pos0 + n_accepted + 1)
+        if self._probe is not None:
+            if n_accepted >= self._probe[1]:
+                self._renames.add(self._probe[0])
+            self._probe = None
+        # the rejected drafts leave the history; the indexes never hold a window reaching
+        # them (they cover windows before pos0, which the draft's _put cut back to)
+        keep = self._pos0 + n_accepted + 1
+        if keep < len(self._hist):
+            for ix in self._ix:
+                if ix.covered + ix.width - 1 > keep:
+                    ix.cut(self._hist, keep)
+            del self._hist[keep:]
+            if keep < self._buf_n:
+                self._buf_n = keep
 
     def reset(self):
-        self._n = 0
+        self._hist = []
+        self._renames, self._probe = set(), None
+        self._keys = KeyIndex(self.ngram_min)
+        self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._ix = self._indexes()
+        self._buf_n = 0
