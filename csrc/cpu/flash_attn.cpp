@@ -416,6 +416,11 @@ void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
     FlashAttn(p, dst).run();
 }
 
+bool flash_attn_barrier_free(const Tensor* dst) {
+    // the row-wise kernel runs as shares; the sparse and tiled ones meet at barriers
+    return !fa_sparse_applies(dst) && fa_rowwise_applies(dst);
+}
+
 size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor* dst, int n_threads) {
     // both kernels' needs: the ISA level that picks one may change before the compute
     const Plan plan(dst, n_threads);
