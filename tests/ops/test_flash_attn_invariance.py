@@ -131,3 +131,36 @@ def test_fully_masked_row_is_zero_in_and_out_of_the_batch():
     b, a, _ = _run(ctx, batch, alone, cut, 2)
     assert np.all(b[4] == 0.0) and np.all(a[4] == 0.0)
     assert np.any(b[3] != 0.0)
+
+
+@pytest.mark.parametrize("min_work", ["0", None], ids=["all-split", "default"])
+@pytest.mark.parametrize("N,KV", [(1, 4096), (1, 700), (3, 2000), (70, 600)])
+def test_shared_step_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work, N, KV):
+    """The F16 kernel runs as a shared step: its pieces are claimed from a counter (a late
+    thread leaves them to the others, several shares run on one thread when there are more
+    threads than cores) and the last share folds the split chunks. New inputs before every
+    compute: a piece skipped or folded twice would keep or double old values."""
+    if min_work is not None:
+        monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
+    rng = np.random.default_rng(N * 7 + KV)
+    ctx = gg.Context(mem_size=64 << 20)
+    D, H, Hkv = 64, 9, 3
+    q, _ = new(ctx, gg.F32, [D, N, H, 1], rng=rng)
+    k, _ = new(ctx, gg.F16, [D, KV, Hkv, 1], rng=rng)
+    v, _ = new(ctx, gg.F16, [D, KV, Hkv, 1], rng=rng)
+    m, _ = new(ctx, gg.F16, [KV, N, 1, 1], data=_mask(rng, KV, N))
+    r = gg.flash_attn_ext(ctx, q, k, v, m, 1.0 / np.sqrt(D), 0.0, 0.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(r)
+    for _ in range(3):
+        for n_threads in (2, 3, 5, 8):
+            for t in (q, k, v):
+                x = rng.uniform(-1, 1, size=tuple(reversed(t.ne)))
+                t.set(x.astype(np.float32 if t.type == gg.F32 else np.float16))
+            g.compute(n_threads)
+            got = values(r).copy()
+            g.compute(1)
+            np.testing.assert_array_equal(got, values(r), err_msg=f"{n_threads} threads")
+    f64 = [values(t).astype(np.float64) for t in (q, k, v, m)]
+    want = ref.flash_attn_ext(*f64, 1.0 / np.sqrt(D), 0.0, 0.0, None)
+    assert_close(values(r)[0], want[0], TOL, "against the float64 reference")
