@@ -110,8 +110,9 @@ def _check_rows(kind, KV, T, seed, rowwise):
     runs = [_run(ctx, batch, alone, cut, n) for n in (1, 2)]
     b1, a1, c1 = runs[0]
     assert_close(b1, want[0], TOL, "batch vs float64 reference")
-    # Past 64 tokens F16 K/V at the default precision take the tiled F32 path: a prefill,
-    # never a verify batch; the rows are then only close to the ggml-order ones.
+    # Past 64 tokens F16 K/V at the default precision take the tiled F32 path: a prefill (the
+    # llm graph attends a verify, every row an output, in pieces of <= 64); the rows are then
+    # only close to the ggml-order ones.
     exact = not (kind == "f16" and rowwise and T > ROWWISE_MAX_TOKENS)
     for b, a, c in runs:
         np.testing.assert_array_equal(b, b1, err_msg="batch differs between 1 and 2 threads")
