@@ -136,19 +136,21 @@ def test_fully_masked_row_is_zero_in_and_out_of_the_batch():
 
 @pytest.mark.parametrize("min_work", ["0", None], ids=["all-split", "default"])
 @pytest.mark.parametrize("N,KV", [(1, 4096), (1, 700), (3, 2000), (70, 600)])
-def test_shared_step_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work, N, KV):
-    """The F16 kernel runs as a shared step: its pieces are claimed from a counter (a late
-    thread leaves them to the others, several shares run on one thread when there are more
-    threads than cores) and the last share folds the split chunks. New inputs before every
-    compute: a piece skipped or folded twice would keep or double old values."""
+@pytest.mark.parametrize("kt", [gg.F16, gg.F32], ids=["f16", "f32"])
+def test_shared_step_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work, N, KV, kt):
+    """The dense kernels (F16: one-row order; F32 and past 64 tokens: tiled) run as a shared
+    step: their pieces are claimed from a counter (a late thread leaves them to the others,
+    several shares run on one thread when there are more threads than cores) and the last
+    share folds the split chunks. New inputs before every compute: a piece skipped or folded
+    twice would keep or double old values."""
     if min_work is not None:
         monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
     rng = np.random.default_rng(N * 7 + KV)
     ctx = gg.Context(mem_size=64 << 20)
     D, H, Hkv = 64, 9, 3
     q, _ = new(ctx, gg.F32, [D, N, H, 1], rng=rng)
-    k, _ = new(ctx, gg.F16, [D, KV, Hkv, 1], rng=rng)
-    v, _ = new(ctx, gg.F16, [D, KV, Hkv, 1], rng=rng)
+    k, _ = new(ctx, kt, [D, KV, Hkv, 1], rng=rng)
+    v, _ = new(ctx, kt, [D, KV, Hkv, 1], rng=rng)
     m, _ = new(ctx, gg.F16, [KV, N, 1, 1], data=_mask(rng, KV, N))
     r = gg.flash_attn_ext(ctx, q, k, v, m, 1.0 / np.sqrt(D), 0.0, 0.0)
     g = gg.Graph(ctx)
