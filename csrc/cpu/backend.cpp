@@ -105,6 +105,8 @@ bool barrier_free(const Tensor* n) {
             return true;
         case Op::MUL_MAT:
             return mul_mat_barrier_free(n);
+        case Op::FLASH_ATTN_EXT:
+            return flash_attn_barrier_free(n);
         default:
             return false;
     }
@@ -121,7 +123,7 @@ struct Step {
 struct alignas(64) ShareCounters {
     std::atomic<int> taken{0};
     std::atomic<int> finished{0};
-    std::atomic<int64_t> units{0};  // the kernel's own work counter (ComputeParams::node_counter)
+    std::atomic<int64_t> kernel_slots[2] = {0, 0};  // ComputeParams::share_slots
 };
 
 // How long a thread waiting for the previous step spins, then polls between yields of its
@@ -264,7 +266,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
                 wait_for(k);
                 ComputeParams q = p;
                 q.no_barrier = true;
-                q.node_counter = &counters[k].units;
+                q.share_slots = counters[k].kernel_slots;
                 for (int s; (s = counters[k].taken.fetch_add(1, std::memory_order_relaxed)) < n_threads;) {
                     q.ith = s;
                     kernel(n, q);

@@ -150,21 +150,32 @@ public:
         layout_scratch(b, plan_, sc_);
     }
 
+    // As a gang: the counter is set up behind a barrier, and the chunks are merged by every
+    // thread behind another. As shares (share_slots set: a counter that starts at zero, no
+    // barrier): the last share to finish merges every chunk. Same units, same bits.
     void run() {
+        std::atomic<int64_t>* slots = p_.share_slots;
+        std::atomic<int64_t>* counter = slots ? &slots[0] : counter_;
         // Phase 1: init the counter.
-        if (p_.ith == 0) counter_->store(0, std::memory_order_relaxed);
-        p_.barrier();
+        if (!slots) {
+            if (p_.ith == 0) counter_->store(0, std::memory_order_relaxed);
+            p_.barrier();
+        }
         // Phase 2: units, dynamically scheduled.
         const int64_t nu = plan_.n_units();
         for (;;) {
-            const int64_t u = counter_->fetch_add(1, std::memory_order_relaxed);
+            const int64_t u = counter->fetch_add(1, std::memory_order_relaxed);
             if (u >= nu) break;
             unit(u);
         }
         // Phase 3: merge the KV chunks.
         if (plan_.nsplit > 1) {
-            p_.barrier();
-            merge();
+            if (!slots) {
+                p_.barrier();
+                merge(p_.ith, p_.nth);
+            } else if (slots[1].fetch_add(1, std::memory_order_acq_rel) + 1 == p_.nth) {
+                merge(0, 1);  // the partials of every share are visible to the last one
+            }
         }
     }
 
@@ -375,11 +386,11 @@ private:
     }
 
     // Fold the chunks of every (unit, query vector) pair in ascending order.
-    void merge() {
+    void merge(int ith, int nth) {
         const int64_t nq = plan_.nq_max();
         const int64_t total = plan_.n_units0 * nq;
         int64_t r0, r1;
-        split_range(total, p_.ith, p_.nth, r0, r1);
+        split_range(total, ith, nth, r0, r1);
         float* o = sc_.O;
         for (int64_t w = r0; w < r1; ++w) {
             const int64_t u0 = w / nq, i = w % nq;
@@ -414,6 +425,11 @@ void cpu_forward_FLASH_ATTN_EXT(const ComputeParams& p, Tensor* dst) {
     if (fa_sparse_applies(dst)) return fa_sparse_forward(p, dst);
     if (fa_rowwise_applies(dst)) return fa_rowwise_forward(p, dst);
     FlashAttn(p, dst).run();
+}
+
+bool flash_attn_barrier_free(const Tensor* dst) {
+    // the row-wise and tiled kernels run as shares; the sparse one meets at barriers
+    return !fa_sparse_applies(dst);
 }
 
 size_t cpu_work_size_FLASH_ATTN_EXT(const Tensor* dst, int n_threads) {

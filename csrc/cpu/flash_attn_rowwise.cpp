@@ -23,6 +23,7 @@
 // Used on AVX2 CPUs at the default precision when the op has no sparse hint; flash_attn.cpp
 // is the general kernel (F32 accumulation, which GGML_PREC_F32 asks for; tiles, sparse columns).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -159,10 +160,22 @@ public:
         kf_ = w;
     }
 
+    // Run as a gang (every thread at once: a fixed share of the pieces each, a barrier before
+    // the fold of the split chunks) or as shares (share_slots set: the pieces are claimed from
+    // a counter, so a thread that is late or descheduled leaves its part to the others, and
+    // the last share to finish folds every split chunk). Each piece computes the same either way.
     void run() {
         const int nth = p_.nth, ith = p_.ith;
+        std::atomic<int64_t>* slots = p_.share_slots;
+        int64_t next = ith;  // the gang's fixed pieces: ith, ith + nth, ...
+        auto claim = [&] {
+            if (slots) return slots[0].fetch_add(1, std::memory_order_relaxed);
+            const int64_t w = next;
+            next += nth;
+            return w;
+        };
         if (!plan_.split) {
-            for (int64_t u = ith; u < plan_.n_base; u += nth) {
+            for (int64_t u; (u = claim()) < plan_.n_base;) {
                 const Item x = item(u);
                 load_queries(x);
                 begin_fold(x);
@@ -176,7 +189,7 @@ public:
             return;
         }
         const int64_t nc = plan_.nchunks, nq = plan_.nq(), Dv = plan_.Dv;
-        for (int64_t w = ith; w < plan_.n_base * nc; w += nth) {
+        for (int64_t w; (w = claim()) < plan_.n_base * nc;) {
             const int64_t u = w / nc, c = w % nc;
             const Item x = item(u);
             load_queries(x);
@@ -188,8 +201,16 @@ public:
                 std::memcpy(pp + 2, acc_ + i * Dv, size_t(Dv) * sizeof(float));
             }
         }
-        p_.barrier();
-        for (int64_t w = ith; w < plan_.n_base * nq; w += nth) {
+        int f0 = ith, fstep = nth;  // the fold: [f0, ..., by fstep)
+        if (slots) {
+            // the partials of every share are visible to the one that counts last
+            if (slots[1].fetch_add(1, std::memory_order_acq_rel) + 1 < nth) return;
+            f0 = 0;
+            fstep = 1;
+        } else {
+            p_.barrier();
+        }
+        for (int64_t w = f0; w < plan_.n_base * nq; w += fstep) {
             const int64_t u = w / nq, i = w % nq;
             const Item x = item(u);
             if (i >= x.nq) continue;

@@ -22,11 +22,11 @@ struct ComputeParams {
     // backend does so only for kernels that never meet the other threads): a barrier then
     // is a bug in the schedule's list of barrier-free ops, reported instead of a hang.
     bool no_barrier = false;
-    // Set for barrier-free shares only: zero when the node starts, shared by all its shares
-    // (the backend keeps one per step), so such a kernel can hand out its work dynamically
-    // with no barrier. A kernel that ran another kernel twice in one node would have to clear
-    // it for the inner calls (none does: those that nest have barriers, and get none).
-    std::atomic<int64_t>* node_counter = nullptr;
+    // Shared steps only: two counters of this step, zero when its first share starts, that
+    // its shares may use to claim work and to tell the last one to finish (null otherwise).
+    // A kernel that ran another kernel twice inside one node would have to clear them between
+    // the calls (none does: the nesting kernels have barriers and get none).
+    std::atomic<int64_t>* share_slots = nullptr;
     void barrier() const {
         if (no_barrier) throw std::logic_error("cpu: a kernel scheduled as barrier-free met a barrier");
         if (pool && nth > 1) pool->barrier();
@@ -35,6 +35,8 @@ struct ComputeParams {
 
 // True when this MUL_MAT node's kernel never meets the other threads (defined with the kernel).
 bool mul_mat_barrier_free(const Tensor* dst);
+// True when this FLASH_ATTN_EXT node's kernel can run as shares given share_slots.
+bool flash_attn_barrier_free(const Tensor* dst);
 
 // Contiguous split of [0, n) among threads: [r0, r1) for thread ith.
 inline void split_range(int64_t n, int ith, int nth, int64_t& r0, int64_t& r1) {

@@ -67,15 +67,15 @@ void run_mul_mat_units(const ComputeParams& p, int64_t units, bool fixed, RunUni
     for (int64_t u; (u = counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
 }
 
-// Runs units 0..units-1 over the shares of a barrier-free node: claimed from the node's counter
-// (ComputeParams::node_counter) when the backend gave one, so a share that starts late (its
+// Runs units 0..units-1 over the shares of a barrier-free node: claimed from the step's first
+// share slot (ComputeParams::share_slots) when the backend gave one, so a share that starts late (its
 // thread woke late, or was preempted) takes fewer units instead of finishing last; else a
 // contiguous share each, as run_mul_mat_units(fixed). Which share runs a unit never changes
 // what the unit computes.
 template <class RunUnit>
 void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run_unit) {
-    if (!p.node_counter || p.nth == 1) return run_mul_mat_units(p, units, true, run_unit);
-    for (int64_t u; (u = p.node_counter->fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
+    if (!p.share_slots || p.nth == 1) return run_mul_mat_units(p, units, true, run_unit);
+    for (int64_t u; (u = p.share_slots[0].fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
 }
 
 inline void round_bf16_row(const float* x, float* y, int64_t n) {

@@ -23,6 +23,10 @@ from .inputs import InpAttn, InpEmbd, InpOutIds, InpPos, UBatch
 from .memory import NoCacheContext
 from .memory_recurrent import InpRS, build_rs
 
+# Query tokens up to which the CPU's F16 flash attention keeps ggml's one-row order
+# (csrc/cpu/flash_attn_rowwise.cpp); past it a tiled order that differs in the last bits.
+FA_ROW_ORDER_MAX_TOKENS = 64
+
 
 class GraphType(IntEnum):          # llm_graph_type
     DEFAULT = 0
@@ -562,13 +566,7 @@ class GraphContext:
                 v = gg.transpose(c, v)
             # upstream casts F32 K/V to F16 here (its kernels want F16); pyggml's kernel reads
             # F32 directly, so F32 caches stay exact with flash attention too
-            cur = gg.flash_attn_ext(c, q, k, v, kq_mask, kq_scale, self.max_alibi_bias,
-                                    self.attn_soft_cap)
-            if sinks is not None:
-                gg.flash_attn_ext_add_sinks(cur, sinks)
-            if n_kv_max:
-                gg.flash_attn_ext_set_n_kv_max(cur, int(n_kv_max))
-            self.cb(cur, "fattn", il)
+            cur = self.cb(self._flash_attn(q, k, v, kq_mask, kq_scale, sinks, n_kv_max), "fattn", il)
             if v_mla is not None:
                 cur = gg.permute(c, cur, 0, 2, 1, 3)
                 cur = self.cb(gg.mul_mat(c, v_mla, cur), "fattn_mla", il)
@@ -595,6 +593,39 @@ class GraphContext:
             cur = gg.permute(c, kqv, 0, 2, 1, 3)
             cur = gg.cont_2d(c, cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
         return self.expand(cur)
+
+    def _flash_attn(self, q, k, v, kq_mask, kq_scale, sinks, n_kv_max):
+        """FLASH_ATTN_EXT over q [d, N, H, S]. The CPU computes F16 K/V rows in ggml's
+        one-row order for up to FA_ROW_ORDER_MAX_TOKENS query tokens and with a faster tiled
+        order above. When every row is an output (a speculative verify, several sequences at
+        once) each row must equal its one-token decode, so such ubatches are attended in
+        pieces of at most that many tokens; a prompt (one output row) keeps the fast path."""
+        c = self.ctx0
+        n = q.ne[1]
+        rows = FA_ROW_ORDER_MAX_TOKENS
+        split = (n > rows and self.n_outputs == self.n_tokens and not n_kv_max
+                 and k.type == gg.F16 and v.type == gg.F16)
+        parts = []
+        for t0 in range(0, n, rows) if split else [0]:
+            m = min(rows, n - t0) if split else n
+            qq, mm = q, kq_mask
+            if split:
+                qq = gg.view_4d(c, q, q.ne[0], m, q.ne[2], q.ne[3], q.nb[1], q.nb[2], q.nb[3],
+                                t0 * q.nb[1])
+                if kq_mask is not None:
+                    mm = gg.view_4d(c, kq_mask, kq_mask.ne[0], m, kq_mask.ne[2], kq_mask.ne[3],
+                                    kq_mask.nb[1], kq_mask.nb[2], kq_mask.nb[3], t0 * kq_mask.nb[1])
+            cur = gg.flash_attn_ext(c, qq, k, v, mm, kq_scale, self.max_alibi_bias,
+                                    self.attn_soft_cap)
+            if sinks is not None:
+                gg.flash_attn_ext_add_sinks(cur, sinks)
+            if n_kv_max:
+                gg.flash_attn_ext_set_n_kv_max(cur, int(n_kv_max))
+            parts.append(cur)
+        cur = parts[0]
+        for p in parts[1:]:
+            cur = gg.concat(c, cur, p, 2)  # [d_v, H, tokens, S]
+        return cur
 
     def build_attn(self, inp: InpAttn, wo, wo_b, q_cur, k_cur, v_cur, kq_b=None, sinks=None,
                    v_mla=None, kq_scale: float = 1.0, il: int = -1, wo_s=None, n_kv_max: int = 0):

@@ -11,9 +11,10 @@ chunks at the offsets they have alone, and the other sequences' columns only add
 Without it the sequences' cells interleave, and the float GEMM's K blocks, the tiled
 flash-attention lanes and the KV chunks fold the same values in another order.
 
-Multi-sequence ubatches here stay within 64 tokens: the F16 flash-attention kernel for up to
-64 query tokens (ggml's order) and the tiled one above differ in their bits by design, with
-one sequence as with several."""
+The F16 flash-attention kernel keeps ggml's one-row order for up to 64 query tokens and uses a
+faster tiled order above; a ubatch whose every row is an output (a verify) is attended in
+pieces of at most 64 tokens (graph.FA_ROW_ORDER_MAX_TOKENS), so its rows still equal one-token
+decoding; the last two tests cover that."""
 import numpy as np
 import pytest
 
@@ -151,12 +152,9 @@ def test_batched_greedy_streams_equal_plain_greedy(model, cache, flash_attn):
     assert dec.stats["n_drafted"] > 0
 
 
-@pytest.mark.xfail(strict=True, reason="F16 flash attention picks its kernel by the ubatch's "
-                   "query tokens: up to 64 ggml's order (F16 V accumulator), above that the "
-                   "tiled F32-accumulating kernel; a verify ubatch of many sequences (here 12 x 6 "
-                   "tokens) then differs from each sequence's one-token decoding. Fix: split "
-                   "such verify batches into ubatches of <= 64 tokens, or one kernel for both")
 def test_verify_ubatch_past_64_tokens_with_f16_flash_attention(model):
+    """12 sequences x 6 tokens = 72 query tokens in one verify ubatch: past the 64 up to which
+    the F16 kernel keeps the one-row order, so the graph attends in pieces of at most 64."""
     n_seq = 12
     rng = np.random.default_rng(5)
     multi = _ctx(model, "f16", True, 64, n_seq_max=n_seq)
@@ -169,3 +167,22 @@ def test_verify_ubatch_past_64_tokens_with_f16_flash_attention(model):
     got = _decode_seqs(multi, steps)
     for (s, t), rows in zip(steps, got):
         assert np.array_equal(rows, np.array(alone[s].decode(t, logits_all=True), copy=True))
+
+
+@pytest.mark.parametrize("cache", ["f16", "f32"])
+def test_wide_ubatch_with_every_row_an_output_equals_one_token_decoding(model, cache):
+    """One sequence, 150 tokens in one ubatch with every row an output (a long verify): each
+    row equals that token decoded alone after the ones before it, across the 64-token pieces
+    and the 256-cell boundary."""
+    rng = np.random.default_rng(11)
+    prefix = [int(x) for x in rng.integers(0, 250, 120)]
+    toks = [int(x) for x in rng.integers(0, 250, 150)]
+    wide = _ctx(model, cache, True, 512)
+    step = _ctx(model, cache, True, 512)
+    wide.decode(prefix)
+    step.decode(prefix)
+    got = np.array(wide.decode(toks, logits_all=True), copy=True)
+    assert got.shape[0] == len(toks)
+    for i, t in enumerate(toks):
+        want = np.array(step.decode([t]), copy=True).reshape(-1)
+        assert np.array_equal(got[i], want), f"{cache}: row {i} of the wide ubatch"

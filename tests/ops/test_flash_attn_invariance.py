@@ -110,8 +110,9 @@ def _check_rows(kind, KV, T, seed, rowwise):
     runs = [_run(ctx, batch, alone, cut, n) for n in (1, 2)]
     b1, a1, c1 = runs[0]
     assert_close(b1, want[0], TOL, "batch vs float64 reference")
-    # Past 64 tokens F16 K/V at the default precision take the tiled F32 path: a prefill,
-    # never a verify batch; the rows are then only close to the ggml-order ones.
+    # Past 64 tokens F16 K/V at the default precision take the tiled F32 path: a prefill (the
+    # llm graph attends a verify, every row an output, in pieces of <= 64); the rows are then
+    # only close to the ggml-order ones.
     exact = not (kind == "f16" and rowwise and T > ROWWISE_MAX_TOKENS)
     for b, a, c in runs:
         np.testing.assert_array_equal(b, b1, err_msg="batch differs between 1 and 2 threads")
@@ -131,3 +132,38 @@ def test_fully_masked_row_is_zero_in_and_out_of_the_batch():
     b, a, _ = _run(ctx, batch, alone, cut, 2)
     assert np.all(b[4] == 0.0) and np.all(a[4] == 0.0)
     assert np.any(b[3] != 0.0)
+
+
+@pytest.mark.parametrize("min_work", ["0", None], ids=["all-split", "default"])
+@pytest.mark.parametrize("N,KV", [(1, 4096), (1, 700), (3, 2000), (70, 600)])
+@pytest.mark.parametrize("kt", [gg.F16, gg.F32], ids=["f16", "f32"])
+def test_shared_step_gives_the_same_bits_on_any_thread_count(monkeypatch, min_work, N, KV, kt):
+    """The dense kernels (F16: one-row order; F32 and past 64 tokens: tiled) run as a shared
+    step: their pieces are claimed from a counter (a late thread leaves them to the others,
+    several shares run on one thread when there are more threads than cores) and the last
+    share folds the split chunks. New inputs before every compute: a piece skipped or folded
+    twice would keep or double old values."""
+    if min_work is not None:
+        monkeypatch.setenv("PYGGML_CPU_MIN_WORK", min_work)
+    rng = np.random.default_rng(N * 7 + KV)
+    ctx = gg.Context(mem_size=64 << 20)
+    D, H, Hkv = 64, 9, 3
+    q, _ = new(ctx, gg.F32, [D, N, H, 1], rng=rng)
+    k, _ = new(ctx, kt, [D, KV, Hkv, 1], rng=rng)
+    v, _ = new(ctx, kt, [D, KV, Hkv, 1], rng=rng)
+    m, _ = new(ctx, gg.F16, [KV, N, 1, 1], data=_mask(rng, KV, N))
+    r = gg.flash_attn_ext(ctx, q, k, v, m, 1.0 / np.sqrt(D), 0.0, 0.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(r)
+    for _ in range(3):
+        for n_threads in (2, 3, 5, 8):
+            for t in (q, k, v):
+                x = rng.uniform(-1, 1, size=tuple(reversed(t.ne)))
+                t.set(x.astype(np.float32 if t.type == gg.F32 else np.float16))
+            g.compute(n_threads)
+            got = values(r).copy()
+            g.compute(1)
+            np.testing.assert_array_equal(got, values(r), err_msg=f"{n_threads} threads")
+    f64 = [values(t).astype(np.float64) for t in (q, k, v, m)]
+    want = ref.flash_attn_ext(*f64, 1.0 / np.sqrt(D), 0.0, 0.0, None)
+    assert_close(values(r)[0], want[0], TOL, "against the float64 reference")
