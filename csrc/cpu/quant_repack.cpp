@@ -386,7 +386,10 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
             }
         }
     };
-    mm::run_mul_mat_units(p, units, priv, run_unit);
+    // Without a shared conversion the shares claim units from the step's slot (a late thread
+    // takes fewer); each unit's arithmetic is the same whoever runs it.
+    if (priv) mm::run_barrier_free_units(p, units, run_unit);
+    else mm::run_mul_mat_units(p, units, false, run_unit);
 }
 
 }  // namespace pyggml::cpu
