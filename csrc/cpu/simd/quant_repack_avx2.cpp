@@ -12,21 +12,18 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
+#include "cpu/simd/quant_repack_avx2.h"
+
 namespace pyggml::cpu::rp {
 namespace {
-
-inline __m256i bcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
+using avx2::bcast4;
 
 // q4 levels (0..15) times activations: 16-bit pair sums stay below 2 * 15 * 127 in magnitude,
 // so the 8 slots add up in 16 bits (< 32768) before one widening.
 template <class Rec, int NC>
 void tile_q4(int64_t nb, const void* group, const void* const* cols, float* out) {
     const Rec* g = (const Rec*)group;
-    const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib) {
@@ -36,11 +33,7 @@ void tile_q4(int64_t nb, const void* group, const void* const* cols, float* out)
         __m256 m8;
         if constexpr (sizeof(Rec) == sizeof(Q4_1x8)) m8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.m));
         __m256i u[8];
-        for (int i = 0; i < 4; ++i) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i*)(w.qs + 32 * i));
-            u[2 * i] = _mm256_and_si256(raw, low);
-            u[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-        }
+        avx2::nibbles(w.qs, u);
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
             const Act& y = ((const Act*)cols[c])[ib];
@@ -96,7 +89,7 @@ void tile_q8_0(int64_t nb, const void* group, const void* const* cols, float* ou
 template <int NC>
 void tile_q5_0(int64_t nb, const void* group, const void* const* cols, float* out) {
     const Q5_0x8* g = (const Q5_0x8*)group;
-    const __m256i low = _mm256_set1_epi8(0x0F), bit = _mm256_set1_epi8(0x10), ones = _mm256_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib) {
@@ -104,21 +97,9 @@ void tile_q5_0(int64_t nb, const void* group, const void* const* cols, float* ou
         _mm_prefetch((const char*)(g + ib) + 512, _MM_HINT_T0);
         _mm_prefetch((const char*)(g + ib) + 576, _MM_HINT_T0);
         const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.d));
-        const __m256i h = _mm256_loadu_si256((const __m256i*)w.qh);
         __m256i u[8];
-        for (int i = 0; i < 4; ++i) {
-            const __m256i raw = _mm256_loadu_si256((const __m256i*)(w.qs + 32 * i));
-            u[2 * i] = _mm256_and_si256(raw, low);
-            u[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-        }
-        u[0] = _mm256_or_si256(u[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), bit));
-        u[1] = _mm256_or_si256(u[1], _mm256_and_si256(_mm256_slli_epi16(h, 3), bit));
-        u[2] = _mm256_or_si256(u[2], _mm256_and_si256(_mm256_slli_epi16(h, 2), bit));
-        u[3] = _mm256_or_si256(u[3], _mm256_and_si256(_mm256_slli_epi16(h, 1), bit));
-        u[4] = _mm256_or_si256(u[4], _mm256_and_si256(h, bit));
-        u[5] = _mm256_or_si256(u[5], _mm256_and_si256(_mm256_srli_epi16(h, 1), bit));
-        u[6] = _mm256_or_si256(u[6], _mm256_and_si256(_mm256_srli_epi16(h, 2), bit));
-        u[7] = _mm256_or_si256(u[7], _mm256_and_si256(_mm256_srli_epi16(h, 3), bit));
+        avx2::nibbles(w.qs, u);
+        avx2::add_bit4(w.qh, u);
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
             const Act& y = ((const Act*)cols[c])[ib];
@@ -139,28 +120,13 @@ void tile_q5_0(int64_t nb, const void* group, const void* const* cols, float* ou
 
 template <class Rec>
 void q4_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    switch (nc) {
-        case 1: tile_q4<Rec, 1>(nb, g, cols, out); break;
-        case 2: tile_q4<Rec, 2>(nb, g, cols, out); break;
-        case 3: tile_q4<Rec, 3>(nb, g, cols, out); break;
-        default: tile_q4<Rec, 4>(nb, g, cols, out); break;
-    }
+    avx2::for_columns(nc, [&](auto n) { tile_q4<Rec, decltype(n)::value>(nb, g, cols, out); });
 }
 void q8_0_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    switch (nc) {
-        case 1: tile_q8_0<1>(nb, g, cols, out); break;
-        case 2: tile_q8_0<2>(nb, g, cols, out); break;
-        case 3: tile_q8_0<3>(nb, g, cols, out); break;
-        default: tile_q8_0<4>(nb, g, cols, out); break;
-    }
+    avx2::for_columns(nc, [&](auto n) { tile_q8_0<decltype(n)::value>(nb, g, cols, out); });
 }
 void q5_0_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    switch (nc) {
-        case 1: tile_q5_0<1>(nb, g, cols, out); break;
-        case 2: tile_q5_0<2>(nb, g, cols, out); break;
-        case 3: tile_q5_0<3>(nb, g, cols, out); break;
-        default: tile_q5_0<4>(nb, g, cols, out); break;
-    }
+    avx2::for_columns(nc, [&](auto n) { tile_q5_0<decltype(n)::value>(nb, g, cols, out); });
 }
 
 }  // namespace

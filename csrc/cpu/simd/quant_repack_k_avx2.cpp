@@ -14,14 +14,13 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 
+#include "cpu/simd/quant_repack_avx2.h"
+
 namespace pyggml::cpu::rp {
 namespace {
-
-inline __m256i bcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
+using avx2::add_bit4;
+using avx2::bcast4;
+using avx2::nibbles;
 inline __m256i bcast8(const void* p) {
     int64_t v;
     std::memcpy(&v, p, 8);
@@ -41,27 +40,6 @@ inline __m256i scales_i8(const int8_t* p) {
     return _mm256_srai_epi16(_mm256_shuffle_epi8(bcast8(p), pick), 8);
 }
 
-// The 8 slots of one sub-block: low nibbles of 128 bytes (slots 2i and 2i + 1 share 32 bytes).
-inline void nibbles(const uint8_t* qs, __m256i* u) {
-    const __m256i low = _mm256_set1_epi8(0x0F);
-    for (int i = 0; i < 4; ++i) {
-        const __m256i raw = _mm256_loadu_si256((const __m256i*)(qs + 32 * i));
-        u[2 * i] = _mm256_and_si256(raw, low);
-        u[2 * i + 1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
-    }
-}
-// Bit s of each byte of h to bit 4 of slot s (a 16-bit shift keeps it within its byte).
-inline void add_bit4(const uint8_t* qh, __m256i* u) {
-    const __m256i h = _mm256_loadu_si256((const __m256i*)qh), bit = _mm256_set1_epi8(0x10);
-    u[0] = _mm256_or_si256(u[0], _mm256_and_si256(_mm256_slli_epi16(h, 4), bit));
-    u[1] = _mm256_or_si256(u[1], _mm256_and_si256(_mm256_slli_epi16(h, 3), bit));
-    u[2] = _mm256_or_si256(u[2], _mm256_and_si256(_mm256_slli_epi16(h, 2), bit));
-    u[3] = _mm256_or_si256(u[3], _mm256_and_si256(_mm256_slli_epi16(h, 1), bit));
-    u[4] = _mm256_or_si256(u[4], _mm256_and_si256(h, bit));
-    u[5] = _mm256_or_si256(u[5], _mm256_and_si256(_mm256_srli_epi16(h, 1), bit));
-    u[6] = _mm256_or_si256(u[6], _mm256_and_si256(_mm256_srli_epi16(h, 2), bit));
-    u[7] = _mm256_or_si256(u[7], _mm256_and_si256(_mm256_srli_epi16(h, 3), bit));
-}
 // Bits 2t, 2t + 1 of each byte of qh (slots 0..3) and qh + 32 (slots 4..7) to bits 4, 5.
 inline void add_bits45(const uint8_t* qh, __m256i* u) {
     const __m256i two = _mm256_set1_epi8(0x30);
@@ -185,20 +163,10 @@ void tile_q6_k(int64_t nb, const void* group, const void* const* cols, float* ou
 
 template <class Rec>
 void k4_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    switch (nc) {
-        case 1: tile_k4<Rec, 1>(nb, g, cols, out); break;
-        case 2: tile_k4<Rec, 2>(nb, g, cols, out); break;
-        case 3: tile_k4<Rec, 3>(nb, g, cols, out); break;
-        default: tile_k4<Rec, 4>(nb, g, cols, out); break;
-    }
+    avx2::for_columns(nc, [&](auto n) { tile_k4<Rec, decltype(n)::value>(nb, g, cols, out); });
 }
 void q6_k_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    switch (nc) {
-        case 1: tile_q6_k<1>(nb, g, cols, out); break;
-        case 2: tile_q6_k<2>(nb, g, cols, out); break;
-        case 3: tile_q6_k<3>(nb, g, cols, out); break;
-        default: tile_q6_k<4>(nb, g, cols, out); break;
-    }
+    avx2::for_columns(nc, [&](auto n) { tile_q6_k<decltype(n)::value>(nb, g, cols, out); });
 }
 
 }  // namespace
