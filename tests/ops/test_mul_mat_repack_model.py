@@ -80,9 +80,8 @@ def smollm2_path():
     return path
 
 
-def test_smollm2_repacked_stays_lossless(smollm2_path):
-    model = Model.load(smollm2_path, progress=False, repack=True)
-    assert gg.has_repack(model.get("token_embd.weight")) and gg.has_repack(model.get("blk.0.ffn_up.weight"))
+def assert_ngram_speculation_is_lossless(model):
+    """n-gram speculation on a copy prompt commits greedy's stream, and accepts some drafts."""
     text = model.apply_chat_template([{"role": "user", "content": "Repeat exactly: the quick brown fox "
                                        "jumps over the lazy dog, the quick brown fox jumps over the lazy dog."}])
     prompt = model.tokenize(text, parse_special=True)
@@ -92,6 +91,12 @@ def test_smollm2_repacked_stays_lossless(smollm2_path):
     dec.reset()
     assert list(dec.generate(prompt, 32)) == ref
     assert dec.stats["n_accepted"] > 0
+
+
+def test_smollm2_repacked_stays_lossless(smollm2_path):
+    model = Model.load(smollm2_path, progress=False, repack=True)
+    assert gg.has_repack(model.get("token_embd.weight")) and gg.has_repack(model.get("blk.0.ffn_up.weight"))
+    assert_ngram_speculation_is_lossless(model)
     rng = np.random.default_rng(5)
     batch, single = rows_batch_and_single(model, rng.integers(0, 49152, 40).tolist(),
                                           rng.integers(0, 49152, 9).tolist(), flash_attn=True)
@@ -117,15 +122,7 @@ def test_smollm2_q4_k_m_every_type_repacked_and_lossless(smollm2_q4_k_m_path):
             types.setdefault(gg.type_name(t.type), []).append(gg.has_repack(t))
     assert {"q5_0", "q4_K", "q6_K", "q8_0"} <= set(types), types
     assert all(all(v) for v in types.values()), {k: sum(v) for k, v in types.items()}
-    text = model.apply_chat_template([{"role": "user", "content": "Repeat exactly: the quick brown fox "
-                                       "jumps over the lazy dog, the quick brown fox jumps over the lazy dog."}])
-    prompt = model.tokenize(text, parse_special=True)
-    ctx = Context(model, n_ctx=256, n_threads=2, flash_attn=True)
-    ref = list(ctx.generate(prompt, 32))
-    dec = SpeculativeDecoder(ctx, "ngram", n_max=8)
-    dec.reset()
-    assert list(dec.generate(prompt, 32)) == ref
-    assert dec.stats["n_accepted"] > 0
+    assert_ngram_speculation_is_lossless(model)
     rng = np.random.default_rng(6)
     prefix, ids = rng.integers(0, 49152, 40).tolist(), rng.integers(0, 49152, 9).tolist()
     batch, single = rows_batch_and_single(model, prefix, ids, flash_attn=True)
