@@ -59,8 +59,15 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
+    // four blocks per prefetch: at least one per 64-byte line for blocks of 17+ bytes
+    for (; ib + 4 <= nb; ib += 4) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        step(ib, accv[0]);
+        step(ib + 1, accv[kPasses - 1]);
+        step(ib + 2, accv[0]);
+        step(ib + 3, accv[kPasses - 1]);
+    }
+    for (; ib + 2 <= nb; ib += 2) {
         step(ib, accv[0]);
         step(ib + 1, accv[kPasses - 1]);
     }
