@@ -82,24 +82,41 @@ struct DecQ5_0 {
     static constexpr int kOffset = 16;  // values = levels - kOffset
     static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
+// Types whose dot kernels keep two accumulators, one for the even blocks and one for the odd
+// ones (an odd last block goes to the even one), summed lane by lane before the horizontal
+// sum: two FMA chains per output, so the kernel is not bound by one chain's latency. Every
+// kernel of such a type (dots, two-row dots, GEMM tiles) keeps that order.
+template <class Dec>
+constexpr auto passes_of(int) -> decltype(Dec::kPasses, int()) { return Dec::kPasses; }
+template <class Dec>
+constexpr int passes_of(long) { return 1; }
+
 struct DecIQ4NL {
     using Block = BlockIQ4NL;
+    static constexpr int kPasses = 2;
     static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
         return _mm256_shuffle_epi8(lut16(kIQ4NLValues), nibbles(b.qs));
     }
 };
+// mxfp4's scale 2^(e-128) for every E8M0 byte e (powers of two, so the halvings and doublings
+// from 1 are exact, 2^-127 and 2^-128 included): one load instead of building the bits.
+struct E8M0HalfTable {
+    float v[256];
+    constexpr E8M0HalfTable() : v() {
+        v[128] = 1.0f;
+        for (int e = 129; e < 256; ++e) v[e] = v[e - 1] * 2.0f;
+        for (int e = 127; e >= 0; --e) v[e] = v[e + 1] * 0.5f;
+    }
+};
+inline constexpr E8M0HalfTable kE8M0Half{};
 struct DecMXFP4 {
     using Block = BlockMXFP4;
-    static __m128 scale(const Block& b) {
-        float d;
-        values(b, d);  // only d is kept once inlined
-        return _mm_set_ss(d);
-    }
+    static constexpr int kPasses = 2;
+    static __m128 scale(const Block& b) { return _mm_load_ss(&kE8M0Half.v[b.e]); }
     static __m256i values(const Block& b, float& d) {
-        const uint32_t bits = b.e < 2 ? (0x00200000u << b.e) : (uint32_t(b.e) - 1) << 23;  // 2^(e-128)
-        std::memcpy(&d, &bits, 4);
+        d = kE8M0Half.v[b.e];
         return _mm256_shuffle_epi8(lut16(kE2M1Doubled), nibbles(b.qs));
     }
 };

@@ -16,29 +16,45 @@ namespace pyggml::cpu::mm {
 
 namespace {
 
+// Two-pass types (passes_of): the even blocks, then the odd ones (the rows are read twice, the
+// second time from cache), each pass with its own accumulators: the one-row kernel's order.
 template <class Dec, int NC>
 void dot2_signed(int64_t k, const void* av, size_t as, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
+    constexpr int kPasses = passes_of<Dec>(0);
     const Block* x0 = (const Block*)av;
     const Block* x1 = (const Block*)((const char*)av + as);
     const char* b = (const char*)bv;
-    __m256 acc0[NC], acc1[NC];
-    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
     const int64_t nb = k / 32;
-    for (int64_t ib = 0; ib < nb; ++ib) {
-        _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
-        _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
-        float unused0, unused1;
-        const __m256i a0 = Dec::values(x0[ib], unused0), a1 = Dec::values(x1[ib], unused1);
-        const __m128 d0 = Dec::scale(x0[ib]), d1 = Dec::scale(x1[ib]);
-        const __m256i u0 = _mm256_sign_epi8(a0, a0), u1 = _mm256_sign_epi8(a1, a1);
+    auto pass = [&](int64_t first, __m256* acc0, __m256* acc1) __attribute__((always_inline)) {
+        for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+        for (int64_t ib = first; ib < nb; ib += kPasses) {
+            if (first == 0) {  // a later pass finds the rows in cache
+                _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
+                _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
+            }
+            float unused0, unused1;
+            const __m256i a0 = Dec::values(x0[ib], unused0), a1 = Dec::values(x1[ib], unused1);
+            const __m128 d0 = Dec::scale(x0[ib]), d1 = Dec::scale(x1[ib]);
+            const __m256i u0 = _mm256_sign_epi8(a0, a0), u1 = _mm256_sign_epi8(a1, a1);
 #pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) {
+                const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
+                const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
+                const __m128 dy = f16_pair(&y.d);
+                acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, _mm256_sign_epi8(q, a0))), scale_product(d0, dy), acc0[j]);
+                acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, _mm256_sign_epi8(q, a1))), scale_product(d1, dy), acc1[j]);
+            }
+        }
+    };
+    __m256 acc0[NC], acc1[NC];
+    pass(0, acc0, acc1);
+    if constexpr (kPasses == 2) {
+        __m256 odd0[NC], odd1[NC];
+        pass(1, odd0, odd1);
         for (int j = 0; j < NC; ++j) {
-            const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
-            const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
-            const __m128 dy = f16_pair(&y.d);
-            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, _mm256_sign_epi8(q, a0))), scale_product(d0, dy), acc0[j]);
-            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, _mm256_sign_epi8(q, a1))), scale_product(d1, dy), acc1[j]);
+            acc0[j] = _mm256_add_ps(acc0[j], odd0[j]);
+            acc1[j] = _mm256_add_ps(acc1[j], odd1[j]);
         }
     }
     for (int j = 0; j < NC; ++j) {

@@ -27,14 +27,17 @@ template <class Dec>
 constexpr bool has_offset(long) { return false; }
 
 // One accumulator per column with the blocks in order (the block minimums summed apart, in
-// order, added last): ggml's AVX2 vec_dot order, so the results are bit-identical to it.
+// order, added last), or for two-pass types (passes_of) one for the even blocks and one for
+// the odd ones: ggml's AVX2 vec_dot order, so the results are bit-identical to it.
 template <class Dec, int NC>
 void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
+    constexpr int kPasses = passes_of<Dec>(0);
     const Block* x = (const Block*)av;
     const char* b = (const char*)bv;
-    __m256 accv[NC];
-    for (int j = 0; j < NC; ++j) accv[j] = _mm256_setzero_ps();
+    __m256 accv[kPasses][NC];
+    for (int p = 0; p < kPasses; ++p)
+        for (int j = 0; j < NC; ++j) accv[p][j] = _mm256_setzero_ps();
     auto step = [&](int64_t ib, __m256* acc) __attribute__((always_inline)) {
         if constexpr (NC == 1 && has_offset<Dec>(0)) {  // one column: the offset form, same integers
             const BlockQ8_0& y = ((const BlockQ8_0*)b)[ib];
@@ -56,13 +59,21 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
+    // four blocks per prefetch: at least one per 64-byte line for blocks of 17+ bytes
+    for (; ib + 4 <= nb; ib += 4) {
         _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
-        step(ib, accv);
-        step(ib + 1, accv);
+        step(ib, accv[0]);
+        step(ib + 1, accv[kPasses - 1]);
+        step(ib + 2, accv[0]);
+        step(ib + 3, accv[kPasses - 1]);
     }
-    if (ib < nb) step(ib, accv);
-    for (int j = 0; j < NC; ++j) out[j] = hsum(accv[j]);
+    for (; ib + 2 <= nb; ib += 2) {
+        step(ib, accv[0]);
+        step(ib + 1, accv[kPasses - 1]);
+    }
+    if (ib < nb) step(ib, accv[0]);
+    for (int j = 0; j < NC; ++j)
+        out[j] = hsum(kPasses == 2 ? _mm256_add_ps(accv[0][j], accv[kPasses - 1][j]) : accv[0][j]);
 }
 
 template <class Dec, int NC>

@@ -162,8 +162,9 @@ void pack_row_kquant(const void* row, int64_t k, void* outv, const float*) {
 }
 
 // ---- tiles ----
-// kPasses = 2 (nvfp4): the dot kernel keeps one accumulator for the even activation blocks and
-// one for the odd ones, and sums them lane by lane before the horizontal sum.
+// kPasses = 2 (nvfp4, and the two-pass types of passes_of): the dot kernel keeps one
+// accumulator for the even activation blocks and one for the odd ones, and sums them lane by
+// lane before the horizontal sum.
 template <int kPasses>
 void tile_signed(int64_t k, const void* wv, const void* gv, float* out) {
     const uint8_t* w = (const uint8_t*)wv;
@@ -277,8 +278,8 @@ void tile_kquant(int64_t k, const void* wv, const void* gv, float* out) {
 // Outside the target region: filling the table must run on any CPU.
 namespace pyggml::cpu::mm {
 namespace {
-void set_signed(Kernels& k, Type t, QgPackRowFn pack) {
-    k.qg_tile[(int)t] = t == Type::NVFP4 ? tile_signed<2> : tile_signed<1>;
+void set_signed(Kernels& k, Type t, QgPackRowFn pack, int passes = 1) {
+    k.qg_tile[(int)t] = t == Type::NVFP4 || passes == 2 ? tile_signed<2> : tile_signed<1>;
     k.qg_pack_row[(int)t] = pack;
     k.qg_row_block_bytes[(int)t] = kSignedRow;
 }
@@ -299,8 +300,8 @@ void add_quant_gemm_avx2(Kernels& k) {
     set_signed(k, Type::Q8_0, pack_row_signed<DecQ8_0>);
     set_signed(k, Type::Q4_0, pack_row_signed<DecQ4_0>);
     set_signed(k, Type::Q5_0, pack_row_signed<DecQ5_0>);
-    set_signed(k, Type::IQ4_NL, pack_row_signed<DecIQ4NL>);
-    set_signed(k, Type::MXFP4, pack_row_signed<DecMXFP4>);
+    set_signed(k, Type::IQ4_NL, pack_row_signed<DecIQ4NL>, passes_of<DecIQ4NL>(0));
+    set_signed(k, Type::MXFP4, pack_row_signed<DecMXFP4>, passes_of<DecMXFP4>(0));
     set_signed(k, Type::NVFP4, pack_row_nvfp4);
     for (Type t : {Type::Q4_1, Type::Q5_1}) {
         k.qg_tile[(int)t] = tile_with_min;
