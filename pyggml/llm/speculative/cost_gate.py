@@ -4,7 +4,11 @@ length).
 A round that verifies j drafted tokens decodes j + 1 tokens at cost c(j + 1) and commits
 1 + R_1 + .. + R_j tokens on average, R_i being the chance that the first i drafts are all
 accepted; a plain round decodes one token at cost c(1) and commits one. The gate keeps the
-prefix of the draft (possibly none: a plain round) with the most expected tokens per second.
+longest prefix of the draft whose expected tokens per second beat a plain round's, and none
+(a plain round) when no prefix does. It cuts only what loses against plain decoding: the
+drafter's and the back-off rule's lengths stand otherwise (a copy's acceptance rises along
+the draft, which the one-rate estimate below undervalues, so choosing the length with the
+most tokens per second by that estimate cuts long copies short).
 
 Where c(w) grows slowly with w (a target whose weights stream from memory: one verify of 2
 tokens costs ~1.2 plain steps) a draft accepted one time in five pays; where the weights sit
@@ -189,8 +193,10 @@ class DraftGate:
         return sum(a ** i for i in range(j + 1)) / max(c, 1e-12)
 
     def choose(self, k: int, cls, round_no: int) -> int:
-        """How many of k drafted tokens (class cls) to verify at round round_no: 0 for a plain
-        step. k itself while the costs are not known yet (verifying measures them)."""
+        """How many of k drafted tokens (class cls) to verify at round round_no: the longest
+        prefix that beats a plain step, 0 (a plain step) when none does but for a probe (the
+        prefix that loses least). k itself while the costs are not known yet (verifying
+        measures them)."""
         if k <= 0:
             return 0
         k = min(k, self.n_max)
@@ -200,15 +206,17 @@ class DraftGate:
             return k
         st = self._state(cls)
         a = st.rate
-        e, r, top_j, top_v = 1.0, 1.0, 1, -1.0
+        e, r, top_j, top_v, longest = 1.0, 1.0, 1, -1.0, 0
         for j in range(1, k + 1):
             r *= a
             e += r
             v = e / max(costs[j], 1e-12)
             if v > top_v:
                 top_j, top_v = j, v
-        if top_v * c_plain > 1.0:
-            return top_j
+            if v * c_plain > 1.0:
+                longest = j
+        if longest:
+            return longest
         if st.last_probe is None or round_no - st.last_probe >= st.interval:
             st.last_probe, st.probing = round_no, True
             self.n_probes += 1
