@@ -73,7 +73,8 @@ def test_choose_keeps_the_longest_prefix_faster_than_a_plain_step(rate):
     cost = lambda w: 1.0 + 0.25 * (w - 1)  # noqa: E731
     gate = DraftGate(4, cost)
     st = gate._state(7)
-    st.accepted, st.trials = rate * 10, 10.0
+    st.accepted1 = st.accepted2 = rate * 10
+    st.trials1 = st.trials2 = 10.0
     # j drafts accepted token by token at `rate` commit (1 - rate^(j+1)) / (1 - rate)
     values = [(1 - rate ** (j + 1)) / (1 - rate) / cost(j + 1) for j in range(5)]
     best = max(j for j in range(1, 5) if values[j] > values[0])
@@ -84,7 +85,7 @@ def test_choose_keeps_the_longest_prefix_faster_than_a_plain_step(rate):
         assert gate.expected_rate(7, j) == pytest.approx(values[j])
     assert gate.n_gated == gate.n_probes == 0
     # a rate below the break-even of one token (0.25) is dropped, after one probe
-    st.accepted = 2.0
+    st.accepted1 = 2.0
     assert gate.choose(4, 7, 0) == 1 and gate.n_probes == 1
     assert gate.choose(4, 7, 1) == 0 and gate.n_gated == 1
 
@@ -142,6 +143,24 @@ def test_bad_cost_options(tiny):
 
 
 # ---- the decoder with injected costs -----------------------------------------------------------
+def test_first_and_later_tokens_are_estimated_apart():
+    # a copy rejected at its first token half the time but accepted along once started
+    gate = DraftGate(8, lambda w: 1.0 + 0.3 * (w - 1))
+    for _ in range(40):
+        gate.observe_accept(3, 8, 8)
+        gate.observe_accept(3, 8, 0)
+    q1, q2 = gate._state(3).rates
+    assert q1 == pytest.approx(0.5, abs=0.06) and q2 == pytest.approx(1.0, abs=0.02)
+    values = [(1 + sum(q1 * q2 ** i for i in range(j))) / (1 + 0.3 * j) for j in range(9)]
+    assert values[8] > values[0] and gate.choose(8, 3, 0) == 8
+    for j in range(9):
+        assert gate.expected_rate(3, j) == pytest.approx(values[j])
+    # a first token that is rejected leaves the later-token rate alone
+    before = gate._state(3).rates[1]
+    gate.observe_accept(3, 8, 0)
+    assert gate._state(3).rates[1] == before
+
+
 @pytest.mark.parametrize("general", [False, True])
 def test_expensive_verify_drafts_rarely_and_stays_greedy(tiny, general):
     _, ctx, full = tiny

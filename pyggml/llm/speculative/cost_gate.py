@@ -8,7 +8,7 @@ longest prefix of the draft whose expected tokens per second beat a plain round'
 (a plain round) when no prefix does. It cuts only what loses against plain decoding: the
 drafter's and the back-off rule's lengths stand otherwise (a copy's acceptance rises along
 the draft, which the one-rate estimate below undervalues, so choosing the length with the
-most tokens per second by that estimate cuts long copies short).
+most tokens per second cuts long copies short).
 
 Where c(w) grows slowly with w (a target whose weights stream from memory: one verify of 2
 tokens costs ~1.2 plain steps) a draft accepted one time in five pays; where the weights sit
@@ -18,9 +18,11 @@ calls it makes anyway); tests inject fixed ones.
 
 The acceptance estimate is kept per draft class (`Drafter.draft_class`: the n-gram drafter
 tells a substitution, a short, a medium and a long exact match apart; other drafters use one
-class): one rate a, the chance that a draft token is accepted once the ones before it were
-(decayed, from a prior), so R_i = a^i. A rate per position would never learn the positions the
-gate stops verifying; the pooled one learns from every verified token. A class whose drafts the gate drops
+class) as two rates, decayed, from a prior: q1, the chance that the first draft token is
+accepted, and q2, that a later one is once the ones before it were, so R_i = q1 q2^(i-1).
+A copy is often rejected at its first token and then accepted along (q2 > q1); a rate per
+position would never learn the positions the gate stops verifying, the two pooled ones
+learn from every verify. A class whose drafts the gate drops
 learns nothing more, so it is re-probed: the first dropped draft of a class after
 `interval` rounds is verified anyway (its best non-empty prefix); a probe accepted in full
 brings the interval back to PROBE_FIRST, any other doubles it up to PROBE_MAX. A class seen
@@ -118,16 +120,19 @@ def as_cost_model(model):
 
 
 class _ClassState:
-    __slots__ = ("trials", "accepted", "interval", "last_probe", "probing")
+    __slots__ = ("trials1", "accepted1", "trials2", "accepted2", "interval", "last_probe",
+                 "probing")
 
     def __init__(self, prior: float, rate: float, first: int):
-        self.trials = prior                 # decayed: draft tokens compared with the target
-        self.accepted = prior * rate        # ... of which accepted
+        # decayed counts: first draft tokens compared with the target, and accepted; the
+        # same for the later tokens compared (those after an accepted one)
+        self.trials1 = self.trials2 = prior
+        self.accepted1 = self.accepted2 = prior * rate
         self.interval, self.last_probe, self.probing = first, None, False
 
     @property
-    def rate(self) -> float:
-        return self.accepted / self.trials
+    def rates(self) -> tuple:
+        return self.accepted1 / self.trials1, self.accepted2 / self.trials2
 
 
 class DraftGate:
@@ -158,10 +163,13 @@ class DraftGate:
         if n_drafted <= 0:
             return
         st = self._state(cls)
-        n_acc = min(n_acc, n_drafted)
-        # the tokens up to the first rejection were compared; the ones after it were not
-        st.trials = self.DECAY * st.trials + n_acc + (1 if n_acc < n_drafted else 0)
-        st.accepted = self.DECAY * st.accepted + n_acc
+        n_acc, d = min(n_acc, n_drafted), self.DECAY
+        st.trials1 = d * st.trials1 + 1.0
+        st.accepted1 = d * st.accepted1 + (1.0 if n_acc else 0.0)
+        if n_acc and n_drafted > 1:
+            # the later tokens up to the first rejection were compared; those after it not
+            st.trials2 = d * st.trials2 + (n_acc - 1) + (1 if n_acc < n_drafted else 0)
+            st.accepted2 = d * st.accepted2 + (n_acc - 1)
         if st.probing:
             st.probing = False
             st.interval = (self.PROBE_FIRST if n_acc >= n_drafted
@@ -189,8 +197,8 @@ class DraftGate:
         c = costs[j] if j <= self.n_max else None
         if c is None:
             return None
-        a = self._state(cls).rate
-        return sum(a ** i for i in range(j + 1)) / max(c, 1e-12)
+        q1, q2 = self._state(cls).rates
+        return (1.0 + sum(q1 * q2 ** i for i in range(j))) / max(c, 1e-12)
 
     def choose(self, k: int, cls, round_no: int) -> int:
         """How many of k drafted tokens (class cls) to verify at round round_no: the longest
@@ -205,10 +213,11 @@ class DraftGate:
         if c_plain is None or costs[k] is None:
             return k
         st = self._state(cls)
-        a = st.rate
-        e, r, top_j, top_v, longest = 1.0, 1.0, 1, -1.0, 0
+        q1, q2 = st.rates
+        e, r, top_j, top_v, longest = 1.0, q1, 1, -1.0, 0
         for j in range(1, k + 1):
-            r *= a
+            if j > 1:
+                r *= q2
             e += r
             v = e / max(costs[j], 1e-12)
             if v > top_v:
