@@ -242,3 +242,16 @@ def test_measured_costs_stay_lossless(tiny):
         check_sums(s, out)
         assert isinstance(SpeculativeDecoder(ctx, make()).cost_model, MeasuredCost)
     assert not math.isnan(s["mean_acceptance_length"])
+
+
+def test_the_drafters_class_prior_starts_the_estimate(tiny):
+    from pyggml.llm.speculative.ngram import CLASS_LONG, CLASS_SHORT, CLASS_PRIOR
+    _, ctx, _ = tiny
+    dec = SpeculativeDecoder(ctx, "ngram", n_max=8, cost_model=MIDDLE)
+    gate = dec._gate
+    assert gate._state(CLASS_LONG).rates == pytest.approx(CLASS_PRIOR[CLASS_LONG])
+    assert gate._state(CLASS_SHORT).rates == pytest.approx(DraftGate.PRIOR_RATES)
+    # at c(w) = 1 + 0.5 (w - 1) the long class's prior verifies all 8; the default's (0.5
+    # first) verifies none (probes one)
+    assert gate.choose(8, CLASS_LONG, 0) == 8
+    assert gate.choose(8, CLASS_SHORT, 0) == 1 and gate.n_probes == 1

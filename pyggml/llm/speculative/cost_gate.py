@@ -123,11 +123,11 @@ class _ClassState:
     __slots__ = ("trials1", "accepted1", "trials2", "accepted2", "interval", "last_probe",
                  "probing")
 
-    def __init__(self, prior: float, rate: float, first: int):
+    def __init__(self, prior: float, rates: tuple, first: int):
         # decayed counts: first draft tokens compared with the target, and accepted; the
         # same for the later tokens compared (those after an accepted one)
         self.trials1 = self.trials2 = prior
-        self.accepted1 = self.accepted2 = prior * rate
+        self.accepted1, self.accepted2 = prior * float(rates[0]), prior * float(rates[1])
         self.interval, self.last_probe, self.probing = first, None, False
 
     @property
@@ -137,13 +137,16 @@ class _ClassState:
 
 class DraftGate:
     DECAY = 0.9           # weight of the past in the acceptance estimate
-    PRIOR = 2.0           # pseudo-tokens of the prior rate
-    PRIOR_RATE = 0.5      # prior chance that a draft token is accepted after accepted ones
+    PRIOR = 2.0           # pseudo-tokens of the prior rates
+    PRIOR_RATES = (0.5, 0.8)   # q1, q2 of a class the drafter gives no prior for
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
 
-    def __init__(self, n_max: int, cost_model=None):
+    def __init__(self, n_max: int, cost_model=None, class_prior=None):
+        """class_prior: None, or cls -> (q1, q2) or None, the drafter's prior rates of a
+        class (`Drafter.class_prior`)."""
         self.n_max = int(n_max)
+        self.class_prior = class_prior
         self.model = as_cost_model(cost_model)
         self._observe = getattr(self.model, "observe", None)
         self._table, self._table_version = None, None
@@ -179,7 +182,9 @@ class DraftGate:
     def _state(self, cls) -> _ClassState:
         st = self._classes.get(cls)
         if st is None:
-            st = self._classes[cls] = _ClassState(self.PRIOR, self.PRIOR_RATE, self.PROBE_FIRST)
+            rates = self.class_prior(cls) if self.class_prior is not None else None
+            st = self._classes[cls] = _ClassState(self.PRIOR, rates or self.PRIOR_RATES,
+                                                  self.PROBE_FIRST)
         return st
 
     def _costs(self) -> list:

@@ -192,7 +192,8 @@ class SpeculativeDecoder:
         self._length = DraftLength(self.n_max)
         if not isinstance(cost_gate, bool):
             raise ValueError(f"SpeculativeDecoder: cost_gate={cost_gate!r} must be True or False")
-        self._gate = DraftGate(self.n_max, cost_model) if cost_gate and adaptive else None
+        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior)
+                      if cost_gate and adaptive else None)
         self.cost_model = None if self._gate is None else self._gate.model
         self._set_draft_mode(self.drafter)
         # verify batches take every width 1..n_max+1: keep one graph per width (and the

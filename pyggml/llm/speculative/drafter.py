@@ -57,6 +57,11 @@ class Drafter:
     # acceptance estimate per class (n-gram: substitution, short, medium, long match)
     draft_class = 0
 
+    def class_prior(self, cls):
+        """The cost gate's prior (q1, q2) for draft class cls: the chances that a draft's
+        first token is accepted, and a later one after accepted ones; None: the gate's."""
+        return None
+
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max
         (a drafter trained on fixed blocks clamps it)."""

@@ -53,6 +53,8 @@ SUB_WINDOW = 8       # tokens compared by the one-substitution rule
 # depends on where it came from far more than on its position
 CLASS_OTHER, CLASS_SUB, CLASS_SHORT, CLASS_MEDIUM, CLASS_LONG = range(5)
 MEDIUM_MATCH = 4     # an exact match this long or longer is "medium" (LONG_MATCH: "long")
+# the gate's prior (q1, q2) per class: a long verbatim match is most likely a copy
+CLASS_PRIOR = {CLASS_MEDIUM: (0.6, 0.85), CLASS_LONG: (0.8, 0.9)}
 
 
 def find_continuation(seq: np.ndarray, n_max: int, ngram_max: int, ngram_min: int) -> list:
@@ -401,6 +403,9 @@ class NgramDrafter(Drafter):
             if diff <= 1:
                 return e
         return -1
+
+    def class_prior(self, cls):
+        return CLASS_PRIOR.get(cls)
 
     def accept(self, n_accepted):
         if self._probe is not None:
