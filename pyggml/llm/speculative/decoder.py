@@ -120,9 +120,9 @@ class SpeculativeDecoder:
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
     timing-dependent lengths); False drafts n_max every step. With an adaptive mode the
-    cost gate (cost_gate, default True; cost_gate.py) also verifies only the prefix of each
-    draft, possibly none, with the most expected tokens per second by the cost of a plain
-    step and of a verify per width (cost_model: None measures them as it runs, a callable
+    cost gate (cost_gate, default True; cost_gate.py) also verifies only the longest prefix
+    of each draft, possibly none, whose expected tokens per second beat a plain step's, by
+    the cost of a plain step and of a verify per width (cost_model: None measures them as it runs, a callable
     width -> seconds or an object with cost(width) fixes them) and the acceptance seen per
     draft class, re-probing dropped classes now and then; it is bypassed with several
     sequences per round. batch_draft (default True):
