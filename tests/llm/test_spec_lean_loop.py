@@ -14,9 +14,12 @@ PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 FAST = settings(max_examples=10, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
+# the cost gate's costs, fixed so that both loops take the same decisions (measured ones
+# differ from run to run): a one-token draft pays when accepted more than 30% of the time
+GATE_COST = (lambda w: 1.0 + 0.3 * (w - 1))
 COUNTS = ("n_drafted", "n_accepted", "n_verify_steps", "n_plain_steps", "n_rounds",
           "n_target_decodes", "n_tokens", "n_seqs", "mean_acceptance_length",
-          "acceptance_rate", "acceptance_rate_per_pos", "steps")
+          "acceptance_rate", "acceptance_rate_per_pos", "steps", "n_gated", "n_probes")
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +88,7 @@ def check_sums(s, out):
 def test_lean_loop_equals_the_general_round(tiny, seed, n_max, adaptive, n):
     m, ctx, full = tiny
     make = lambda: SpeculativeDecoder(ctx, Scripted(full, seed), n_max=n_max,  # noqa: E731
-                                      adaptive=adaptive)
+                                      adaptive=adaptive, cost_model=GATE_COST)
     a = run(ctx, make, n, general=False)
     b = run(ctx, make, n, general=True)
     assert a[0] == b[0] == full[len(PROMPT):len(PROMPT) + n]
@@ -110,7 +113,8 @@ def test_ngram_lean_loop_equals_the_general_round(tiny, n_max, adaptive, stop_at
     stop = lambda t: t == stop_tok  # noqa: E731
     outs = []
     for general in (False, True):
-        dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, adaptive=adaptive)
+        dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, adaptive=adaptive,
+                                 cost_model=GATE_COST)
         if general:
             dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
         ctx.reset()

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..context import Generation
 from ..sampling import Sampler, greedy
+from .cost_gate import DraftGate
 from .draft_length import DraftLength
 from .drafter import Draft, Drafter, drafter_factory
 from .target import StepRows, decode_steps, shares_ubatch
@@ -118,7 +119,13 @@ class SpeculativeDecoder:
     fail, so a draft that never matches costs about plain decoding; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
-    timing-dependent lengths); False drafts n_max every step. batch_draft (default True):
+    timing-dependent lengths); False drafts n_max every step. With an adaptive mode the
+    cost gate (cost_gate, default True; cost_gate.py) also verifies only the longest prefix
+    of each draft, possibly none, whose expected tokens per second beat a plain step's, by
+    the cost of a plain step and of a verify per width (cost_model: None measures them as it runs, a callable
+    width -> seconds or an object with cost(width) fixes them) and the acceptance seen per
+    draft class, re-probing dropped classes now and then; it is bypassed with several
+    sequences per round. batch_draft (default True):
     generate_batch drafts for all sequences together when the drafter can (`multi_seq`);
     False makes one drafter per sequence, each drafting alone. Other keyword options go to
     the drafter."""
@@ -128,7 +135,7 @@ class SpeculativeDecoder:
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
                  sampler=None, seed: int | None = 0, seq_id: int = 0,
                  adaptive: bool | None = None, batch_draft: bool = True,
-                 **options):
+                 cost_model=None, cost_gate: bool = True, **options):
         if isinstance(kind, Drafter):        # a ready drafter instance (custom draft sources)
             factory, drafter, kind = None, kind, kind.kind or type(kind).__name__
         else:
@@ -183,6 +190,11 @@ class SpeculativeDecoder:
                              f"or 'cost'")
         self.adaptive = adaptive
         self._length = DraftLength(self.n_max)
+        if not isinstance(cost_gate, bool):
+            raise ValueError(f"SpeculativeDecoder: cost_gate={cost_gate!r} must be True or False")
+        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior)
+                      if cost_gate and adaptive else None)
+        self.cost_model = None if self._gate is None else self._gate.model
         self._set_draft_mode(self.drafter)
         # verify batches take every width 1..n_max+1: keep one graph per width (and the
         # prompt's) instead of rebuilding graphs as the draft length changes
@@ -230,7 +242,7 @@ class SpeculativeDecoder:
                       "steps": [], "draft_s": 0.0, "verify_s": 0.0, "prompt_s": 0.0,
                       "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0, "n_seqs": 0,
                       "n_target_decodes": 0, "n_rounds": 0, "draft_calls": 0,
-                      "draft_process_calls": 0,
+                      "draft_process_calls": 0, "n_gated": 0, "n_probes": 0,
                       "valid": bool(getattr(self.drafter, "valid", True))}
         self._acc_per_pos = np.zeros(self.n_max, np.int64)
 
@@ -242,6 +254,8 @@ class SpeculativeDecoder:
         s["acceptance_rate_per_pos"] = [float(x) / steps if steps else 0.0
                                         for x in self._acc_per_pos]
         s["tokens_per_s"] = max(s["n_tokens"] - s["n_seqs"], 0) / max(s["gen_s"], 1e-9)
+        if self._gate is not None:
+            s["n_gated"], s["n_probes"] = self._gate.n_gated, self._gate.n_probes
 
     # ---- adaptive draft length (see draft_length.py) -----------------------------------------
     def _draft_budget(self, lane) -> int:
@@ -346,6 +360,8 @@ class SpeculativeDecoder:
         tokens = [ctx._check_tokens(p) for p in prompts]
         lanes = self._lanes(seq_ids)
         self._reset_stats()
+        if self._gate is not None:
+            self._gate.reset_acceptance()
         st = self.stats
         st["n_seqs"] = len(lanes)
         greedy_ids = self.greedy_in_graph
@@ -436,6 +452,10 @@ class SpeculativeDecoder:
         """One draft + verify round over the unfinished sequences."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
+        round_no = st["n_rounds"]
+        # the cost gate weighs one sequence's round (several share a verify ubatch)
+        gate = self._gate if len(lanes) == 1 else None
+        gate_before = False
         plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
@@ -444,6 +464,10 @@ class SpeculativeDecoder:
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
+            if gate is not None and k_max > 0 and not self._gate_after_draft(lane.drafter):
+                # a draft model's graphs cost time: the gate decides before drafting
+                gate_before = True
+                k_max = gate.choose(k_max, lane.drafter.draft_class, round_no)
             plan.append((lane, pos0, k_max))
         if not plan:
             return
@@ -455,10 +479,13 @@ class SpeculativeDecoder:
             ids, probs = [], None
             if k_max > 0:
                 ids, probs = self._take_draft(drafts[id(lane)], k_max)
+                if gate is not None and ids and not gate_before:
+                    j = gate.choose(len(ids), lane.drafter.draft_class, round_no)
+                    if j < len(ids):
+                        ids, probs = ids[:j], None if probs is None else probs[:j]
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch))
-        round_no = st["n_rounds"]
         st["n_rounds"] += 1
         tb = time.perf_counter()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
@@ -466,6 +493,8 @@ class SpeculativeDecoder:
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
         if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
             self._length.observe_cost(len(batches[0][1]), tc - tb)
+            if gate is not None:
+                gate.observe_cost(len(batches[0][1]), tc - tb)
         self._process([w[0] for w in work],
                       [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
                        for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
@@ -480,6 +509,8 @@ class SpeculativeDecoder:
                     lane.out.stop_reason = "stop"
             n_acc = len(result) - 1
             self._control(lane, len(ids), n_acc)
+            if gate is not None and ids:
+                gate.observe_accept(lane.drafter.draft_class, len(ids), n_acc)
             accepted.append(n_acc)
             if n_acc < len(ids) and not ctx.seq_rm(lane.seq, pos0 + n_acc + 1, -1):
                 raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove the "
@@ -518,6 +549,7 @@ class SpeculativeDecoder:
         ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
         seq, n_ctx, perf = lane.seq, ctx.n_ctx, time.perf_counter
         adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
+        gate = self._gate
         own_length = bool(drafter.own_length)
         if own_length and not adaptive:
             drafter.length_hint = 0
@@ -546,6 +578,11 @@ class SpeculativeDecoder:
                     d = drafter.draft(lane.id_last, pos0, k_max)
                     if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
                         ids, _ = self._take_draft(d, k_max)
+                        if gate is not None and ids:
+                            cls = drafter.draft_class
+                            j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
+                            if j < len(ids):
+                                ids = ids[:j]
                 n_rounds += 1
                 tb = perf()
                 if not ids:
@@ -553,6 +590,8 @@ class SpeculativeDecoder:
                     tc = perf()
                     if cost_rule:
                         self._length.observe_cost(1, tc - tb)
+                    if gate is not None:
+                        gate.observe_cost(1, tc - tb)
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     if stop is not None and stop(tok):
                         out.stop_reason = "stop"
@@ -569,6 +608,8 @@ class SpeculativeDecoder:
                 rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
                 tc = perf()
                 self._length.observe_cost(len(batch), tc - tb)
+                if gate is not None:
+                    gate.observe_cost(len(batch), tc - tb)
                 drafter.process(np.asarray(batch, np.int32), pos0, {})
                 t_draft = perf() - tc
                 result = verify_greedy(rows.ids, ids, int, self._is_eog)
@@ -579,6 +620,8 @@ class SpeculativeDecoder:
                         out.stop_reason = "stop"
                 n_acc = len(result) - 1
                 self._control(lane, len(ids), n_acc)
+                if gate is not None:
+                    gate.observe_accept(cls, len(ids), n_acc)
                 if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
                     raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove "
                                        f"the {len(ids) - n_acc} rejected positions after "
@@ -603,6 +646,12 @@ class SpeculativeDecoder:
             st["n_plain_steps"] += n_plain
             st["draft_s"] += draft_s
             st["verify_s"] += verify_s
+
+    @staticmethod
+    def _gate_after_draft(d) -> bool:
+        """Whether the cost gate weighs this drafter's draft once drafted (its length rule is
+        its own, or drafting costs no draft graph) rather than its budget before drafting."""
+        return bool(d.own_length) or not tuple(getattr(d, "draft_contexts", lambda: ())())
 
     @property
     def _plain_ok(self) -> bool:

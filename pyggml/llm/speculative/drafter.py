@@ -53,6 +53,14 @@ class Drafter:
     # length in `length_hint`, which the drafter may exceed where it is confident
     own_length: bool = False
     length_hint: int = 0
+    # what kind of draft the last draft() made, for the decoder's cost gate, which keeps an
+    # acceptance estimate per class (n-gram: substitution, short, medium, long match)
+    draft_class = 0
+
+    def class_prior(self, cls):
+        """The cost gate's prior (q1, q2) for draft class cls: the chances that a draft's
+        first token is accepted, and a later one after accepted ones; None: the gate's."""
+        return None
 
     def bind(self, target_ctx, n_max: int) -> int:
         """Attach to the target context before the first decode; return the effective n_max

@@ -49,6 +49,12 @@ LONG_MATCH = 8
 # "enqueue"), while a rename (x -> y) repeats
 SUB_PROBE = 2
 SUB_WINDOW = 8       # tokens compared by the one-substitution rule
+# draft classes (Drafter.draft_class) for the decoder's cost gate: the acceptance of a draft
+# depends on where it came from far more than on its position
+CLASS_OTHER, CLASS_SUB, CLASS_SHORT, CLASS_MEDIUM, CLASS_LONG = range(5)
+MEDIUM_MATCH = 4     # an exact match this long or longer is "medium" (LONG_MATCH: "long")
+# the gate's prior (q1, q2) per class: a long verbatim match is most likely a copy
+CLASS_PRIOR = {CLASS_MEDIUM: (0.6, 0.85), CLASS_LONG: (0.8, 0.9)}
 
 
 def find_continuation(seq: np.ndarray, n_max: int, ngram_max: int, ngram_min: int) -> list:
@@ -288,6 +294,7 @@ class NgramDrafter(Drafter):
         # every draft but an exact match of LONG_MATCH tokens or more
         hint = min(self.length_hint or n_max, n_max)
         self._probing = bool(self.length_hint)
+        self.draft_class = CLASS_OTHER
         if self.lookup == "recent":
             ids = find_continuation(self._seq(), hint, self.ngram_max, self.ngram_min)
         else:
@@ -324,6 +331,7 @@ class NgramDrafter(Drafter):
         hist = self._hist
         L = len(hist)
         self.last_match = -1
+        self.draft_class = CLASS_SUB
         # the replaced token: the one of the window that differs (none: an exact place of a
         # key longer than ngram_min's reach, nothing to learn)
         j = next((j for j in range(1, SUB_WINDOW + 1) if hist[e - j] != hist[L - j]), 0)
@@ -357,6 +365,8 @@ class NgramDrafter(Drafter):
                 if k >= k_best:
                     e, k_best = end, k
         self.last_match = k_best
+        self.draft_class = (CLASS_LONG if k_best >= LONG_MATCH else
+                            CLASS_MEDIUM if k_best >= MEDIUM_MATCH else CLASS_SHORT)
         return hist[e:e + min(n_max if k_best >= LONG_MATCH else hint, k_best)]
 
     def _substituted(self, pair_starts) -> int:
@@ -393,6 +403,9 @@ class NgramDrafter(Drafter):
             if diff <= 1:
                 return e
         return -1
+
+    def class_prior(self, cls):
+        return CLASS_PRIOR.get(cls)
 
     def accept(self, n_accepted):
         if self._probe is not None:

@@ -1,0 +1,257 @@
+"""The cost gate of SpeculativeDecoder (cost_gate.py): with injected costs, a draft is
+verified only where its expected tokens per second beat a plain step's; an expensive verify
+drafts rarely (probes only), a cheap one drafts as without the gate, dropped draft classes are
+re-probed and recover, and the stream is greedy's whatever the gate does."""
+import math
+
+import pytest
+
+from pyggml.llm import Context, Model, write_tiny_llama
+from pyggml.llm.speculative import (Draft, Drafter, DraftGate, FixedCost, MeasuredCost,
+                                    SpeculativeDecoder)
+
+PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
+N = 90
+EXPENSIVE = (lambda w: float(w))               # compute-bound: c(w) = w c(1)
+CHEAP = (lambda w: 1.0)                        # verifying any width costs a plain step
+MIDDLE = (lambda w: 1.0 + 0.5 * (w - 1))       # a draft pays when accepted more than half
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    m = Model.load(write_tiny_llama(tmp_path_factory.mktemp("gate") / "t.gguf", seed=3))
+    ctx = Context(m, n_ctx=160)
+    ref = list(ctx.generate(PROMPT, N))
+    return m, ctx, PROMPT + ref
+
+
+class Rejected(Drafter):
+    """Drafts n_max tokens the target never picks (the target's token + 1)."""
+    kind = "rejected"
+
+    def __init__(self, full):
+        self.full = full
+
+    def draft(self, id_last, pos0, n_max):
+        return Draft(ids=[(int(t) + 1) % 256 for t in self.full[pos0 + 1:pos0 + 1 + n_max]])
+
+
+class WrongThenRight(Drafter):
+    """Wrong drafts before stream position `switch`, the target's own continuation after."""
+    kind = "wrong-then-right"
+
+    def __init__(self, full, switch):
+        self.full, self.switch = full, switch
+
+    def draft(self, id_last, pos0, n_max):
+        true = [int(t) for t in self.full[pos0 + 1:pos0 + 1 + n_max]]
+        return Draft(ids=true if pos0 >= self.switch else [(t + 1) % 256 for t in true])
+
+
+def generate(ctx, drafter, n=N, general=False, **kw):
+    dec = SpeculativeDecoder(ctx, drafter, **kw)
+    if general:          # the general round instead of the one-sequence loop
+        dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
+    ctx.reset()
+    out = list(dec.generate(PROMPT, n))
+    return out, dec.stats
+
+
+def check_sums(s, out):
+    steps = s["steps"]
+    assert s["n_verify_steps"] == len(steps)
+    assert s["n_drafted"] == sum(len(x["draft"]) for x in steps)
+    assert s["n_accepted"] == sum(x["n_accepted"] for x in steps)
+    assert s["n_rounds"] == s["n_verify_steps"] + s["n_plain_steps"] == s["n_target_decodes"]
+    assert len(out) == 1 + s["n_plain_steps"] + sum(x["n_accepted"] + 1 for x in steps)
+    assert s["n_tokens"] == len(out)
+
+
+# ---- the rule itself, against hand arithmetic --------------------------------------------------
+@pytest.mark.parametrize("rate", [0.9, 0.5, 0.3])
+def test_choose_keeps_the_longest_prefix_faster_than_a_plain_step(rate):
+    cost = lambda w: 1.0 + 0.25 * (w - 1)  # noqa: E731
+    gate = DraftGate(4, cost)
+    st = gate._state(7)
+    st.accepted1 = st.accepted2 = rate * 10
+    st.trials1 = st.trials2 = 10.0
+    # j drafts accepted token by token at `rate` commit (1 - rate^(j+1)) / (1 - rate)
+    values = [(1 - rate ** (j + 1)) / (1 - rate) / cost(j + 1) for j in range(5)]
+    best = max(j for j in range(1, 5) if values[j] > values[0])
+    assert best == {0.9: 4, 0.5: 3, 0.3: 1}[rate]      # hand-checked: 0.97 < 1 at j=4 for 0.5
+    assert gate.choose(4, 7, 0) == best
+    assert gate.choose(2, 7, 0) == min(best, 2)
+    for j in range(5):
+        assert gate.expected_rate(7, j) == pytest.approx(values[j])
+    assert gate.n_gated == gate.n_probes == 0
+    # a rate below the break-even of one token (0.25) is dropped, after one probe
+    st.accepted1 = 2.0
+    assert gate.choose(4, 7, 0) == 1 and gate.n_probes == 1
+    assert gate.choose(4, 7, 1) == 0 and gate.n_gated == 1
+
+
+def test_a_dropped_class_probes_at_once_then_after_its_interval():
+    gate = DraftGate(4, EXPENSIVE)
+    assert gate.choose(3, 0, 0) == 1          # first look at the class: a probe (best j=1)
+    assert gate.n_probes == 1
+    gate.observe_accept(0, 1, 0)              # rejected: the interval doubles
+    assert gate._state(0).interval == 2 * DraftGate.PROBE_FIRST
+    for r in range(1, 2 * DraftGate.PROBE_FIRST):
+        assert gate.choose(3, 0, r) == 0
+    assert gate.n_gated == 2 * DraftGate.PROBE_FIRST - 1
+    assert gate.choose(3, 0, 2 * DraftGate.PROBE_FIRST) == 1
+    gate.observe_accept(0, 1, 1)              # accepted in full: back to the first interval
+    assert gate._state(0).interval == DraftGate.PROBE_FIRST
+    # another class has its own schedule: it probes at once
+    assert gate.choose(3, 4, 2 * DraftGate.PROBE_FIRST + 1) == 1
+
+
+def test_unknown_costs_verify_the_whole_draft():
+    gate = DraftGate(4)                       # measured: nothing yet
+    assert gate.choose(4, 0, 0) == 4
+    gate.observe_cost(5, 4.0)                 # a verify measured, a plain step not yet
+    assert gate.choose(2, 0, 1) == 2
+    gate.observe_cost(1, 1.0)
+    assert gate.choose(2, 0, 2) == 1          # c(3) interpolated to 2.5: a probe of 1
+
+
+def test_measured_cost_interpolates():
+    m = MeasuredCost()
+    assert m.cost(1) is None and m.cost(3) is None
+    m.observe(1, 1.0)
+    assert m.cost(1) == 1.0 and m.cost(3) is None
+    m.observe(3, 2.0)
+    assert m.cost(2) == pytest.approx(1.5)               # between the plain step and c(3)
+    assert m.cost(5) == pytest.approx(3.0)               # slope from the plain step
+    m.observe(5, 2.5)
+    assert m.cost(4) == pytest.approx(2.25)
+    assert m.cost(7) == pytest.approx(3.0)               # the last slope, 0.25 per token
+    m.observe(1, 100.0)                                  # one preempted step: clipped
+    assert m.cost(1) == pytest.approx(0.8 * 1.0 + 0.2 * 3.0)
+
+
+def test_bad_cost_options(tiny):
+    _, ctx, _ = tiny
+    with pytest.raises(ValueError, match="cost_model"):
+        SpeculativeDecoder(ctx, "ngram", cost_model=3)
+    with pytest.raises(ValueError, match="cost_gate"):
+        SpeculativeDecoder(ctx, "ngram", cost_gate="yes")
+    with pytest.raises(ValueError, match="FixedCost"):
+        FixedCost(2.0)
+    # fixed drafting has no gate
+    assert SpeculativeDecoder(ctx, "ngram", adaptive=False).cost_model is None
+
+
+# ---- the decoder with injected costs -----------------------------------------------------------
+def test_first_and_later_tokens_are_estimated_apart():
+    # a copy rejected at its first token half the time but accepted along once started
+    gate = DraftGate(8, lambda w: 1.0 + 0.3 * (w - 1))
+    for _ in range(40):
+        gate.observe_accept(3, 8, 8)
+        gate.observe_accept(3, 8, 0)
+    q1, q2 = gate._state(3).rates
+    assert q1 == pytest.approx(0.5, abs=0.06) and q2 == pytest.approx(1.0, abs=0.02)
+    values = [(1 + sum(q1 * q2 ** i for i in range(j))) / (1 + 0.3 * j) for j in range(9)]
+    assert values[8] > values[0] and gate.choose(8, 3, 0) == 8
+    for j in range(9):
+        assert gate.expected_rate(3, j) == pytest.approx(values[j])
+    # a first token that is rejected leaves the later-token rate alone
+    before = gate._state(3).rates[1]
+    gate.observe_accept(3, 8, 0)
+    assert gate._state(3).rates[1] == before
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_expensive_verify_drafts_rarely_and_stays_greedy(tiny, general):
+    _, ctx, full = tiny
+    ref = full[len(PROMPT):]
+    out0, s0 = generate(ctx, Rejected(full), n_max=4, cost_gate=False, general=general)
+    out, s = generate(ctx, Rejected(full), n_max=4, cost_model=EXPENSIVE, general=general)
+    assert out == out0 == ref
+    check_sums(s, out)
+    # every verify is a probe (no draft pays at c(w) = w), one token each, spaced by the
+    # doubling interval: rounds 0, 32, 96 .. within the N rounds
+    assert s["n_verify_steps"] == s["n_probes"] >= 1
+    assert all(len(x["draft"]) == 1 for x in s["steps"])
+    probes = 1 + sum(1 for k in range(1, 8)
+                     if sum(DraftGate.PROBE_FIRST * 2 ** i for i in range(1, k + 1)) < s["n_rounds"])
+    assert s["n_probes"] == probes
+    assert s["n_gated"] > 0 and s["n_drafted"] < s0["n_drafted"] / 3
+
+
+def test_expensive_verify_ngram_on_its_own_stream(tiny):
+    _, ctx, full = tiny
+    out0, s0 = generate(ctx, "ngram", n_max=4, cost_gate=False)
+    out, s = generate(ctx, "ngram", n_max=4, cost_model=EXPENSIVE)
+    assert out == out0 == full[len(PROMPT):]
+    check_sums(s, out)
+    assert s0["n_drafted"] > 0
+    # at c(w) = w only a draft of class probed is verified; each class probes on its schedule
+    assert s["n_verify_steps"] == s["n_probes"] <= s0["n_verify_steps"]
+    assert s["n_drafted"] <= s0["n_drafted"]
+
+
+@pytest.mark.parametrize("kind", ["ngram", "rejected", "oracle-ish"])
+def test_cheap_verify_drafts_as_without_the_gate(tiny, kind):
+    _, ctx, full = tiny
+    make = {"ngram": lambda: "ngram", "rejected": lambda: Rejected(full),
+            "oracle-ish": lambda: WrongThenRight(full, 40)}[kind]
+    out0, s0 = generate(ctx, make(), n_max=4, cost_gate=False)
+    out, s = generate(ctx, make(), n_max=4, cost_model=CHEAP)
+    assert out == out0 == full[len(PROMPT):]
+    for key in ("n_drafted", "n_accepted", "n_verify_steps", "n_plain_steps", "steps"):
+        assert s[key] == s0[key], key
+    assert s["n_gated"] == 0 and s["n_probes"] == 0
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_reprobing_recovers_when_drafts_become_good(tiny, general):
+    _, ctx, full = tiny
+    switch = len(PROMPT) + 30
+    out, s = generate(ctx, WrongThenRight(full, switch), n_max=4, cost_model=MIDDLE,
+                      adaptive=True, general=general)
+    assert out == full[len(PROMPT):]
+    check_sums(s, out)
+    assert s["n_gated"] > 0 and s["n_probes"] >= 2
+    # before the switch nothing is accepted; after it a probe is accepted and the gate opens:
+    # the drafts after it are long and accepted
+    acc = [x["n_accepted"] for x in s["steps"]]
+    first_good = next(i for i, a in enumerate(acc) if a > 0)
+    after = s["steps"][first_good:]
+    assert sum(x["n_accepted"] for x in after) >= 0.5 * (N - 30)
+    assert max(len(x["draft"]) for x in after) == 4
+
+
+def test_lean_loop_and_general_round_agree_under_the_gate(tiny):
+    _, ctx, full = tiny
+    for model in (EXPENSIVE, MIDDLE, CHEAP):
+        for make in (lambda: Rejected(full), lambda: WrongThenRight(full, 45), lambda: "ngram"):
+            a = generate(ctx, make(), n_max=4, cost_model=model)
+            b = generate(ctx, make(), n_max=4, cost_model=model, general=True)
+            assert a[0] == b[0] == full[len(PROMPT):]
+            for key in ("steps", "n_plain_steps", "n_rounds", "n_gated", "n_probes"):
+                assert a[1][key] == b[1][key], key
+
+
+def test_measured_costs_stay_lossless(tiny):
+    # the default (measured) gate: timing-dependent decisions, the same stream
+    _, ctx, full = tiny
+    for make in (lambda: Rejected(full), lambda: "ngram", lambda: WrongThenRight(full, 40)):
+        out, s = generate(ctx, make(), n_max=4)
+        assert out == full[len(PROMPT):]
+        check_sums(s, out)
+        assert isinstance(SpeculativeDecoder(ctx, make()).cost_model, MeasuredCost)
+    assert not math.isnan(s["mean_acceptance_length"])
+
+
+def test_the_drafters_class_prior_starts_the_estimate(tiny):
+    from pyggml.llm.speculative.ngram import CLASS_LONG, CLASS_SHORT, CLASS_PRIOR
+    _, ctx, _ = tiny
+    dec = SpeculativeDecoder(ctx, "ngram", n_max=8, cost_model=MIDDLE)
+    gate = dec._gate
+    assert gate._state(CLASS_LONG).rates == pytest.approx(CLASS_PRIOR[CLASS_LONG])
+    assert gate._state(CLASS_SHORT).rates == pytest.approx(DraftGate.PRIOR_RATES)
+    # at c(w) = 1 + 0.5 (w - 1) the long class's prior verifies all 8; the default's (0.5
+    # first) verifies none (probes one)
+    assert gate.choose(8, CLASS_LONG, 0) == 8
+    assert gate.choose(8, CLASS_SHORT, 0) == 1 and gate.n_probes == 1
