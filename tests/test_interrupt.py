@@ -14,18 +14,21 @@ import os, signal, threading, time
 import numpy as np
 import pyggml as gg
 
-ctx = gg.Context(64 << 20)
+ctx = gg.Context(128 << 20)
 rng = np.random.default_rng(0)
-w = ctx.from_numpy(rng.uniform(-1, 1, (256, 256)).astype(np.float32))
-x = ctx.from_numpy(rng.uniform(-1, 1, (8, 256)).astype(np.float32))
+w = ctx.from_numpy(rng.uniform(-1, 1, (1024, 1024)).astype(np.float32))
+x = ctx.from_numpy(rng.uniform(-1, 1, (2, 1024)).astype(np.float32))
 y = x
-for _ in range(4000):                     # many short nodes: seconds of work in all
+# many short nodes, enough work that the 2-thread compute outlasts the timer's delay on a
+# loaded machine by far (~0.08 s with 4000 smaller nodes sometimes ended before the timer)
+for _ in range(6000):
     y = gg.rms_norm(ctx, gg.mul_mat(ctx, w, y), 1e-6)
-g = gg.Graph(ctx)
+g = gg.Graph(ctx, 16384)
 g.build_forward_expand(y)
 
+g.compute(n_threads=1)                    # allocates and touches the buffers
 t0 = time.monotonic()
-g.compute(n_threads=1)                    # the time of one node, measured
+g.compute(n_threads=2)                    # the time of a whole compute, as interrupted below
 full = time.monotonic() - t0
 
 sent = []
