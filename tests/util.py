@@ -1,5 +1,6 @@
 """Shared test helpers: graph running, NMSE checks as the peer suite defines them."""
 import numpy as np
+import pytest
 
 import pyggml as gg
 
@@ -106,3 +107,21 @@ def rows_batch_and_single(model, prefix, ids, flash_attn=False, n_ctx=256, n_thr
     ctx.decode(prefix)
     single = np.stack([np.array(ctx.decode([t]), copy=True)[-1] for t in ids])
     return batch, single
+
+
+def check_spec_stat_sums(s, out):
+    """A speculative decoder's stats add up: steps, drafted and accepted counts, rounds, the
+    committed ids (prompt and plain steps included), the acceptance summaries and timers."""
+    steps = s["steps"]
+    assert s["n_verify_steps"] == len(steps)
+    assert s["n_drafted"] == sum(len(x["draft"]) for x in steps)
+    assert s["n_accepted"] == sum(x["n_accepted"] for x in steps)
+    assert s["n_rounds"] == s["n_verify_steps"] + s["n_plain_steps"] == s["n_target_decodes"]
+    assert s["n_tokens"] == len(out)
+    # every round commits n_accepted + 1 ids, the prompt one more
+    assert len(out) == 1 + s["n_plain_steps"] + sum(x["n_accepted"] + 1 for x in steps)
+    if steps:
+        assert s["mean_acceptance_length"] == pytest.approx(1 + s["n_accepted"] / len(steps))
+        per = [sum(x["n_accepted"] > i for x in steps) / len(steps) for i in range(s["n_max"])]
+        assert s["acceptance_rate_per_pos"] == pytest.approx(per)
+    assert s["draft_s"] >= 0 and (s["verify_s"] > 0) == (s["n_rounds"] > 0)

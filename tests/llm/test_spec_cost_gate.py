@@ -9,6 +9,7 @@ import pytest
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import (Draft, Drafter, DraftGate, FixedCost, MeasuredCost,
                                     SpeculativeDecoder)
+from util import check_spec_stat_sums
 
 PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 N = 90
@@ -57,14 +58,6 @@ def generate(ctx, drafter, n=N, general=False, **kw):
     return out, dec.stats
 
 
-def check_sums(s, out):
-    steps = s["steps"]
-    assert s["n_verify_steps"] == len(steps)
-    assert s["n_drafted"] == sum(len(x["draft"]) for x in steps)
-    assert s["n_accepted"] == sum(x["n_accepted"] for x in steps)
-    assert s["n_rounds"] == s["n_verify_steps"] + s["n_plain_steps"] == s["n_target_decodes"]
-    assert len(out) == 1 + s["n_plain_steps"] + sum(x["n_accepted"] + 1 for x in steps)
-    assert s["n_tokens"] == len(out)
 
 
 # ---- the rule itself, against hand arithmetic --------------------------------------------------
@@ -168,7 +161,7 @@ def test_expensive_verify_drafts_rarely_and_stays_greedy(tiny, general):
     out0, s0 = generate(ctx, Rejected(full), n_max=4, cost_gate=False, general=general)
     out, s = generate(ctx, Rejected(full), n_max=4, cost_model=EXPENSIVE, general=general)
     assert out == out0 == ref
-    check_sums(s, out)
+    check_spec_stat_sums(s, out)
     # every verify is a probe (no draft pays at c(w) = w), one token each, spaced by the
     # doubling interval: rounds 0, 32, 96 .. within the N rounds
     assert s["n_verify_steps"] == s["n_probes"] >= 1
@@ -184,7 +177,7 @@ def test_expensive_verify_ngram_on_its_own_stream(tiny):
     out0, s0 = generate(ctx, "ngram", n_max=4, cost_gate=False)
     out, s = generate(ctx, "ngram", n_max=4, cost_model=EXPENSIVE)
     assert out == out0 == full[len(PROMPT):]
-    check_sums(s, out)
+    check_spec_stat_sums(s, out)
     assert s0["n_drafted"] > 0
     # at c(w) = w only a draft of class probed is verified; each class probes on its schedule
     assert s["n_verify_steps"] == s["n_probes"] <= s0["n_verify_steps"]
@@ -211,7 +204,7 @@ def test_reprobing_recovers_when_drafts_become_good(tiny, general):
     out, s = generate(ctx, WrongThenRight(full, switch), n_max=4, cost_model=MIDDLE,
                       adaptive=True, general=general)
     assert out == full[len(PROMPT):]
-    check_sums(s, out)
+    check_spec_stat_sums(s, out)
     assert s["n_gated"] > 0 and s["n_probes"] >= 2
     # before the switch nothing is accepted; after it a probe is accepted and the gate opens:
     # the drafts after it are long and accepted
@@ -239,7 +232,7 @@ def test_measured_costs_stay_lossless(tiny):
     for make in (lambda: Rejected(full), lambda: "ngram", lambda: WrongThenRight(full, 40)):
         out, s = generate(ctx, make(), n_max=4)
         assert out == full[len(PROMPT):]
-        check_sums(s, out)
+        check_spec_stat_sums(s, out)
         assert isinstance(SpeculativeDecoder(ctx, make()).cost_model, MeasuredCost)
     assert not math.isnan(s["mean_acceptance_length"])
 

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import Draft, Drafter, SpeculativeDecoder
+from util import check_spec_stat_sums
 
 PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 FAST = settings(max_examples=10, deadline=None, database=None,
@@ -66,20 +67,6 @@ def run(ctx, make, n, general, stop=None):
     return list(out), out.stop_reason, dec.stats
 
 
-def check_sums(s, out):
-    steps = s["steps"]
-    assert s["n_verify_steps"] == len(steps)
-    assert s["n_drafted"] == sum(len(x["draft"]) for x in steps)
-    assert s["n_accepted"] == sum(x["n_accepted"] for x in steps)
-    assert s["n_rounds"] == s["n_verify_steps"] + s["n_plain_steps"] == s["n_target_decodes"]
-    assert s["n_tokens"] == len(out)
-    # every round commits n_accepted + 1 ids, the prompt one more
-    assert len(out) == 1 + s["n_plain_steps"] + sum(x["n_accepted"] + 1 for x in steps)
-    if steps:
-        assert s["mean_acceptance_length"] == pytest.approx(1 + s["n_accepted"] / len(steps))
-        per = [sum(x["n_accepted"] > i for x in steps) / len(steps) for i in range(s["n_max"])]
-        assert s["acceptance_rate_per_pos"] == pytest.approx(per)
-    assert s["draft_s"] >= 0 and (s["verify_s"] > 0) == (s["n_rounds"] > 0)
 
 
 @FAST
@@ -96,8 +83,8 @@ def test_lean_loop_equals_the_general_round(tiny, seed, n_max, adaptive, n):
     if adaptive != "cost":        # the cost rule's lengths depend on measured times
         for key in COUNTS:
             assert a[2][key] == b[2][key], key
-    check_sums(a[2], a[0])
-    check_sums(b[2], b[0])
+    check_spec_stat_sums(a[2], a[0])
+    check_spec_stat_sums(b[2], b[0])
 
 
 @FAST
@@ -120,7 +107,7 @@ def test_ngram_lean_loop_equals_the_general_round(tiny, n_max, adaptive, stop_at
         ctx.reset()
         out = dec.generate(prompt_rep, 40, stop=stop)
         outs.append((list(out), out.stop_reason, {k: dec.stats[k] for k in COUNTS}))
-        check_sums(dec.stats, out)
+        check_spec_stat_sums(dec.stats, out)
     assert outs[0] == outs[1]
     want = ref[:ref.index(stop_tok) + 1]
     assert outs[0][0] == want and outs[0][1] == "stop"
