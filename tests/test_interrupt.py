@@ -14,6 +14,10 @@ import os, signal, threading, time
 import numpy as np
 import pyggml as gg
 
+# A shell starts background jobs with SIGINT ignored, and Python then installs no handler of
+# its own: put back the KeyboardInterrupt handler that Ctrl-C in a terminal would meet.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 ctx = gg.Context(128 << 20)
 rng = np.random.default_rng(0)
 w = ctx.from_numpy(rng.uniform(-1, 1, (1024, 1024)).astype(np.float32))
