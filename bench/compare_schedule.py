@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import tempfile
 import time
 
@@ -19,27 +18,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-TINY = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384, n_ctx_train=8192)
-
-
-def uptime():
-    try:
-        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return "uptime n/a"
+from compare_llama_cpp import TINY, uptime  # noqa: E402  (the bench folder is the script's)
+from host_overhead import host_times  # noqa: E402
 
 
 def host_us(ctx, n=1000):
     """Per-token host time (decode minus graph compute) of n greedy tokens: (min, p25)."""
-    tok = ctx.decode_greedy(list(range(3, 19)))
-    xs = []
-    for _ in range(n):
-        if ctx.n_past() >= ctx.n_ctx - 1:
-            ctx.seq_rm(0, 16, -1)
-        ctx.reset_timings()
-        tok = ctx.decode_greedy([tok])
-        tm = ctx.timings
-        xs.append((tm["t_decode_s"] - tm["t_compute_s"] - tm["t_build_s"]) * 1e6)
+    xs, _ = host_times(ctx, n, ctx.decode_greedy(list(range(3, 19))))
     xs.sort()
     return xs[0], xs[len(xs) // 4]
 
