@@ -5,6 +5,7 @@
 //     against q8_0, or unsigned levels plus the block min (q4_1, q5_1) against q8_1;
 //   - K-quants: unsigned levels against q8_K; the level offset and the mins are applied once
 //     per block through q8_K's sums of 16 (bsums).
+#include <cmath>
 #include <cstring>
 
 #include "cpu/mul_mat_kernels.h"
@@ -209,6 +210,63 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
 }
 
+// q8_K activations, the bytes of quantize_row_q8_K_ref: max = the first value of largest |x|,
+// iscale = -127 / max, q = min(127, round-half-even(iscale * x)), bsums the sums of 16 q, d =
+// 1 / iscale; an all-zero block is all zero. Blocks holding NaN or inf, or so small that
+// iscale overflows, take the reference.
+void quantize_q8_K_avx2(const float* x, void* vy, int64_t n) {
+    BlockQ8_K* y = (BlockQ8_K*)vy;
+    const __m256 sign = _mm256_set1_ps(-0.0f), big = _mm256_set1_ps(3.402823466e38f);
+    for (int64_t ib = 0; ib < n / kQK_K; ++ib) {
+        const float* v = x + ib * kQK_K;
+        __m256 mx = _mm256_setzero_ps(), ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int i = 0; i < 32; ++i) {
+            const __m256 ab = _mm256_andnot_ps(sign, _mm256_loadu_ps(v + 8 * i));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(ab, big, _CMP_LE_OQ));
+            mx = _mm256_max_ps(mx, ab);
+        }
+        if (_mm256_movemask_ps(ok) != 0xFF) {
+            quantize_row_q8_K_ref(v, y + ib, kQK_K);
+            continue;
+        }
+        __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
+        m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        const float amax = _mm_cvtss_f32(m4);
+        if (amax == 0.0f) {
+            std::memset(&y[ib], 0, sizeof(BlockQ8_K));
+            continue;
+        }
+        const __m256 am = _mm256_set1_ps(amax);
+        int first = 0;
+        for (int i = 0; i < 32; ++i) {
+            const int hit = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + 8 * i)), am, _CMP_EQ_OQ));
+            if (hit) { first = 8 * i + __builtin_ctz((unsigned)hit); break; }
+        }
+        const float iscale = -127.0f / v[first];
+        if (!(std::fabs(iscale) <= 3.402823466e38f)) {  // amax below 127 / FLT_MAX: the reference's
+            quantize_row_q8_K_ref(v, y + ib, kQK_K);     // integer conversion of inf, not cvtps'
+            continue;
+        }
+        const __m256 is = _mm256_set1_ps(iscale);
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (int g = 0; g < 8; ++g) {  // 32 values: 32 bytes of qs and bsums 2g, 2g+1
+            __m256i q[4];
+            for (int i = 0; i < 4; ++i)  // the rounding mode's default: to nearest, ties to even
+                q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(v + 32 * g + 8 * i)));
+            const __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i*)(y[ib].qs + 32 * g), _mm256_permutevar8x32_epi32(p8, order));
+            const __m256i s0 = _mm256_add_epi32(q[0], q[1]), s1 = _mm256_add_epi32(q[2], q[3]);
+            __m256i h = _mm256_hadd_epi32(s0, s1);  // lane pairs of both sums, 128-bit lanes apart
+            h = _mm256_hadd_epi32(h, h);
+            const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            y[ib].bsums[2 * g] = (int16_t)_mm_cvtsi128_si32(t);
+            y[ib].bsums[2 * g + 1] = (int16_t)_mm_extract_epi32(t, 1);
+        }
+        y[ib].d = 1.0f / iscale;
+    }
+}
+
 // q8_1 activations as ggml's AVX2 quantizer makes them: d = amax/127, q = x*(127/amax) rounded
 // to nearest (ties to even), s = f16(d * sum(q)). Blocks holding NaN or inf take the scalar form.
 void quantize_q8_1_avx2(const float* x, void* vy, int64_t n) {
@@ -263,6 +321,7 @@ namespace pyggml::cpu::mm {
 void add_quant_dots_avx2(Kernels& k) {
     add_quant_gemm_avx2(k);  // the GEMM tiles of the same types, bit-identical to these dots
     k.quantize[(int)Type::Q8_1] = quantize_q8_1_avx2;
+    k.quantize[(int)Type::Q8_K] = quantize_q8_K_avx2;
     k.dot[(int)Type::Q4_1] = dispatch<WithMin, DecQ4_1>;
     k.dot[(int)Type::Q5_1] = dispatch<WithMin, DecQ5_1>;
     k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;
