@@ -9,7 +9,8 @@ of minima (pyggml over the other side: > 1 means pyggml is faster).
 
 Modes:
   big    GEMV (n=1) of a 4096 x 14336 weight on THREADS (default 2): weight GB/s of pyggml and
-         ggml, and the memcpy (read+write) GB/s of a 64 MiB copy measured between them.
+         ggml, and the memcpy (read+write) GB/s of a 64 MiB copy measured between them; every
+         sample follows an untimed 64 MiB copy, so each starts with a cold L3.
   l2     GEMV of an L2-resident 4096 x 256 weight on 1 thread, 20 computes per sample: ns per
          weight block (which types are compute-bound, and against ggml).
   small  Q8_0 (or the given types) GEMV at the tiny test model's shapes (n_embd 128, n_ff 384,
@@ -107,8 +108,9 @@ def _memcpy():
     return (lambda: np.copyto(b, a)), 2.0 * a.nbytes
 
 
-def interleave(sides, reps, warm=2):
-    """{name: [seconds]} of every side, `reps` samples each, sides interleaved, order rotated."""
+def interleave(sides, reps, warm=2, flush=None):
+    """{name: [seconds]} of every side, `reps` samples each, sides interleaved, order rotated;
+    `flush` (untimed) runs before every sample."""
     names = [n for n, f in sides if f is not None]
     fns = dict((n, f) for n, f in sides if f is not None)
     for _ in range(warm):
@@ -118,6 +120,8 @@ def interleave(sides, reps, warm=2):
     for r in range(reps):
         for i in range(len(names)):
             n = names[(r + i) % len(names)]
+            if flush is not None:
+                flush()
             time.sleep(SETTLE_S)
             t0 = time.perf_counter()
             fns[n]()
@@ -132,6 +136,7 @@ def _med(x):
 def mode_big(gg, ref, types, n_threads, reps):
     K, M = 4096, 14336
     cp, cp_bytes = _memcpy()
+    flush, _ = _memcpy()
     print(f"# GEMV K{K} x M{M}, n=1, {n_threads} threads, {reps} interleaved reps; GB/s = weight bytes / time;"
           " memcpy = 2 x 64 MiB / time")
     print(f"{'type':<7s} {'MB':>6s} {'py med':>7s} {'py min':>7s} {'gg med':>7s} {'gg min':>7s} {'cp med':>7s}"
@@ -139,7 +144,11 @@ def mode_big(gg, ref, types, n_threads, reps):
     for name in types:
         c = Case(gg, ref, name, K, M, 1, n_threads)
         err = c.check()
-        ts = interleave([("py", c.ours), ("gg", c.theirs), ("cp", cp)], reps)
+        # every sample starts with a cold L3: in the rotation py and gg follow each other, and a
+        # weight near the 32 MiB L3's size (q2_K's 19 MB) can keep part of itself there across
+        # the other side's run (one thread, q2_K: the fastest tenth of 64-row units ran up to 1.2x
+        # faster right after the same GEMV than after a 64 MiB copy), which flatters the minima
+        ts = interleave([("py", c.ours), ("gg", c.theirs), ("cp", cp)], reps, flush=flush)
         nb = c.raw.size
         gbs = {s: (nb / _med(v) / 1e9, nb / min(v) / 1e9) for s, v in ts.items() if s != "cp"}
         cpg = (cp_bytes / _med(ts["cp"]) / 1e9, cp_bytes / min(ts["cp"]) / 1e9)
