@@ -115,6 +115,19 @@ inline void convert_act_f32(const Kernels& kr, Type wt, Type bt, const char* bro
     to_float_row(vt, qtmp.data(), out, K);
 }
 
+// The ActExtra of each of the nb q8_0 blocks of one column (for Kernels::dot1x).
+inline size_t act_extras_bytes(int64_t K) { return size_t(K / 32) * sizeof(ActExtra); }
+inline void act_extras(const BlockQ8_0* y, int64_t nb, ActExtra* ext) {
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        const float d = fp16_to_fp32(y[ib].d);
+        for (int l = 0; l < 8; ++l) {
+            const int8_t* q = y[ib].qs + 4 * l;
+            ext[ib].d[l] = d;
+            ext[ib].offset_sum[l] = kE2M1Offset * (int32_t(q[0]) + q[1] + q[2] + q[3]);
+        }
+    }
+}
+
 // Halved UE4M3 scales of all 256 codes (from core/quant_nvfp4.cpp); built per node, per thread.
 inline void nvfp4_scale_table(float* t) {
     for (int u = 0; u < 256; ++u) t[u] = nvfp4_ue4m3_to_scale((uint8_t)u);

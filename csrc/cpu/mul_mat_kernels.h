@@ -36,10 +36,26 @@ using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float*
 // out[c] = dot(packed row, column c of the packed group) for the 8 columns.
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
 
+// Per-block extras of a q8_0 activation column, for the one-column dots of the E2M1 types
+// (mxfp4, nvfp4): those look their values up as unsigned levels value + kE2M1Offset, so they
+// need kE2M1Offset * (the sum of each 4-value group of y), and take d already widened and
+// broadcast (a product with a memory operand). Made once per column (act_extras), next to its
+// q8_0 blocks, which every other kernel reads unchanged. Lane l of a block's integer dot is
+// then the same integer as with the signed values, so the results keep their bits.
+constexpr int kE2M1Offset = 12;  // -min(kE2M1Doubled)
+struct ActExtra {
+    float d[8];               // the block's d, 8 times
+    int32_t offset_sum[8];    // kE2M1Offset * (qs[4l] + ... + qs[4l + 3]) for lane l
+};
+// out[0] = dot(a_row, the q8_0 column b) for one column whose extras are ext (one per block).
+using Dot1xFn = void (*)(int64_t k, const void* a_row, const void* b, const ActExtra* ext, float* out,
+                         const float* aux);
+
 struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
     Dot2Fn dot2[kTypeIdLimit];            // two-row dots where a set has them; null: dot per row
+    Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading ActExtra; null: dot
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed

@@ -76,6 +76,82 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
         out[j] = hsum(kPasses == 2 ? _mm256_add_ps(accv[0][j], accv[kPasses - 1][j]) : accv[0][j]);
 }
 
+// ---- one-column dots of the E2M1 types with the activations' ActExtra ----
+// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
+// saturates: 2 * 24 * 128 < 2^15).
+struct E2M1Levels {
+    int8_t v[16];
+    constexpr E2M1Levels() : v() {
+        for (int i = 0; i < 16; ++i) v[i] = int8_t(kE2M1Doubled[i] + kE2M1Offset);
+    }
+};
+inline constexpr E2M1Levels kE2M1Levels{};
+// Lane l: sum of (u - kE2M1Offset) * y over 4-value group l, the signed dot's integers.
+inline __m256i e2m1_offset_dot(__m256i u, const BlockQ8_0& y, const ActExtra& e) {
+    const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i*)y.qs));
+    return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_loadu_si256((const __m256i*)e.offset_sum));
+}
+
+// dot_signed<DecMXFP4, 1> with the same integers, products dx * dy and accumulation order.
+void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext, float* out, const float*) {
+    const BlockMXFP4* x = (const BlockMXFP4*)av;
+    const BlockQ8_0* y = (const BlockQ8_0*)bv;
+    const __m256i lut = lut16(kE2M1Levels.v);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    auto step = [&](int64_t ib) __attribute__((always_inline)) {
+        const __m256i u = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
+        const __m256 scale = _mm256_mul_ps(_mm256_broadcast_ss(&kE8M0Half.v[x[ib].e]), _mm256_loadu_ps(ext[ib].d));
+        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot(u, y[ib], ext[ib])), scale, acc[ib & 1]);
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) step(ib + i);
+    }
+    for (; ib < nb; ++ib) step(ib);  // block ib joins pass ib & 1 (an odd last block: the even one)
+    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+// mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and order: half h of
+// weight block ib is activation block 2ib + h and goes to accumulator h; its 32 values come
+// out of its 16 bytes as there (each lane's 8 bytes doubled, the second copy's words shifted
+// by 4, masked), lanes 0..3 scaled by sub-block 2h's scale, 4..7 by 2h+1's.
+void dot1x_nvfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext, float* out, const float* scale) {
+    const BlockNVFP4* x = (const BlockNVFP4*)av;
+    const BlockQ8_0* y = (const BlockQ8_0*)bv;
+    const __m256i lut = lut16(kE2M1Levels.v);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i dup = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9,
+                                         10, 11, 12, 13, 14, 15);
+    const __m256i nibble_shift = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    auto block = [&](int64_t ib) __attribute__((always_inline)) {
+        const BlockNVFP4& w = x[ib];
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+            const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(w.qs + 16 * h)));
+            const __m256i u =
+                _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(q, dup), nibble_shift), m4));
+            const __m256 sa = _mm256_set_m128(_mm_broadcast_ss(&scale[w.d[2 * h + 1]]), _mm_broadcast_ss(&scale[w.d[2 * h]]));
+            const int64_t iy = 2 * ib + h;
+            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot(u, y[iy], ext[iy])),
+                                     _mm256_mul_ps(sa, _mm256_loadu_ps(ext[iy].d)), acc[h]);
+        }
+    };
+    const int64_t nb = k / 64;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        const char* pf = (const char*)(x + ib) + 1024;  // weights stream from memory: 144 bytes a step
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf + 128, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) block(ib + i);
+    }
+    for (; ib < nb; ++ib) block(ib);
+    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
 template <class Dec, int NC>
 void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
@@ -266,6 +342,8 @@ void add_quant_dots_avx2(Kernels& k) {
     k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;
     k.dot[(int)Type::IQ4_NL] = dispatch<Signed, DecIQ4NL>;
     k.dot[(int)Type::MXFP4] = dispatch<Signed, DecMXFP4>;
+    k.dot1x[(int)Type::MXFP4] = dot1x_mxfp4;
+    k.dot1x[(int)Type::NVFP4] = dot1x_nvfp4;
     k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
     k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
