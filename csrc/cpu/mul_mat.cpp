@@ -51,7 +51,7 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
 
 // A converted column: its vec_dot blocks, then their ActExtra where the weights have a dot1x.
 size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
-    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(K)) : 0);
+    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
 }
 size_t dot_conv_bytes(const Kernels& kr, const Tensor* dst) {
     const Tensor* b = dst->src[1];
@@ -74,7 +74,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
         std::vector<float> tmp;
         convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
             convert_act(kr, w, b->type, src, K, out, tmp);
-            if (dot1x) act_extras((const BlockQ8_0*)out, K / 32, (ActExtra*)(out + blocks_bytes));
+            if (dot1x) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
         });
     }
     // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
@@ -109,7 +109,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                         ((float*)(d + j * dst->nb[1]))[1] = out[4 + j];
                     }
                 } else if (dot1x && nc == 1) {
-                    dot1x(K, arow, bp, (const ActExtra*)(bp + blocks_bytes), out, nvfp4_scale);
+                    dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);
                     *(float*)d = out[0];
                 } else {
                     kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);

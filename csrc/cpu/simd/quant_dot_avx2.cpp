@@ -93,8 +93,9 @@ inline __m256i e2m1_offset_dot(__m256i u, const BlockQ8_0& y, const ActExtra& e)
 }
 
 // dot_signed<DecMXFP4, 1> with the same integers, products dx * dy and accumulation order.
-void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext, float* out, const float*) {
+void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
     const BlockMXFP4* x = (const BlockMXFP4*)av;
+    const ActExtra* ext = (const ActExtra*)ev;
     const BlockQ8_0* y = (const BlockQ8_0*)bv;
     const __m256i lut = lut16(kE2M1Levels.v);
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
@@ -113,31 +114,32 @@ void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext,
     out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
 }
 
-// mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and order: half h of
-// weight block ib is activation block 2ib + h and goes to accumulator h; its 32 values come
-// out of its 16 bytes as there (each lane's 8 bytes doubled, the second copy's words shifted
-// by 4, masked), lanes 0..3 scaled by sub-block 2h's scale, 4..7 by 2h+1's.
-void dot1x_nvfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext, float* out, const float* scale) {
+// mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and lane chains: there
+// accumulator h, lane l sums group l of half h of every block. Here the block's 32 bytes give
+// two vectors (ActUnitNVFP4: lo = groups 0, 1, 4, 5 of each half, hi = 2, 3, 6, 7) whose lanes
+// are those same chains in another order, put back in place before the final sum. Lanes 2j,
+// 2j+1 of both belong to sub-block j, so one scale vector serves the whole block.
+inline __m256i e2m1_offset_dot32(__m256i u, const int8_t* y, const int32_t* offset) {
+    const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i*)y));
+    return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_loadu_si256((const __m256i*)offset));
+}
+void dot1x_nvfp4(int64_t k, const void* av, const void*, const void* ev, float* out, const float* scale) {
     const BlockNVFP4* x = (const BlockNVFP4*)av;
-    const BlockQ8_0* y = (const BlockQ8_0*)bv;
-    const __m256i lut = lut16(kE2M1Levels.v);
-    const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i dup = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9,
-                                         10, 11, 12, 13, 14, 15);
-    const __m256i nibble_shift = _mm256_setr_epi32(0, 0, 4, 4, 0, 0, 4, 4);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    const ActUnitNVFP4* y = (const ActUnitNVFP4*)ev;
+    const __m256i lut = lut16(kE2M1Levels.v), m4 = _mm256_set1_epi8(0x0F);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
     auto block = [&](int64_t ib) __attribute__((always_inline)) {
         const BlockNVFP4& w = x[ib];
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-            const __m256i q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)(w.qs + 16 * h)));
-            const __m256i u =
-                _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(q, dup), nibble_shift), m4));
-            const __m256 sa = _mm256_set_m128(_mm_broadcast_ss(&scale[w.d[2 * h + 1]]), _mm_broadcast_ss(&scale[w.d[2 * h]]));
-            const int64_t iy = 2 * ib + h;
-            acc[h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot(u, y[iy], ext[iy])),
-                                     _mm256_mul_ps(sa, _mm256_loadu_ps(ext[iy].d)), acc[h]);
-        }
+        const __m256i q = _mm256_loadu_si256((const __m256i*)w.qs);
+        const __m256i ulo = _mm256_shuffle_epi8(lut, _mm256_and_si256(q, m4));
+        const __m256i uhi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        auto pair = [&](int s) {  // sub-blocks s, s + 1's scales as (a, a, b, b)
+            return _mm_castpd_ps(_mm_unpacklo_pd(_mm_castps_pd(_mm_broadcast_ss(&scale[w.d[s]])),
+                                                 _mm_castps_pd(_mm_broadcast_ss(&scale[w.d[s + 1]]))));
+        };
+        const __m256 sc = _mm256_mul_ps(_mm256_set_m128(pair(2), pair(0)), _mm256_loadu_ps(y[ib].d));
+        lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot32(ulo, y[ib].lo, y[ib].offset_lo)), sc, lo);
+        hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot32(uhi, y[ib].hi, y[ib].offset_hi)), sc, hi);
     };
     const int64_t nb = k / 64;
     int64_t ib = 0;
@@ -149,7 +151,11 @@ void dot1x_nvfp4(int64_t k, const void* av, const void* bv, const ActExtra* ext,
         for (int i = 0; i < 4; ++i) block(ib + i);
     }
     for (; ib < nb; ++ib) block(ib);
-    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+    // lo = (h0: g0 g1 g4 g5 | h1: g0 g1 g4 g5), hi the same with g2 g3 g6 g7: back to
+    // acc0 = h0's g0..g7 and acc1 = h1's
+    const __m256 a = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(lo), _mm256_castps_pd(hi)));
+    const __m256 b = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(lo), _mm256_castps_pd(hi)));
+    out[0] = hsum(_mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31)));
 }
 
 template <class Dec, int NC>
