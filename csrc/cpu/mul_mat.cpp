@@ -68,7 +68,10 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const bool priv = private_conversion(dst);
     const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
-    const Dot1xFn dot1x = convert ? kr.dot1x[(int)w] : nullptr;
+    // the one-column kernel with activation extras, where some row will take it (no two-row
+    // kernel runs it: one long column, an odd last row, or no two-row kernel for the type)
+    const bool one_row_dots = !kr.dot2[(int)w] || (N < 2 && K > kDot2ShortRow) || (M & 1);
+    const Dot1xFn dot1x = convert && one_row_dots ? kr.dot1x[(int)w] : nullptr;
 
     if (convert) {
         std::vector<float> tmp;
