@@ -37,13 +37,14 @@ using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float*
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
 
 // Extras of a q8_0 activation column for the one-column dots of the E2M1 types (mxfp4,
-// nvfp4): those look their values up as unsigned levels value + kE2M1Offset, so they need
+// nvfp4; iq4_nl uses d): those look their values up as unsigned levels value + kE2M1Offset, so they need
 // kE2M1Offset * (the sum of each 4-value group of y), and take d already widened and
 // broadcast (a product with a memory operand). Made once per column (act_extras), after its
 // q8_0 blocks, which every other kernel reads unchanged. Each lane's integer dot is then the
 // same integer as with the signed values, in the same float operations, so the bits stay.
 constexpr int kE2M1Offset = 12;  // -min(kE2M1Doubled)
-// mxfp4: one per q8_0 block.
+// mxfp4: one per q8_0 block (iq4_nl's dot1x reads d only: its values are too large for
+// unsigned levels under maddubs).
 struct ActExtra {
     float d[8];               // the block's d, 8 times
     int32_t offset_sum[8];    // kE2M1Offset * (qs[4l] + ... + qs[4l + 3]) for lane l

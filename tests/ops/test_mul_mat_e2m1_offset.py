@@ -1,6 +1,8 @@
 """One-column MUL_MAT of the E2M1 types (mxfp4, nvfp4) through the offset-form kernels: the
 weights are looked up as unsigned levels (value + 12) and each activation column carries, beside
-its q8_0 blocks, 12 x the sum of every 4-value group and its widened scale. Those kernels serve
+its q8_0 blocks, 12 x the sum of every 4-value group and its widened scale (nvfp4: and its values
+in the order a block's masked bytes give them). iq4_nl's one-column kernel reads the widened
+scale from there too. Those kernels serve
 a column multiplied alone with rows longer than 1024 values, and the odd last row of any
 product; every other column goes through the signed-value kernels (two-row dots, GEMM tiles).
 Both must give the same bits, on random weight bytes, activation blocks at the int8 extremes
@@ -15,15 +17,18 @@ from util import assert_close, compute, new, values
 TABLE = {row["name"]: row for row in gg.type_traits()}
 PEER = 5e-4
 WIDTHS = tuple(range(1, 10)) + (16, 17, 33, 64)
-BLOCK = {"mxfp4": (32, 17), "nvfp4": (64, 36)}  # values, bytes per block
+BLOCK = {"mxfp4": (32, 17), "nvfp4": (64, 36), "iq4_nl": (32, 18)}  # values, bytes per block
 
 
 def random_weights(name, K, M, rng, exps=None):
     """Raw blocks with every nibble random; finite scales (mxfp4 E8M0 bytes from `exps`,
-    nvfp4 UE4M3 codes below 0x7F)."""
+    nvfp4 UE4M3 codes below 0x7F, iq4_nl f16 d of either sign)."""
     per, size = BLOCK[name]
     raw = rng.integers(0, 256, size=(M, K // per, size), dtype=np.uint8)
-    if name == "mxfp4":
+    if name == "iq4_nl":
+        d = rng.uniform(1e-3, 0.1, size=raw.shape[:2]) * rng.choice([-1.0, 1.0], size=raw.shape[:2])
+        raw[:, :, :2] = d.astype(np.float16)[..., None].view(np.uint8)
+    elif name == "mxfp4":
         raw[:, :, 0] = rng.choice(np.asarray(exps if exps is not None else range(118, 137)), size=raw.shape[:2])
     else:
         raw[:, :, :4] = rng.integers(0x08, 0x70, size=raw.shape[:2] + (4,))
@@ -62,11 +67,11 @@ def single_and_wide(ctx, w, x, K, widths):
 
 
 @pytest.mark.parametrize("simd", ["native", "avx2"], indirect=True)
-@pytest.mark.parametrize("name", ["mxfp4", "nvfp4"])
-@pytest.mark.parametrize("blocks64", [17, 21, 32])  # 64-value units: mxfp4 gets 34, 42, 64 blocks
+@pytest.mark.parametrize("name", ["mxfp4", "nvfp4", "iq4_nl"])
+@pytest.mark.parametrize("blocks64", [17, 21, 32])  # 64-value units: mxfp4 / iq4_nl get 35, 43, 64 blocks
 def test_single_columns_keep_the_wide_bits(simd, name, blocks64):
     rng = np.random.default_rng(blocks64)
-    K, M = 64 * blocks64 + (32 if name == "mxfp4" and blocks64 != 32 else 0), 7  # odd mxfp4 counts
+    K, M = 64 * blocks64 + (32 if name != "nvfp4" and blocks64 != 32 else 0), 7  # odd 32-value counts
     ctx = gg.Context(mem_size=96 << 20)
     w, wv = weight_tensor(ctx, name, K, M, rng)
     xs = extreme_activations(K, max(WIDTHS), rng)

@@ -114,6 +114,31 @@ void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const void* ev, floa
     out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
 }
 
+// dot_signed<DecIQ4NL, 1> (its values reach 127 in size, too large for the offset form's
+// unsigned levels): only the activation's widened d comes from the extras.
+void dot1x_iq4nl(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
+    const BlockIQ4NL* x = (const BlockIQ4NL*)av;
+    const BlockQ8_0* y = (const BlockQ8_0*)bv;
+    const ActExtra* ext = (const ActExtra*)ev;
+    const __m256i lut = lut16(kIQ4NLValues);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    auto step = [&](int64_t ib) __attribute__((always_inline)) {
+        const __m256i a = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
+        const __m256i q = _mm256_loadu_si256((const __m256i*)y[ib].qs);
+        const __m256i isum = udot(_mm256_sign_epi8(a, a), _mm256_sign_epi8(q, a));
+        const __m256 scale = _mm256_mul_ps(_mm256_broadcastss_ps(f16_pair(&x[ib].d)), _mm256_loadu_ps(ext[ib].d));
+        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[ib & 1]);
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) step(ib + i);
+    }
+    for (; ib < nb; ++ib) step(ib);
+    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
 // mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and lane chains: there
 // accumulator h, lane l sums group l of half h of every block. Here the block's 32 bytes give
 // two vectors (ActUnitNVFP4: lo = groups 0, 1, 4, 5 of each half, hi = 2, 3, 6, 7) whose lanes
@@ -350,6 +375,7 @@ void add_quant_dots_avx2(Kernels& k) {
     k.dot[(int)Type::MXFP4] = dispatch<Signed, DecMXFP4>;
     k.dot1x[(int)Type::MXFP4] = dot1x_mxfp4;
     k.dot1x[(int)Type::NVFP4] = dot1x_nvfp4;
+    k.dot1x[(int)Type::IQ4_NL] = dot1x_iq4nl;
     k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
     k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
