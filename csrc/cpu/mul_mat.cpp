@@ -49,9 +49,13 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     return r + (r & 1);
 }
 
-size_t dot_conv_bytes(const Tensor* dst) {
+// A converted column: its vec_dot blocks, then their ActExtra where the weights have a dot1x.
+size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
+    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
+}
+size_t dot_conv_bytes(const Kernels& kr, const Tensor* dst) {
     const Tensor* b = dst->src[1];
-    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * act_col_bytes(dst->src[0]->type, b->ne[0]);
+    return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * dot_col_bytes(kr, dst->src[0]->type, b->ne[0]);
 }
 
 void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* nvfp4_scale) {
@@ -62,13 +66,18 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = dot_needs_conversion(dst);
     const bool priv = private_conversion(dst);
-    const size_t colb = act_col_bytes(w, K);
-    char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(dst)) : 0);
+    const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
+    char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
+    // the one-column kernel with activation extras, where some row will take it (no two-row
+    // kernel runs it: one long column, an odd last row, or no two-row kernel for the type)
+    const bool one_row_dots = !kr.dot2[(int)w] || (N < 2 && K > kDot2ShortRow) || (M & 1);
+    const Dot1xFn dot1x = convert && one_row_dots ? kr.dot1x[(int)w] : nullptr;
 
     if (convert) {
         std::vector<float> tmp;
         convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
             convert_act(kr, w, b->type, src, K, out, tmp);
+            if (dot1x) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
         });
     }
     // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
@@ -102,6 +111,9 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                         ((float*)(d + j * dst->nb[1]))[0] = out[j];
                         ((float*)(d + j * dst->nb[1]))[1] = out[4 + j];
                     }
+                } else if (dot1x && nc == 1) {
+                    dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);
+                    *(float*)d = out[0];
                 } else {
                     kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
                     for (int j = 0; j < nc; ++j) *(float*)(d + j * dst->nb[1]) = out[j];
@@ -141,7 +153,7 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     const Kernels& kr = kernels_for(simd::cpu_isa());
     if (use_qgemm(kr, dst)) return std::max(repacked, qgemm_work_size(kr, dst, n_threads));
     if (!dot_needs_conversion(dst)) return std::max(repacked, kCounterBytes);
-    const size_t one = align64(dot_conv_bytes(dst));
+    const size_t one = align64(dot_conv_bytes(kr, dst));
     return std::max(repacked, kCounterBytes + (private_conversion(dst) ? size_t(std::max(1, n_threads)) * one : one));
 }
 

@@ -36,10 +36,39 @@ using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float*
 // out[c] = dot(packed row, column c of the packed group) for the 8 columns.
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
 
+// Extras of a q8_0 activation column for the one-column dots of the E2M1 types (mxfp4,
+// nvfp4; iq4_nl uses d): those look their values up as unsigned levels value + kE2M1Offset, so they need
+// kE2M1Offset * (the sum of each 4-value group of y), and take d already widened and
+// broadcast (a product with a memory operand). Made once per column (act_extras), after its
+// q8_0 blocks, which every other kernel reads unchanged. Each lane's integer dot is then the
+// same integer as with the signed values, in the same float operations, so the bits stay.
+constexpr int kE2M1Offset = 12;  // -min(kE2M1Doubled)
+// mxfp4: one per q8_0 block (iq4_nl's dot1x reads d only: its values are too large for
+// unsigned levels under maddubs).
+struct ActExtra {
+    float d[8];               // the block's d, 8 times
+    int32_t offset_sum[8];    // kE2M1Offset * (qs[4l] + ... + qs[4l + 3]) for lane l
+};
+// nvfp4: one per 64 values (q8_0 blocks y0, y1; group g = values 4g..4g+3 of a block). A
+// weight block's 32 bytes masked give, in dword order, the nibbles of groups 0, 1, 4, 5 of
+// its first half then of its second half (lo); shifted by 4, groups 2, 3, 6, 7 (hi). The
+// activations come in that order too, so no shuffle brings the nibbles into value order.
+struct ActUnitNVFP4 {
+    int8_t lo[32];            // y0 groups 0, 1, 4, 5, then y1's
+    int8_t hi[32];            // y0 groups 2, 3, 6, 7, then y1's
+    int32_t offset_lo[8];     // kE2M1Offset * (sum of lo's dword l)
+    int32_t offset_hi[8];
+    float d[8];               // y0.d 4 times, y1.d 4 times
+};
+// out[0] = dot(a_row, the q8_0 column b) for one column whose extras start at ext.
+using Dot1xFn = void (*)(int64_t k, const void* a_row, const void* b, const void* ext, float* out,
+                         const float* aux);
+
 struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
     Dot2Fn dot2[kTypeIdLimit];            // two-row dots where a set has them; null: dot per row
+    Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading act_extras; null: dot
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed

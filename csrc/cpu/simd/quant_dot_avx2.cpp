@@ -77,6 +77,113 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
         out[j] = hsum(kPasses == 2 ? _mm256_add_ps(accv[0][j], accv[kPasses - 1][j]) : accv[0][j]);
 }
 
+// ---- one-column dots of the E2M1 types with the activations' ActExtra ----
+// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
+// saturates: 2 * 24 * 128 < 2^15).
+struct E2M1Levels {
+    int8_t v[16];
+    constexpr E2M1Levels() : v() {
+        for (int i = 0; i < 16; ++i) v[i] = int8_t(kE2M1Doubled[i] + kE2M1Offset);
+    }
+};
+inline constexpr E2M1Levels kE2M1Levels{};
+// Lane l: sum of (u - kE2M1Offset) * y over 4-value group l, the signed dot's integers.
+inline __m256i e2m1_offset_dot(__m256i u, const BlockQ8_0& y, const ActExtra& e) {
+    const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i*)y.qs));
+    return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_loadu_si256((const __m256i*)e.offset_sum));
+}
+
+// dot_signed<DecMXFP4, 1> with the same integers, products dx * dy and accumulation order.
+void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
+    const BlockMXFP4* x = (const BlockMXFP4*)av;
+    const ActExtra* ext = (const ActExtra*)ev;
+    const BlockQ8_0* y = (const BlockQ8_0*)bv;
+    const __m256i lut = lut16(kE2M1Levels.v);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    auto step = [&](int64_t ib) __attribute__((always_inline)) {
+        const __m256i u = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
+        const __m256 scale = _mm256_mul_ps(_mm256_broadcast_ss(&kE8M0Half.v[x[ib].e]), _mm256_loadu_ps(ext[ib].d));
+        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot(u, y[ib], ext[ib])), scale, acc[ib & 1]);
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) step(ib + i);
+    }
+    for (; ib < nb; ++ib) step(ib);  // block ib joins pass ib & 1 (an odd last block: the even one)
+    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+// dot_signed<DecIQ4NL, 1> (its values reach 127 in size, too large for the offset form's
+// unsigned levels): only the activation's widened d comes from the extras.
+void dot1x_iq4nl(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
+    const BlockIQ4NL* x = (const BlockIQ4NL*)av;
+    const BlockQ8_0* y = (const BlockQ8_0*)bv;
+    const ActExtra* ext = (const ActExtra*)ev;
+    const __m256i lut = lut16(kIQ4NLValues);
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+    auto step = [&](int64_t ib) __attribute__((always_inline)) {
+        const __m256i a = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
+        const __m256i q = _mm256_loadu_si256((const __m256i*)y[ib].qs);
+        const __m256i isum = udot(_mm256_sign_epi8(a, a), _mm256_sign_epi8(q, a));
+        const __m256 scale = _mm256_mul_ps(_mm256_broadcastss_ps(f16_pair(&x[ib].d)), _mm256_loadu_ps(ext[ib].d));
+        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[ib & 1]);
+    };
+    const int64_t nb = k / 32;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) step(ib + i);
+    }
+    for (; ib < nb; ++ib) step(ib);
+    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+// mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and lane chains: there
+// accumulator h, lane l sums group l of half h of every block. Here the block's 32 bytes give
+// two vectors (ActUnitNVFP4: lo = groups 0, 1, 4, 5 of each half, hi = 2, 3, 6, 7) whose lanes
+// are those same chains in another order, put back in place before the final sum. Lanes 2j,
+// 2j+1 of both belong to sub-block j, so one scale vector serves the whole block.
+inline __m256i e2m1_offset_dot32(__m256i u, const int8_t* y, const int32_t* offset) {
+    const __m256i p = _mm256_maddubs_epi16(u, _mm256_loadu_si256((const __m256i*)y));
+    return _mm256_sub_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)), _mm256_loadu_si256((const __m256i*)offset));
+}
+void dot1x_nvfp4(int64_t k, const void* av, const void*, const void* ev, float* out, const float* scale) {
+    const BlockNVFP4* x = (const BlockNVFP4*)av;
+    const ActUnitNVFP4* y = (const ActUnitNVFP4*)ev;
+    const __m256i lut = lut16(kE2M1Levels.v), m4 = _mm256_set1_epi8(0x0F);
+    __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+    auto block = [&](int64_t ib) __attribute__((always_inline)) {
+        const BlockNVFP4& w = x[ib];
+        const __m256i q = _mm256_loadu_si256((const __m256i*)w.qs);
+        const __m256i ulo = _mm256_shuffle_epi8(lut, _mm256_and_si256(q, m4));
+        const __m256i uhi = _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+        auto pair = [&](int s) {  // sub-blocks s, s + 1's scales as (a, a, b, b)
+            return _mm_castpd_ps(_mm_unpacklo_pd(_mm_castps_pd(_mm_broadcast_ss(&scale[w.d[s]])),
+                                                 _mm_castps_pd(_mm_broadcast_ss(&scale[w.d[s + 1]]))));
+        };
+        const __m256 sc = _mm256_mul_ps(_mm256_set_m128(pair(2), pair(0)), _mm256_loadu_ps(y[ib].d));
+        lo = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot32(ulo, y[ib].lo, y[ib].offset_lo)), sc, lo);
+        hi = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot32(uhi, y[ib].hi, y[ib].offset_hi)), sc, hi);
+    };
+    const int64_t nb = k / 64;
+    int64_t ib = 0;
+    for (; ib + 4 <= nb; ib += 4) {
+        const char* pf = (const char*)(x + ib) + 1024;  // weights stream from memory: 144 bytes a step
+        _mm_prefetch(pf, _MM_HINT_T0);
+        _mm_prefetch(pf + 64, _MM_HINT_T0);
+        _mm_prefetch(pf + 128, _MM_HINT_T0);
+        for (int i = 0; i < 4; ++i) block(ib + i);
+    }
+    for (; ib < nb; ++ib) block(ib);
+    // lo = (h0: g0 g1 g4 g5 | h1: g0 g1 g4 g5), hi the same with g2 g3 g6 g7: back to
+    // acc0 = h0's g0..g7 and acc1 = h1's
+    const __m256 a = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(lo), _mm256_castps_pd(hi)));
+    const __m256 b = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(lo), _mm256_castps_pd(hi)));
+    out[0] = hsum(_mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31)));
+}
+
 template <class Dec, int NC>
 void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
     using Block = typename Dec::Block;
@@ -331,6 +438,9 @@ void add_quant_dots_avx2(Kernels& k) {
     k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;
     k.dot[(int)Type::IQ4_NL] = dispatch<Signed, DecIQ4NL>;
     k.dot[(int)Type::MXFP4] = dispatch<Signed, DecMXFP4>;
+    k.dot1x[(int)Type::MXFP4] = dot1x_mxfp4;
+    k.dot1x[(int)Type::NVFP4] = dot1x_nvfp4;
+    k.dot1x[(int)Type::IQ4_NL] = dot1x_iq4nl;
     k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
     k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
