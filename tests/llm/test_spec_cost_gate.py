@@ -99,17 +99,28 @@ def test_a_dropped_class_probes_at_once_then_after_its_interval():
     assert gate.choose(3, 4, 2 * DraftGate.PROBE_FIRST + 1) == 1
 
 
-def test_unknown_costs_verify_the_whole_draft():
+def test_unknown_costs_are_learnt_by_a_plain_step_then_a_one_token_probe():
     gate = DraftGate(4)                       # measured: nothing yet
-    assert gate.choose(4, 0, 0) == 4
-    gate.observe_cost(5, 4.0)                 # a verify measured, a plain step not yet
-    assert gate.choose(2, 0, 1) == 2
+    assert gate.choose(4, 0, 0) == 0          # a plain step first: it times c(1)
+    assert gate.n_probes == gate.n_gated == 0
     gate.observe_cost(1, 1.0)
-    assert gate.choose(2, 0, 2) == 1          # c(3) interpolated to 2.5: a probe of 1
+    assert gate.choose(4, 0, 1) == 1          # no verify timed: a one-token probe
+    assert gate.n_probes == 1 and gate._state(0).probing
+    gate.observe_accept(0, 1, 0)              # rejected: the probe schedule doubles
+    assert gate._state(0).interval == 2 * DraftGate.PROBE_FIRST
+    gate.observe_cost(2, 1.2)                 # c(2) = 1.2: wider ones by that slope
+    drift = 1.0 + gate.model._target.drift    # c(1) aged by one observation
+    assert gate.model.cost(5) == pytest.approx(1.2 + 3 * (1.2 - drift))
+    # a verify measured before any plain step: still a plain step first
+    other = DraftGate(4)
+    other.observe_cost(5, 4.0)
+    assert other.choose(4, 0, 0) == 0
+    other.observe_cost(1, 1.0)
+    assert other.choose(2, 0, 1) == 1         # c(3) interpolated to 2.5: a probe of 1
 
 
-def test_measured_cost_interpolates():
-    m = MeasuredCost()
+def test_measured_cost_keeps_the_least_disturbed_step():
+    m = MeasuredCost(drift=0.0)
     assert m.cost(1) is None and m.cost(3) is None
     m.observe(1, 1.0)
     assert m.cost(1) == 1.0 and m.cost(3) is None
@@ -119,8 +130,30 @@ def test_measured_cost_interpolates():
     m.observe(5, 2.5)
     assert m.cost(4) == pytest.approx(2.25)
     assert m.cost(7) == pytest.approx(3.0)               # the last slope, 0.25 per token
-    m.observe(1, 100.0)                                  # one preempted step: clipped
-    assert m.cost(1) == pytest.approx(0.8 * 1.0 + 0.2 * 3.0)
+    # preempted steps (only ever slower) leave the estimate at the lowest seen; a lower
+    # one replaces it at once
+    m.observe(1, 100.0)
+    m.observe(1, 50.0)
+    assert m.cost(1) == pytest.approx(1.0)
+    m.observe(1, 0.9)
+    assert m.cost(1) == pytest.approx(0.9)
+    # a wider width never costs less than a narrower one measured at another moment
+    m.observe(2, 0.5)
+    assert m.cost(2) == pytest.approx(0.9)
+    # the draft side has its own table (keyed by the number drafted, 0: a plain round)
+    assert m.draft_cost(0) is None
+    m.observe_draft(0, 0.1)
+    m.observe_draft(2, 0.5)
+    assert m.draft_cost(1) == pytest.approx(0.3) and m.draft_cost(4) == pytest.approx(0.9)
+    # the lowest time ages by the drift per observation of any width (a cost that grows
+    # with the context is followed), re-aged every AGE_EVERY observations
+    a = MeasuredCost(drift=0.01)
+    a.observe(1, 1.0)
+    for _ in range(a._target.AGE_EVERY - 1):
+        a.observe(1, 5.0)
+    assert a.cost(1) == pytest.approx(1.01 ** (a._target.AGE_EVERY - 1))
+    a.observe(1, 1.05)                        # above 1.0 but below the aged lowest
+    assert a.cost(1) == pytest.approx(1.05)
 
 
 def test_bad_cost_options(tiny):

@@ -192,7 +192,8 @@ class SpeculativeDecoder:
         self._length = DraftLength(self.n_max)
         if not isinstance(cost_gate, bool):
             raise ValueError(f"SpeculativeDecoder: cost_gate={cost_gate!r} must be True or False")
-        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior)
+        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior,
+                                count_draft=not self._gate_after_draft(self.drafter))
                       if cost_gate and adaptive else None)
         self.cost_model = None if self._gate is None else self._gate.model
         self._set_draft_mode(self.drafter)
@@ -455,7 +456,10 @@ class SpeculativeDecoder:
         round_no = st["n_rounds"]
         # the cost gate weighs one sequence's round (several share a verify ubatch)
         gate = self._gate if len(lanes) == 1 else None
-        gate_before = False
+        # with a draft model the gate decides before drafting (plain rounds too: they time
+        # the draft's processing of one token)
+        gate_before = gate is not None and not self._gate_after_draft(self.drafter)
+        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
         plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
@@ -464,9 +468,8 @@ class SpeculativeDecoder:
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            if gate is not None and k_max > 0 and not self._gate_after_draft(lane.drafter):
+            if gate_before and k_max > 0:
                 # a draft model's graphs cost time: the gate decides before drafting
-                gate_before = True
                 k_max = gate.choose(k_max, lane.drafter.draft_class, round_no)
             plan.append((lane, pos0, k_max))
         if not plan:
@@ -487,11 +490,14 @@ class SpeculativeDecoder:
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch))
         st["n_rounds"] += 1
+        builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
         tc = time.perf_counter()
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
-        if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
+        # a decode that built a graph says nothing of the width's steady cost
+        timed = ctx.timings["n_graph_build"] == builds
+        if len(batches) == 1 and timed:   # what a verify of this width costs
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), tc - tb)
@@ -536,6 +542,9 @@ class SpeculativeDecoder:
                 w[0].drafter.accept(k)
         t_draft += time.perf_counter() - t5
         te = time.perf_counter()
+        if gate_before and self._draft_graph_builds(lanes) == draft_builds:
+            # the draft side of this round: drafting plan[0]'s budget and processing the batch
+            gate.observe_draft_cost(plan[0][2], (tb - ta) + t_draft)
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
 
@@ -584,14 +593,16 @@ class SpeculativeDecoder:
                             if j < len(ids):
                                 ids = ids[:j]
                 n_rounds += 1
+                builds = ctx.timings["n_graph_build"]
                 tb = perf()
                 if not ids:
                     tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
                     tc = perf()
-                    if cost_rule:
-                        self._length.observe_cost(1, tc - tb)
-                    if gate is not None:
-                        gate.observe_cost(1, tc - tb)
+                    if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
+                        if cost_rule:
+                            self._length.observe_cost(1, tc - tb)
+                        if gate is not None:
+                            gate.observe_cost(1, tc - tb)
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     if stop is not None and stop(tok):
                         out.stop_reason = "stop"
@@ -607,9 +618,10 @@ class SpeculativeDecoder:
                 batch = [lane.id_last] + ids
                 rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
                 tc = perf()
-                self._length.observe_cost(len(batch), tc - tb)
-                if gate is not None:
-                    gate.observe_cost(len(batch), tc - tb)
+                if ctx.timings["n_graph_build"] == builds:
+                    self._length.observe_cost(len(batch), tc - tb)
+                    if gate is not None:
+                        gate.observe_cost(len(batch), tc - tb)
                 drafter.process(np.asarray(batch, np.int32), pos0, {})
                 t_draft = perf() - tc
                 result = verify_greedy(rows.ids, ids, int, self._is_eog)
@@ -646,6 +658,13 @@ class SpeculativeDecoder:
             st["n_plain_steps"] += n_plain
             st["draft_s"] += draft_s
             st["verify_s"] += verify_s
+
+    @staticmethod
+    def _draft_graph_builds(lanes) -> int:
+        """Graphs built so far by the lanes' draft contexts."""
+        drafters = {id(ln.drafter): ln.drafter for ln in lanes}.values()
+        return sum(getattr(c, "timings", {}).get("n_graph_build", 0) for d in drafters
+                   for c in getattr(d, "draft_contexts", lambda: ())())
 
     @staticmethod
     def _gate_after_draft(d) -> bool:
