@@ -281,3 +281,85 @@ def test_the_drafters_class_prior_starts_the_estimate(tiny):
     # first) verifies none (probes one)
     assert gate.choose(8, CLASS_LONG, 0) == 8
     assert gate.choose(8, CLASS_SHORT, 0) == 1 and gate.n_probes == 1
+
+
+# ---- a draft model's own cost ------------------------------------------------------------------
+def test_a_draft_models_cost_counts_in_the_rule():
+    target = lambda w: 1.0 + 0.1 * (w - 1)    # noqa: E731  a cheap verify
+    slow_draft = lambda j: 0.1 + 0.8 * j      # noqa: E731  j draft graphs; 0.1: processing
+
+    def gate_with(draft, count):
+        g = DraftGate(4, FixedCost(target, draft=draft), count_draft=count)
+        st = g._state(0)
+        st.accepted1 = st.accepted2 = 6.0
+        st.trials1 = st.trials2 = 10.0
+        return g
+
+    e = [1 + sum(0.6 ** (i + 1) for i in range(j)) for j in range(5)]
+    # free drafting: all 4 pay (e_4 / c(5) = 2.31 / 1.4 > 1)
+    assert e[4] / target(5) > 1 / target(1)
+    assert gate_with(None, True).choose(4, 0, 0) == 4
+    # at 0.8 per draft token no prefix pays (hand-checked: e_1 / 2.0 = 0.8 < 1 / 1.1) and
+    # the gate probes the least losing prefix, j = 1
+    rounds = [target(j + 1) + slow_draft(j) for j in range(5)]
+    assert all(e[j] / rounds[j] < 1 / rounds[0] for j in range(1, 5))
+    g = gate_with(slow_draft, True)
+    assert g.choose(4, 0, 0) == 1 and g.n_probes == 1
+    assert g.choose(4, 0, 1) == 0 and g.n_gated == 1
+    for j in range(5):
+        assert g.expected_rate(0, j) == pytest.approx(e[j] / rounds[j])
+    # a gate that weighs drafts already drafted (n-gram: sunk cost) ignores the draft's cost
+    assert gate_with(slow_draft, False).choose(4, 0, 0) == 4
+    # unknown draft cost for j >= 1 while the rest is known: a one-token probe measures it
+    m = MeasuredCost()
+    m.observe(1, 1.0)
+    m.observe(5, 1.4)
+    m.observe_draft(0, 0.1)
+    g = DraftGate(4, m, count_draft=True)
+    assert g.choose(4, 0, 0) == 1 and g.n_probes == 1
+    m.observe_draft(1, 0.2)       # a cheap draft: the whole draft pays by the prior
+    g2 = DraftGate(4, m, count_draft=True)
+    assert g2.choose(4, 0, 0) == 4
+
+
+@pytest.fixture(scope="module")
+def mtp_target(tmp_path_factory):
+    from pyggml.llm.tiny import write_tiny_step35
+    d = tmp_path_factory.mktemp("gate_mtp")
+    # a near-bigram target: its MTP head is accepted often
+    return Model.load(write_tiny_step35(d / "s35.gguf", bigram=0.5, seed=1, n_nextn=1))
+
+
+def _mtp_run(model, **kw):
+    ctx = Context(model, n_ctx=160)
+    ref = list(ctx.generate(PROMPT, 48))
+    ctx.reset()
+    dec = SpeculativeDecoder(ctx, "mtp", n_max=4, **kw)
+    out = list(dec.generate(PROMPT, 48))
+    return ref, out, dec
+
+
+def test_the_gate_counts_the_mtp_drafts_cost(mtp_target):
+    ref, out0, d0 = _mtp_run(mtp_target, cost_gate=False)
+    assert out0 == ref and d0.stats["n_accepted"] > 0
+    # drafting is free and verifying costs a plain step: drafts as without the gate
+    ref, out, d = _mtp_run(mtp_target, cost_model=FixedCost(CHEAP, draft=lambda j: 0.0))
+    assert out == ref
+    for key in ("steps", "n_plain_steps", "draft_calls"):
+        assert d.stats[key] == d0.stats[key], key
+    assert d.stats["n_probes"] == d.stats["n_gated"] == 0
+    # each draft token costs two plain steps: nothing pays, every verify is a probe and the
+    # draft graphs run only for them
+    ref, out, d = _mtp_run(mtp_target, cost_model=FixedCost(CHEAP, draft=lambda j: 2.0 * j))
+    s = d.stats
+    assert out == ref
+    check_spec_stat_sums(s, out)
+    assert s["n_verify_steps"] == s["n_probes"] >= 1 and s["n_gated"] > 0
+    assert s["draft_calls"] == sum(len(x["draft"]) for x in s["steps"])
+    assert s["draft_calls"] < d0.stats["draft_calls"] / 4
+    # measured: the draft side is timed on plain rounds (j = 0) and on drafting ones
+    ref, out, d = _mtp_run(mtp_target)
+    assert out == ref
+    check_spec_stat_sums(d.stats, out)
+    seen = d.cost_model.draft_seconds
+    assert 1 in seen and any(w >= 2 for w in seen) and all(v > 0 for v in seen.values())
