@@ -363,3 +363,18 @@ def test_the_gate_counts_the_mtp_drafts_cost(mtp_target):
     check_spec_stat_sums(d.stats, out)
     seen = d.cost_model.draft_seconds
     assert 1 in seen and any(w >= 2 for w in seen) and all(v > 0 for v in seen.values())
+
+
+def test_the_gate_never_verifies_fewer_than_n_min(tiny):
+    gate = DraftGate(4, n_min=2)
+    assert gate.choose(4, 0, 0) == 0
+    gate.observe_cost(1, 1.0)
+    assert gate.choose(1, 0, 1) == 0          # shorter than n_min: dropped, no probe
+    assert gate.choose(4, 0, 2) == 2 and gate.n_probes == 1     # the probe is n_min long
+    g = DraftGate(4, EXPENSIVE, n_min=3)
+    assert g.choose(4, 0, 0) == 3             # the least losing prefix of 3 or more
+    _, ctx, full = tiny
+    for model in (None, EXPENSIVE, MIDDLE):
+        out, s = generate(ctx, WrongThenRight(full, 45), n_max=4, n_min=2, cost_model=model)
+        assert out == full[len(PROMPT):]
+        assert s["steps"] and all(len(x["draft"]) >= 2 for x in s["steps"])

@@ -213,11 +213,14 @@ class DraftGate:
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
 
-    def __init__(self, n_max: int, cost_model=None, class_prior=None, count_draft=False):
+    def __init__(self, n_max: int, cost_model=None, class_prior=None, count_draft=False,
+                 n_min: int = 0):
         """class_prior: None, or cls -> (q1, q2) or None, the drafter's prior rates of a
         class (`Drafter.class_prior`). count_draft: the gate decides before a draft model
-        drafts, so a round's cost counts the draft's own (cost model's draft_cost(j))."""
+        drafts, so a round's cost counts the draft's own (cost model's draft_cost(j)).
+        n_min: the decoder drops shorter drafts, so the gate never verifies fewer."""
         self.n_max = int(n_max)
+        self.n_min = max(1, int(n_min))
         self.class_prior = class_prior
         self.count_draft = bool(count_draft)
         self.model = as_cost_model(cost_model)
@@ -293,32 +296,32 @@ class DraftGate:
     def choose(self, k: int, cls, round_no: int) -> int:
         """How many of k drafted tokens (class cls) to verify at round round_no: the longest
         prefix that beats a plain step, 0 (a plain step) when none does but for a probe (the
-        prefix that loses least). While costs are unknown it measures them cheaply: a plain
-        step first, then a one-token probe (the widths above are extrapolated from those two
+        prefix that loses least), never fewer than n_min. While costs are unknown it measures
+        them cheaply: a plain step first, then a one-token probe (n_min tokens) (the widths above are extrapolated from those two
         until verified)."""
-        if k <= 0:
-            return 0
         k = min(k, self.n_max)
+        if k < self.n_min:
+            return 0
         costs = self._costs()
         c_plain = costs[0]
         if c_plain is None:
             return 0
         st = self._state(cls)
         if costs[k] is None:
-            known = [j for j in range(1, k + 1) if costs[j] is not None]
+            known = [j for j in range(self.n_min, k + 1) if costs[j] is not None]
             if not known:
                 st.last_probe, st.probing = round_no, True
                 self.n_probes += 1
-                return 1
+                return self.n_min
             k = known[-1]
         q1, q2 = st.rates
-        e, r, top_j, top_v, longest = 1.0, q1, 1, -1.0, 0
+        e, r, top_j, top_v, longest = 1.0, q1, self.n_min, -1.0, 0
         for j in range(1, k + 1):
             if j > 1:
                 r *= q2
             e += r
             c = costs[j]
-            if c is None:
+            if c is None or j < self.n_min:
                 continue
             v = e / max(c, 1e-12)
             if v > top_v:

@@ -193,7 +193,8 @@ class SpeculativeDecoder:
         if not isinstance(cost_gate, bool):
             raise ValueError(f"SpeculativeDecoder: cost_gate={cost_gate!r} must be True or False")
         self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior,
-                                count_draft=not self._gate_after_draft(self.drafter))
+                                count_draft=not self._gate_after_draft(self.drafter),
+                                n_min=self.n_min)
                       if cost_gate and adaptive else None)
         self.cost_model = None if self._gate is None else self._gate.model
         self._set_draft_mode(self.drafter)
