@@ -68,10 +68,13 @@ def test_choose_keeps_the_longest_prefix_faster_than_a_plain_step(rate):
     st = gate._state(7)
     st.accepted1 = st.accepted2 = rate * 10
     st.trials1 = st.trials2 = 10.0
-    # j drafts accepted token by token at `rate` commit (1 - rate^(j+1)) / (1 - rate)
-    values = [(1 - rate ** (j + 1)) / (1 - rate) / cost(j + 1) for j in range(5)]
+    # the first token accepted at `rate`, the later ones at q2 with Q2_OPTIMISM pseudo-accepts
+    q2 = (10 * rate + DraftGate.Q2_OPTIMISM) / (10 + DraftGate.Q2_OPTIMISM)
+    values = [(1 + sum(rate * q2 ** i for i in range(j))) / cost(j + 1) for j in range(5)]
     best = max(j for j in range(1, 5) if values[j] > values[0])
-    assert best == {0.9: 4, 0.5: 3, 0.3: 1}[rate]      # hand-checked: 0.97 < 1 at j=4 for 0.5
+    # hand-checked at Q2_OPTIMISM = 2: for 0.5, q2 = 7/12 and j = 4 gives 2.06 / 2.0 > 1; for
+    # 0.3, q2 = 5/12 and j = 2 gives 1.425 / 1.5 < 1
+    assert best == {0.9: 4, 0.5: 4, 0.3: 1}[rate]
     assert gate.choose(4, 7, 0) == best
     assert gate.choose(2, 7, 0) == min(best, 2)
     for j in range(5):
@@ -177,6 +180,8 @@ def test_first_and_later_tokens_are_estimated_apart():
         gate.observe_accept(3, 8, 0)
     q1, q2 = gate._state(3).rates
     assert q1 == pytest.approx(0.5, abs=0.06) and q2 == pytest.approx(1.0, abs=0.02)
+    st = gate._state(3)
+    q2 = (st.accepted2 + DraftGate.Q2_OPTIMISM) / (st.trials2 + DraftGate.Q2_OPTIMISM)
     values = [(1 + sum(q1 * q2 ** i for i in range(j))) / (1 + 0.3 * j) for j in range(9)]
     assert values[8] > values[0] and gate.choose(8, 3, 0) == 8
     for j in range(9):
@@ -295,8 +300,9 @@ def test_a_draft_models_cost_counts_in_the_rule():
         st.trials1 = st.trials2 = 10.0
         return g
 
-    e = [1 + sum(0.6 ** (i + 1) for i in range(j)) for j in range(5)]
-    # free drafting: all 4 pay (e_4 / c(5) = 2.31 / 1.4 > 1)
+    q2 = (6.0 + DraftGate.Q2_OPTIMISM) / (10.0 + DraftGate.Q2_OPTIMISM)
+    e = [1 + sum(0.6 * q2 ** i for i in range(j)) for j in range(5)]
+    # free drafting: all 4 pay (e_4 / c(5) = 2.4 / 1.4 > 1)
     assert e[4] / target(5) > 1 / target(1)
     assert gate_with(None, True).choose(4, 0, 0) == 4
     # at 0.8 per draft token no prefix pays (hand-checked: e_1 / 2.0 = 0.8 < 1 / 1.1) and

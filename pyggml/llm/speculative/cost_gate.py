@@ -13,9 +13,10 @@ most tokens per second cuts long copies short).
 Where c(w) grows slowly with w (a target whose weights stream from memory: one verify of 2
 tokens costs ~1.2 plain steps) a draft accepted one time in five pays; where the weights sit
 in cache and a decode is compute-bound, c(2) is ~2 c(1) and almost no draft pays. The costs
-come from a cost model: by default measured as the decoder runs (the seconds of the target
-calls it makes anyway, each width's recent minimum: preemption only adds time); tests
-inject fixed ones. Until they are known the gate pays little to learn them: the first round
+come from a cost model: by default measured as the decoder runs (the process's CPU seconds
+of the target calls it makes anyway, each width's lowest, slowly aged: on a shared machine
+wall time mostly measures the other work, and preemption only adds time); tests inject
+fixed ones. Until they are known the gate pays little to learn them: the first round
 is a plain step and the first verify a one-token probe, wider verifies being extrapolated
 from those two until one is measured. With a draft model the gate decides before drafting,
 and a round's cost also counts the draft's own (its draft graphs for j tokens and its
@@ -25,7 +26,8 @@ processing of one token.
 The acceptance estimate is kept per draft class (`Drafter.draft_class`: the n-gram drafter
 tells a substitution, a short, a medium and a long exact match apart; other drafters use one
 class) as two rates, decayed, from a prior: q1, the chance that the first draft token is
-accepted, and q2, that a later one is once the ones before it were, so R_i = q1 q2^(i-1).
+accepted, and q2, that a later one is once the ones before it were, so R_i = q1 q2^(i-1)
+(q2 taken with Q2_OPTIMISM pseudo-accepts where it decides).
 A copy is often rejected at its first token and then accepted along (q2 > q1); a rate per
 position would never learn the positions the gate stops verifying, the two pooled ones
 learn from every verify. A class whose drafts the gate drops
@@ -205,11 +207,22 @@ class _ClassState:
     def rates(self) -> tuple:
         return self.accepted1 / self.trials1, self.accepted2 / self.trials2
 
+    def decision_rates(self, optimism: float) -> tuple:
+        """q1, and q2 with `optimism` pseudo-accepts more (see DraftGate.Q2_OPTIMISM)."""
+        return (self.accepted1 / self.trials1,
+                (self.accepted2 + optimism) / (self.trials2 + optimism))
+
 
 class DraftGate:
     DECAY = 0.9           # weight of the past in the acceptance estimate
     PRIOR = 2.0           # pseudo-tokens of the prior rates
     PRIOR_RATES = (0.5, 0.8)   # q1, q2 of a class the drafter gives no prior for
+    # pseudo-accepts added to q2 where it decides: q2 only shortens a draft whose first
+    # token the gate already trusts, it is learnt from fewer tokens than q1, and a copy's
+    # acceptance rises along the draft (a constant q2 undervalues its tail: copies that
+    # break at renamed tokens taught a medium match q2 ~ 0.5, and the gate cut a mirrored
+    # block of 6 to 4). q1, which decides whether to verify at all, stays as measured
+    Q2_OPTIMISM = 2.0
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
 
@@ -290,7 +303,7 @@ class DraftGate:
         c = costs[j] if j <= self.n_max else None
         if c is None:
             return None
-        q1, q2 = self._state(cls).rates
+        q1, q2 = self._state(cls).decision_rates(self.Q2_OPTIMISM)
         return (1.0 + sum(q1 * q2 ** i for i in range(j))) / max(c, 1e-12)
 
     def choose(self, k: int, cls, round_no: int) -> int:
@@ -314,7 +327,7 @@ class DraftGate:
                 self.n_probes += 1
                 return self.n_min
             k = known[-1]
-        q1, q2 = st.rates
+        q1, q2 = st.decision_rates(self.Q2_OPTIMISM)
         e, r, top_j, top_v, longest = 1.0, q1, self.n_min, -1.0, 0
         for j in range(1, k + 1):
             if j > 1:

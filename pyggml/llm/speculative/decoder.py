@@ -454,6 +454,7 @@ class SpeculativeDecoder:
         """One draft + verify round over the unfinished sequences."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
+        ca = time.process_time()
         round_no = st["n_rounds"]
         # the cost gate weighs one sequence's round (several share a verify ubatch)
         gate = self._gate if len(lanes) == 1 else None
@@ -493,7 +494,9 @@ class SpeculativeDecoder:
         st["n_rounds"] += 1
         builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
+        cb = time.process_time()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
+        cc = time.process_time()
         tc = time.perf_counter()
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
         # a decode that built a graph says nothing of the width's steady cost
@@ -501,7 +504,7 @@ class SpeculativeDecoder:
         if len(batches) == 1 and timed:   # what a verify of this width costs
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
-                gate.observe_cost(len(batches[0][1]), tc - tb)
+                gate.observe_cost(len(batches[0][1]), cc - cb)
         self._process([w[0] for w in work],
                       [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
                        for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
@@ -544,8 +547,9 @@ class SpeculativeDecoder:
         t_draft += time.perf_counter() - t5
         te = time.perf_counter()
         if gate_before and self._draft_graph_builds(lanes) == draft_builds:
-            # the draft side of this round: drafting plan[0]'s budget and processing the batch
-            gate.observe_draft_cost(plan[0][2], (tb - ta) + t_draft)
+            # the draft side of this round (CPU seconds, as the target's): drafting plan[0]'s
+            # budget, processing the batch (and the host work of verifying it)
+            gate.observe_draft_cost(plan[0][2], (cb - ca) + (time.process_time() - cc))
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
 
@@ -557,7 +561,7 @@ class SpeculativeDecoder:
         general round's bookkeeping was a tenth of that: this loop keeps a round that drafts
         nothing close to a plain decode."""
         ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
-        seq, n_ctx, perf = lane.seq, ctx.n_ctx, time.perf_counter
+        seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
         adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
         gate = self._gate
         own_length = bool(drafter.own_length)
@@ -596,14 +600,17 @@ class SpeculativeDecoder:
                 n_rounds += 1
                 builds = ctx.timings["n_graph_build"]
                 tb = perf()
+                cb = cpu() if gate is not None else 0.0
                 if not ids:
                     tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
+                    if gate is not None:
+                        cc = cpu()
                     tc = perf()
                     if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
                         if cost_rule:
                             self._length.observe_cost(1, tc - tb)
                         if gate is not None:
-                            gate.observe_cost(1, tc - tb)
+                            gate.observe_cost(1, cc - cb)
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     if stop is not None and stop(tok):
                         out.stop_reason = "stop"
@@ -618,11 +625,13 @@ class SpeculativeDecoder:
                     continue
                 batch = [lane.id_last] + ids
                 rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
+                if gate is not None:
+                    cc = cpu()
                 tc = perf()
                 if ctx.timings["n_graph_build"] == builds:
                     self._length.observe_cost(len(batch), tc - tb)
                     if gate is not None:
-                        gate.observe_cost(len(batch), tc - tb)
+                        gate.observe_cost(len(batch), cc - cb)
                 drafter.process(np.asarray(batch, np.int32), pos0, {})
                 t_draft = perf() - tc
                 result = verify_greedy(rows.ids, ids, int, self._is_eog)
