@@ -122,8 +122,10 @@ class SpeculativeDecoder:
     timing-dependent lengths); False drafts n_max every step. With an adaptive mode the
     cost gate (cost_gate, default True; cost_gate.py) also verifies only the longest prefix
     of each draft, possibly none, whose expected tokens per second beat a plain step's, by
-    the cost of a plain step and of a verify per width (cost_model: None measures them as it runs, a callable
-    width -> seconds or an object with cost(width) fixes them) and the acceptance seen per
+    the cost of a plain step and of a verify per width, plus a draft model's own cost per
+    drafted length (cost_model: None measures them in CPU seconds as it runs; a callable
+    width -> seconds, FixedCost(fn, draft=fn_j) or an object with cost(width) and optionally
+    draft_cost(j) fixes them) and the acceptance seen per
     draft class, re-probing dropped classes now and then; it is bypassed with several
     sequences per round. batch_draft (default True):
     generate_batch drafts for all sequences together when the drafter can (`multi_seq`);
