@@ -68,10 +68,13 @@ def test_choose_keeps_the_longest_prefix_faster_than_a_plain_step(rate):
     st = gate._state(7)
     st.accepted1 = st.accepted2 = rate * 10
     st.trials1 = st.trials2 = 10.0
-    # j drafts accepted token by token at `rate` commit (1 - rate^(j+1)) / (1 - rate)
-    values = [(1 - rate ** (j + 1)) / (1 - rate) / cost(j + 1) for j in range(5)]
+    # the first token accepted at `rate`, the later ones at q2 with Q2_OPTIMISM pseudo-accepts
+    q2 = (10 * rate + DraftGate.Q2_OPTIMISM) / (10 + DraftGate.Q2_OPTIMISM)
+    values = [(1 + sum(rate * q2 ** i for i in range(j))) / cost(j + 1) for j in range(5)]
     best = max(j for j in range(1, 5) if values[j] > values[0])
-    assert best == {0.9: 4, 0.5: 3, 0.3: 1}[rate]      # hand-checked: 0.97 < 1 at j=4 for 0.5
+    # hand-checked at Q2_OPTIMISM = 2: for 0.5, q2 = 7/12 and j = 4 gives 2.06 / 2.0 > 1; for
+    # 0.3, q2 = 5/12 and j = 2 gives 1.425 / 1.5 < 1
+    assert best == {0.9: 4, 0.5: 4, 0.3: 1}[rate]
     assert gate.choose(4, 7, 0) == best
     assert gate.choose(2, 7, 0) == min(best, 2)
     for j in range(5):
@@ -99,17 +102,28 @@ def test_a_dropped_class_probes_at_once_then_after_its_interval():
     assert gate.choose(3, 4, 2 * DraftGate.PROBE_FIRST + 1) == 1
 
 
-def test_unknown_costs_verify_the_whole_draft():
+def test_unknown_costs_are_learnt_by_a_plain_step_then_a_one_token_probe():
     gate = DraftGate(4)                       # measured: nothing yet
-    assert gate.choose(4, 0, 0) == 4
-    gate.observe_cost(5, 4.0)                 # a verify measured, a plain step not yet
-    assert gate.choose(2, 0, 1) == 2
+    assert gate.choose(4, 0, 0) == 0          # a plain step first: it times c(1)
+    assert gate.n_probes == gate.n_gated == 0
     gate.observe_cost(1, 1.0)
-    assert gate.choose(2, 0, 2) == 1          # c(3) interpolated to 2.5: a probe of 1
+    assert gate.choose(4, 0, 1) == 1          # no verify timed: a one-token probe
+    assert gate.n_probes == 1 and gate._state(0).probing
+    gate.observe_accept(0, 1, 0)              # rejected: the probe schedule doubles
+    assert gate._state(0).interval == 2 * DraftGate.PROBE_FIRST
+    gate.observe_cost(2, 1.2)                 # c(2) = 1.2: wider ones by that slope
+    drift = 1.0 + gate.model._target.drift    # c(1) aged by one observation
+    assert gate.model.cost(5) == pytest.approx(1.2 + 3 * (1.2 - drift))
+    # a verify measured before any plain step: still a plain step first
+    other = DraftGate(4)
+    other.observe_cost(5, 4.0)
+    assert other.choose(4, 0, 0) == 0
+    other.observe_cost(1, 1.0)
+    assert other.choose(2, 0, 1) == 1         # c(3) interpolated to 2.5: a probe of 1
 
 
-def test_measured_cost_interpolates():
-    m = MeasuredCost()
+def test_measured_cost_keeps_the_least_disturbed_step():
+    m = MeasuredCost(drift=0.0)
     assert m.cost(1) is None and m.cost(3) is None
     m.observe(1, 1.0)
     assert m.cost(1) == 1.0 and m.cost(3) is None
@@ -119,8 +133,30 @@ def test_measured_cost_interpolates():
     m.observe(5, 2.5)
     assert m.cost(4) == pytest.approx(2.25)
     assert m.cost(7) == pytest.approx(3.0)               # the last slope, 0.25 per token
-    m.observe(1, 100.0)                                  # one preempted step: clipped
-    assert m.cost(1) == pytest.approx(0.8 * 1.0 + 0.2 * 3.0)
+    # preempted steps (only ever slower) leave the estimate at the lowest seen; a lower
+    # one replaces it at once
+    m.observe(1, 100.0)
+    m.observe(1, 50.0)
+    assert m.cost(1) == pytest.approx(1.0)
+    m.observe(1, 0.9)
+    assert m.cost(1) == pytest.approx(0.9)
+    # a wider width never costs less than a narrower one measured at another moment
+    m.observe(2, 0.5)
+    assert m.cost(2) == pytest.approx(0.9)
+    # the draft side has its own table (keyed by the number drafted, 0: a plain round)
+    assert m.draft_cost(0) is None
+    m.observe_draft(0, 0.1)
+    m.observe_draft(2, 0.5)
+    assert m.draft_cost(1) == pytest.approx(0.3) and m.draft_cost(4) == pytest.approx(0.9)
+    # the lowest time ages by the drift per observation of any width (a cost that grows
+    # with the context is followed), re-aged every AGE_EVERY observations
+    a = MeasuredCost(drift=0.01)
+    a.observe(1, 1.0)
+    for _ in range(a._target.AGE_EVERY - 1):
+        a.observe(1, 5.0)
+    assert a.cost(1) == pytest.approx(1.01 ** (a._target.AGE_EVERY - 1))
+    a.observe(1, 1.05)                        # above 1.0 but below the aged lowest
+    assert a.cost(1) == pytest.approx(1.05)
 
 
 def test_bad_cost_options(tiny):
@@ -144,6 +180,8 @@ def test_first_and_later_tokens_are_estimated_apart():
         gate.observe_accept(3, 8, 0)
     q1, q2 = gate._state(3).rates
     assert q1 == pytest.approx(0.5, abs=0.06) and q2 == pytest.approx(1.0, abs=0.02)
+    st = gate._state(3)
+    q2 = (st.accepted2 + DraftGate.Q2_OPTIMISM) / (st.trials2 + DraftGate.Q2_OPTIMISM)
     values = [(1 + sum(q1 * q2 ** i for i in range(j))) / (1 + 0.3 * j) for j in range(9)]
     assert values[8] > values[0] and gate.choose(8, 3, 0) == 8
     for j in range(9):
@@ -248,3 +286,101 @@ def test_the_drafters_class_prior_starts_the_estimate(tiny):
     # first) verifies none (probes one)
     assert gate.choose(8, CLASS_LONG, 0) == 8
     assert gate.choose(8, CLASS_SHORT, 0) == 1 and gate.n_probes == 1
+
+
+# ---- a draft model's own cost ------------------------------------------------------------------
+def test_a_draft_models_cost_counts_in_the_rule():
+    target = lambda w: 1.0 + 0.1 * (w - 1)    # noqa: E731  a cheap verify
+    slow_draft = lambda j: 0.1 + 0.8 * j      # noqa: E731  j draft graphs; 0.1: processing
+
+    def gate_with(draft, count):
+        g = DraftGate(4, FixedCost(target, draft=draft), count_draft=count)
+        st = g._state(0)
+        st.accepted1 = st.accepted2 = 6.0
+        st.trials1 = st.trials2 = 10.0
+        return g
+
+    q2 = (6.0 + DraftGate.Q2_OPTIMISM) / (10.0 + DraftGate.Q2_OPTIMISM)
+    e = [1 + sum(0.6 * q2 ** i for i in range(j)) for j in range(5)]
+    # free drafting: all 4 pay (e_4 / c(5) = 2.4 / 1.4 > 1)
+    assert e[4] / target(5) > 1 / target(1)
+    assert gate_with(None, True).choose(4, 0, 0) == 4
+    # at 0.8 per draft token no prefix pays (hand-checked: e_1 / 2.0 = 0.8 < 1 / 1.1) and
+    # the gate probes the least losing prefix, j = 1
+    rounds = [target(j + 1) + slow_draft(j) for j in range(5)]
+    assert all(e[j] / rounds[j] < 1 / rounds[0] for j in range(1, 5))
+    g = gate_with(slow_draft, True)
+    assert g.choose(4, 0, 0) == 1 and g.n_probes == 1
+    assert g.choose(4, 0, 1) == 0 and g.n_gated == 1
+    for j in range(5):
+        assert g.expected_rate(0, j) == pytest.approx(e[j] / rounds[j])
+    # a gate that weighs drafts already drafted (n-gram: sunk cost) ignores the draft's cost
+    assert gate_with(slow_draft, False).choose(4, 0, 0) == 4
+    # unknown draft cost for j >= 1 while the rest is known: a one-token probe measures it
+    m = MeasuredCost()
+    m.observe(1, 1.0)
+    m.observe(5, 1.4)
+    m.observe_draft(0, 0.1)
+    g = DraftGate(4, m, count_draft=True)
+    assert g.choose(4, 0, 0) == 1 and g.n_probes == 1
+    m.observe_draft(1, 0.2)       # a cheap draft: the whole draft pays by the prior
+    g2 = DraftGate(4, m, count_draft=True)
+    assert g2.choose(4, 0, 0) == 4
+
+
+@pytest.fixture(scope="module")
+def mtp_target(tmp_path_factory):
+    from pyggml.llm.tiny import write_tiny_step35
+    d = tmp_path_factory.mktemp("gate_mtp")
+    # a near-bigram target: its MTP head is accepted often
+    return Model.load(write_tiny_step35(d / "s35.gguf", bigram=0.5, seed=1, n_nextn=1))
+
+
+def _mtp_run(model, **kw):
+    ctx = Context(model, n_ctx=160)
+    ref = list(ctx.generate(PROMPT, 48))
+    ctx.reset()
+    dec = SpeculativeDecoder(ctx, "mtp", n_max=4, **kw)
+    out = list(dec.generate(PROMPT, 48))
+    return ref, out, dec
+
+
+def test_the_gate_counts_the_mtp_drafts_cost(mtp_target):
+    ref, out0, d0 = _mtp_run(mtp_target, cost_gate=False)
+    assert out0 == ref and d0.stats["n_accepted"] > 0
+    # drafting is free and verifying costs a plain step: drafts as without the gate
+    ref, out, d = _mtp_run(mtp_target, cost_model=FixedCost(CHEAP, draft=lambda j: 0.0))
+    assert out == ref
+    for key in ("steps", "n_plain_steps", "draft_calls"):
+        assert d.stats[key] == d0.stats[key], key
+    assert d.stats["n_probes"] == d.stats["n_gated"] == 0
+    # each draft token costs two plain steps: nothing pays, every verify is a probe and the
+    # draft graphs run only for them
+    ref, out, d = _mtp_run(mtp_target, cost_model=FixedCost(CHEAP, draft=lambda j: 2.0 * j))
+    s = d.stats
+    assert out == ref
+    check_spec_stat_sums(s, out)
+    assert s["n_verify_steps"] == s["n_probes"] >= 1 and s["n_gated"] > 0
+    assert s["draft_calls"] == sum(len(x["draft"]) for x in s["steps"])
+    assert s["draft_calls"] < d0.stats["draft_calls"] / 4
+    # measured: the draft side is timed on plain rounds (j = 0) and on drafting ones
+    ref, out, d = _mtp_run(mtp_target)
+    assert out == ref
+    check_spec_stat_sums(d.stats, out)
+    seen = d.cost_model.draft_seconds
+    assert 1 in seen and any(w >= 2 for w in seen) and all(v > 0 for v in seen.values())
+
+
+def test_the_gate_never_verifies_fewer_than_n_min(tiny):
+    gate = DraftGate(4, n_min=2)
+    assert gate.choose(4, 0, 0) == 0
+    gate.observe_cost(1, 1.0)
+    assert gate.choose(1, 0, 1) == 0          # shorter than n_min: dropped, no probe
+    assert gate.choose(4, 0, 2) == 2 and gate.n_probes == 1     # the probe is n_min long
+    g = DraftGate(4, EXPENSIVE, n_min=3)
+    assert g.choose(4, 0, 0) == 3             # the least losing prefix of 3 or more
+    _, ctx, full = tiny
+    for model in (None, EXPENSIVE, MIDDLE):
+        out, s = generate(ctx, WrongThenRight(full, 45), n_max=4, n_min=2, cost_model=model)
+        assert out == full[len(PROMPT):]
+        assert s["steps"] and all(len(x["draft"]) >= 2 for x in s["steps"])

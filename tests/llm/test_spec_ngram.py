@@ -319,9 +319,12 @@ def test_every_lookup_mode_is_lossless(tiny, body, n_max, lookup, substitute, ad
     prompt = body + [99] + body[:-1] + [100] + body
     ctx.reset()
     ref = list(ctx.generate(prompt, 40))
+    # a verify costing a plain step: the cost gate (adaptive) passes every draft whole, so
+    # the first round verifies the drafter's first draft (measured costs start with a
+    # plain round)
     dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, lookup=lookup, substitute=substitute,
                              adaptive=adaptive, ngram_min=ngram_min,
-                             ngram_max=max(3, ngram_min))
+                             ngram_max=max(3, ngram_min), cost_model=lambda w: 1.0)
     dec.reset()
     out = dec.generate(prompt, 40)
     assert list(out) == ref

@@ -13,13 +13,21 @@ most tokens per second cuts long copies short).
 Where c(w) grows slowly with w (a target whose weights stream from memory: one verify of 2
 tokens costs ~1.2 plain steps) a draft accepted one time in five pays; where the weights sit
 in cache and a decode is compute-bound, c(2) is ~2 c(1) and almost no draft pays. The costs
-come from a cost model: by default measured as the decoder runs (the seconds of the target
-calls it makes anyway); tests inject fixed ones.
+come from a cost model: by default measured as the decoder runs (the process's CPU seconds
+of the target calls it makes anyway, each width's lowest, slowly aged: on a shared machine
+wall time mostly measures the other work, and preemption only adds time); tests inject
+fixed ones. Until they are known the gate pays little to learn them: the first round
+is a plain step and the first verify a one-token probe, wider verifies being extrapolated
+from those two until one is measured. With a draft model the gate decides before drafting,
+and a round's cost also counts the draft's own (its draft graphs for j tokens and its
+processing of the target's batch, measured the same way), against a plain round's
+processing of one token.
 
 The acceptance estimate is kept per draft class (`Drafter.draft_class`: the n-gram drafter
 tells a substitution, a short, a medium and a long exact match apart; other drafters use one
 class) as two rates, decayed, from a prior: q1, the chance that the first draft token is
-accepted, and q2, that a later one is once the ones before it were, so R_i = q1 q2^(i-1).
+accepted, and q2, that a later one is once the ones before it were, so R_i = q1 q2^(i-1)
+(q2 taken with Q2_OPTIMISM pseudo-accepts where it decides).
 A copy is often rejected at its first token and then accepted along (q2 > q1); a rate per
 position would never learn the positions the gate stops verifying, the two pooled ones
 learn from every verify. A class whose drafts the gate drops
@@ -36,29 +44,50 @@ from __future__ import annotations
 __all__ = ["MeasuredCost", "FixedCost", "DraftGate", "as_cost_model"]
 
 
-class MeasuredCost:
-    """c(w) in seconds, measured: a decayed average per decoded width w (w = 1: a plain
-    step). Unmeasured widths >= 2 are interpolated between measured ones (below the narrowest,
-    from the plain step; above the widest, by the last slope); cost() is None while nothing
-    tells (no plain step yet, or no verify at all)."""
+class _WidthTable:
+    """Seconds per width w >= 1. On a shared machine a step is only ever slowed (preempted,
+    cache-thrashed), never sped up, so the least disturbed step is the cost itself: each width
+    keeps the lowest time seen, which creeps up by DRIFT per observation of any width (so all
+    widths age alike, however rarely one is measured) until a new observation is lower; a
+    mean would follow the other load, and widths measured at different times would disagree.
+    Unmeasured widths >= 2 are interpolated between measured ones (below the narrowest, from
+    w = 1; above the widest, by the last slope); None while nothing tells (no w = 1 and no
+    w >= 2)."""
 
-    DECAY = 0.8
-    CLIP = 3.0        # one observation moves the average by at most this factor (preemption)
+    DRIFT = 0.005      # 1.38x in 64 steps: a context that grows is followed, noise is not
+    AGE_EVERY = 8      # the estimates are re-aged every this many observations (or lowered)
 
-    def __init__(self):
+    def __init__(self, drift: float | None = None):
+        self.drift = self.DRIFT if drift is None else float(drift)
         self.seconds: dict = {}
+        self._seen: dict = {}       # width -> (lowest, tick of it)
+        self.tick = 0
         self.version = 0
 
     def observe(self, width: int, seconds: float) -> None:
-        old = self.seconds.get(width)
-        if old is None:
-            self.seconds[width] = float(seconds)
-        else:
-            s = min(max(float(seconds), old / self.CLIP), old * self.CLIP)
-            self.seconds[width] = self.DECAY * old + (1 - self.DECAY) * s
-        self.version += 1
+        self.tick += 1
+        seen = self._seen.get(width)
+        s = float(seconds)
+        grow = 1.0 + self.drift
+        lower = seen is None or s < seen[0] * grow ** (self.tick - seen[1])
+        if lower:
+            self._seen[width] = (s, self.tick)
+        if lower or self.tick % self.AGE_EVERY == 0:
+            self.seconds.clear()
+            self.seconds.update({w: v * grow ** (self.tick - t)
+                                 for w, (v, t) in self._seen.items()})
+            self.version += 1
 
     def cost(self, width: int) -> float | None:
+        """The estimate at width, never below a narrower measured width's (a wider decode
+        does not cost less; measured at different moments they can disagree)."""
+        v = self._cost(width)
+        if v is None:
+            return None
+        below = [c for w, c in self.seconds.items() if w < width]
+        return max([v] + below)
+
+    def _cost(self, width: int) -> float | None:
         c = self.seconds
         if width in c:
             return c[width]
@@ -87,28 +116,72 @@ class MeasuredCost:
         return c[lo] + (c[hi] - c[lo]) * (width - lo) / (hi - lo)
 
 
+class MeasuredCost:
+    """Costs measured as the decoder runs. cost(w): a target decode of w tokens (w = 1: a
+    plain step, w = j + 1: a verify of j drafts). draft_cost(j): the draft side of a round
+    that drafts j tokens with a draft model (its draft graphs and its processing of the
+    target's batch; j = 0: the processing of a plain step). Each is a _WidthTable (aged
+    minimum, interpolated); None while unknown. drift: how fast a lowest time ages
+    (default _WidthTable.DRIFT; 0: never)."""
+
+    def __init__(self, drift: float | None = None):
+        self._target, self._draft = _WidthTable(drift), _WidthTable(drift)
+        self.seconds = self._target.seconds
+        self.draft_seconds = self._draft.seconds    # keyed by j + 1
+
+    @property
+    def version(self) -> int:
+        return self._target.version + self._draft.version
+
+    def observe(self, width: int, seconds: float) -> None:
+        self._target.observe(width, seconds)
+
+    def observe_draft(self, n_draft: int, seconds: float) -> None:
+        self._draft.observe(n_draft + 1, seconds)
+
+    def cost(self, width: int) -> float | None:
+        return self._target.cost(width)
+
+    def draft_cost(self, n_draft: int) -> float | None:
+        return self._draft.cost(n_draft + 1)
+
+
 class FixedCost:
-    """c(w) = fn(w) (w = 1: a plain step), ignoring what is measured: deterministic drafting
-    for tests and for callers who know their target's costs."""
+    """c(w) = fn(w) (w = 1: a plain step) and, for draft models, draft_cost(j) = draft(j)
+    (default 0: drafting is free), ignoring what is measured: deterministic drafting for tests
+    and for callers who know their costs."""
 
     version = 0
 
-    def __init__(self, fn):
-        if not callable(fn):
-            raise ValueError(f"FixedCost: expected a callable width -> seconds, got {fn!r}")
-        self.fn = fn
+    def __init__(self, fn, draft=None):
+        for name, f in (("fn", fn), ("draft", draft)):
+            if f is not None and not callable(f):
+                raise ValueError(f"FixedCost: {name} must be a callable width -> seconds, "
+                                 f"got {f!r}")
+        if fn is None:
+            raise ValueError("FixedCost: expected a callable width -> seconds, got None")
+        self.fn, self.draft = fn, draft
 
     def observe(self, width: int, seconds: float) -> None:
+        pass
+
+    def observe_draft(self, n_draft: int, seconds: float) -> None:
         pass
 
     def cost(self, width: int) -> float | None:
         v = self.fn(width)
         return None if v is None else float(v)
 
+    def draft_cost(self, n_draft: int) -> float | None:
+        if self.draft is None:
+            return 0.0
+        v = self.draft(n_draft)
+        return None if v is None else float(v)
+
 
 def as_cost_model(model):
     """None: measured; a callable width -> seconds: FixedCost; an object with cost(w)
-    (observe(w, s) and version optional): itself."""
+    (draft_cost(j), observe(w, s), observe_draft(j, s) and version optional): itself."""
     if model is None:
         return MeasuredCost()
     if hasattr(model, "cost"):
@@ -134,21 +207,39 @@ class _ClassState:
     def rates(self) -> tuple:
         return self.accepted1 / self.trials1, self.accepted2 / self.trials2
 
+    def decision_rates(self, optimism: float) -> tuple:
+        """q1, and q2 with `optimism` pseudo-accepts more (see DraftGate.Q2_OPTIMISM)."""
+        return (self.accepted1 / self.trials1,
+                (self.accepted2 + optimism) / (self.trials2 + optimism))
+
 
 class DraftGate:
     DECAY = 0.9           # weight of the past in the acceptance estimate
     PRIOR = 2.0           # pseudo-tokens of the prior rates
     PRIOR_RATES = (0.5, 0.8)   # q1, q2 of a class the drafter gives no prior for
+    # pseudo-accepts added to q2 where it decides: q2 only shortens a draft whose first
+    # token the gate already trusts, it is learnt from fewer tokens than q1, and a copy's
+    # acceptance rises along the draft (a constant q2 undervalues its tail: copies that
+    # break at renamed tokens taught a medium match q2 ~ 0.5, and the gate cut a mirrored
+    # block of 6 to 4). q1, which decides whether to verify at all, stays as measured
+    Q2_OPTIMISM = 2.0
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
 
-    def __init__(self, n_max: int, cost_model=None, class_prior=None):
+    def __init__(self, n_max: int, cost_model=None, class_prior=None, count_draft=False,
+                 n_min: int = 0):
         """class_prior: None, or cls -> (q1, q2) or None, the drafter's prior rates of a
-        class (`Drafter.class_prior`)."""
+        class (`Drafter.class_prior`). count_draft: the gate decides before a draft model
+        drafts, so a round's cost counts the draft's own (cost model's draft_cost(j)).
+        n_min: the decoder drops shorter drafts, so the gate never verifies fewer."""
         self.n_max = int(n_max)
+        self.n_min = max(1, int(n_min))
         self.class_prior = class_prior
+        self.count_draft = bool(count_draft)
         self.model = as_cost_model(cost_model)
         self._observe = getattr(self.model, "observe", None)
+        self._observe_draft = getattr(self.model, "observe_draft", None)
+        self._draft_cost = getattr(self.model, "draft_cost", None) if self.count_draft else None
         self._table, self._table_version = None, None
         self.reset_acceptance()
 
@@ -161,6 +252,10 @@ class DraftGate:
     def observe_cost(self, width: int, seconds: float) -> None:
         if self._observe is not None:
             self._observe(width, seconds)
+
+    def observe_draft_cost(self, n_draft: int, seconds: float) -> None:
+        if self._observe_draft is not None and self.count_draft:
+            self._observe_draft(n_draft, seconds)
 
     def observe_accept(self, cls, n_drafted: int, n_acc: int) -> None:
         if n_drafted <= 0:
@@ -188,43 +283,60 @@ class DraftGate:
         return st
 
     def _costs(self) -> list:
-        """[c(1), .., c(n_max + 1)], recomputed when the model's version moves."""
+        """[T(0), .., T(n_max)]: the seconds of a round verifying j drafts (j = 0: a plain
+        step), c(j + 1) plus, with count_draft, the draft's draft_cost(j); None where a part
+        is unknown. Recomputed when the model's version moves."""
         version = getattr(self.model, "version", None)
         if self._table is None or version is None or version != self._table_version:
-            self._table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
-            self._table_version = version
+            table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
+            if self._draft_cost is not None:
+                table = [None if c is None or d is None else c + d
+                         for c, d in zip(table, (self._draft_cost(j)
+                                                 for j in range(self.n_max + 1)))]
+            self._table, self._table_version = table, version
         return self._table
 
     def expected_rate(self, cls, j: int) -> float:
-        """Expected tokens per second of verifying j drafts of class cls (j = 0: a plain
-        step); None while a cost is unknown."""
+        """Expected tokens per second of a round verifying j drafts of class cls (j = 0: a
+        plain step); None while a cost is unknown."""
         costs = self._costs()
         c = costs[j] if j <= self.n_max else None
         if c is None:
             return None
-        q1, q2 = self._state(cls).rates
+        q1, q2 = self._state(cls).decision_rates(self.Q2_OPTIMISM)
         return (1.0 + sum(q1 * q2 ** i for i in range(j))) / max(c, 1e-12)
 
     def choose(self, k: int, cls, round_no: int) -> int:
         """How many of k drafted tokens (class cls) to verify at round round_no: the longest
         prefix that beats a plain step, 0 (a plain step) when none does but for a probe (the
-        prefix that loses least). k itself while the costs are not known yet (verifying
-        measures them)."""
-        if k <= 0:
-            return 0
+        prefix that loses least), never fewer than n_min. While costs are unknown it measures
+        them cheaply: a plain step first, then a one-token probe (n_min tokens) (the widths above are extrapolated from those two
+        until verified)."""
         k = min(k, self.n_max)
+        if k < self.n_min:
+            return 0
         costs = self._costs()
         c_plain = costs[0]
-        if c_plain is None or costs[k] is None:
-            return k
+        if c_plain is None:
+            return 0
         st = self._state(cls)
-        q1, q2 = st.rates
-        e, r, top_j, top_v, longest = 1.0, q1, 1, -1.0, 0
+        if costs[k] is None:
+            known = [j for j in range(self.n_min, k + 1) if costs[j] is not None]
+            if not known:
+                st.last_probe, st.probing = round_no, True
+                self.n_probes += 1
+                return self.n_min
+            k = known[-1]
+        q1, q2 = st.decision_rates(self.Q2_OPTIMISM)
+        e, r, top_j, top_v, longest = 1.0, q1, self.n_min, -1.0, 0
         for j in range(1, k + 1):
             if j > 1:
                 r *= q2
             e += r
-            v = e / max(costs[j], 1e-12)
+            c = costs[j]
+            if c is None or j < self.n_min:
+                continue
+            v = e / max(c, 1e-12)
             if v > top_v:
                 top_j, top_v = j, v
             if v * c_plain > 1.0:

@@ -122,8 +122,10 @@ class SpeculativeDecoder:
     timing-dependent lengths); False drafts n_max every step. With an adaptive mode the
     cost gate (cost_gate, default True; cost_gate.py) also verifies only the longest prefix
     of each draft, possibly none, whose expected tokens per second beat a plain step's, by
-    the cost of a plain step and of a verify per width (cost_model: None measures them as it runs, a callable
-    width -> seconds or an object with cost(width) fixes them) and the acceptance seen per
+    the cost of a plain step and of a verify per width, plus a draft model's own cost per
+    drafted length (cost_model: None measures them in CPU seconds as it runs; a callable
+    width -> seconds, FixedCost(fn, draft=fn_j) or an object with cost(width) and optionally
+    draft_cost(j) fixes them) and the acceptance seen per
     draft class, re-probing dropped classes now and then; it is bypassed with several
     sequences per round. batch_draft (default True):
     generate_batch drafts for all sequences together when the drafter can (`multi_seq`);
@@ -131,6 +133,7 @@ class SpeculativeDecoder:
     the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
+    PLAIN_SAMPLE = 4      # the one-sequence loop times every 4th plain step for the gate
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
                  sampler=None, seed: int | None = 0, seq_id: int = 0,
@@ -192,7 +195,9 @@ class SpeculativeDecoder:
         self._length = DraftLength(self.n_max)
         if not isinstance(cost_gate, bool):
             raise ValueError(f"SpeculativeDecoder: cost_gate={cost_gate!r} must be True or False")
-        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior)
+        self._gate = (DraftGate(self.n_max, cost_model, self.drafter.class_prior,
+                                count_draft=not self._gate_after_draft(self.drafter),
+                                n_min=self.n_min)
                       if cost_gate and adaptive else None)
         self.cost_model = None if self._gate is None else self._gate.model
         self._set_draft_mode(self.drafter)
@@ -452,10 +457,14 @@ class SpeculativeDecoder:
         """One draft + verify round over the unfinished sequences."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
+        ca = time.process_time()
         round_no = st["n_rounds"]
         # the cost gate weighs one sequence's round (several share a verify ubatch)
         gate = self._gate if len(lanes) == 1 else None
-        gate_before = False
+        # with a draft model the gate decides before drafting (plain rounds too: they time
+        # the draft's processing of one token)
+        gate_before = gate is not None and not self._gate_after_draft(self.drafter)
+        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
         plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
@@ -464,9 +473,8 @@ class SpeculativeDecoder:
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            if gate is not None and k_max > 0 and not self._gate_after_draft(lane.drafter):
+            if gate_before and k_max > 0:
                 # a draft model's graphs cost time: the gate decides before drafting
-                gate_before = True
                 k_max = gate.choose(k_max, lane.drafter.draft_class, round_no)
             plan.append((lane, pos0, k_max))
         if not plan:
@@ -487,14 +495,19 @@ class SpeculativeDecoder:
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch))
         st["n_rounds"] += 1
+        builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
+        cb = time.process_time()
         all_rows = decode_steps(ctx, batches, self.greedy_in_graph, self.tap_names)
+        cc = time.process_time()
         tc = time.perf_counter()
         st["n_target_decodes"] += 1 if shares_ubatch(ctx, batches) else len(batches)
-        if len(batches) == 1:     # what a verify of this width costs (the length rule reads it)
+        # a decode that built a graph says nothing of the width's steady cost
+        timed = ctx.timings["n_graph_build"] == builds
+        if len(batches) == 1 and timed:   # what a verify of this width costs
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
-                gate.observe_cost(len(batches[0][1]), tc - tb)
+                gate.observe_cost(len(batches[0][1]), cc - cb)
         self._process([w[0] for w in work],
                       [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
                        for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
@@ -536,6 +549,10 @@ class SpeculativeDecoder:
                 w[0].drafter.accept(k)
         t_draft += time.perf_counter() - t5
         te = time.perf_counter()
+        if gate_before and self._draft_graph_builds(lanes) == draft_builds:
+            # the draft side of this round (CPU seconds, as the target's): drafting plan[0]'s
+            # budget, processing the batch (and the host work of verifying it)
+            gate.observe_draft_cost(plan[0][2], (cb - ca) + (time.process_time() - cc))
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
 
@@ -547,7 +564,7 @@ class SpeculativeDecoder:
         general round's bookkeeping was a tenth of that: this loop keeps a round that drafts
         nothing close to a plain decode."""
         ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
-        seq, n_ctx, perf = lane.seq, ctx.n_ctx, time.perf_counter
+        seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
         adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
         gate = self._gate
         own_length = bool(drafter.own_length)
@@ -584,14 +601,22 @@ class SpeculativeDecoder:
                             if j < len(ids):
                                 ids = ids[:j]
                 n_rounds += 1
+                builds = ctx.timings["n_graph_build"]
+                # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
+                # lowest time needs few samples; on a small target the timing is ~1% of it)
+                timed = gate is not None and (ids or n_plain % self.PLAIN_SAMPLE == 0)
                 tb = perf()
+                cb = cpu() if timed else 0.0
                 if not ids:
                     tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
+                    if timed:
+                        cc = cpu()
                     tc = perf()
-                    if cost_rule:
-                        self._length.observe_cost(1, tc - tb)
-                    if gate is not None:
-                        gate.observe_cost(1, tc - tb)
+                    if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
+                        if cost_rule:
+                            self._length.observe_cost(1, tc - tb)
+                        if timed:
+                            gate.observe_cost(1, cc - cb)
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     if stop is not None and stop(tok):
                         out.stop_reason = "stop"
@@ -606,10 +631,13 @@ class SpeculativeDecoder:
                     continue
                 batch = [lane.id_last] + ids
                 rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
-                tc = perf()
-                self._length.observe_cost(len(batch), tc - tb)
                 if gate is not None:
-                    gate.observe_cost(len(batch), tc - tb)
+                    cc = cpu()
+                tc = perf()
+                if ctx.timings["n_graph_build"] == builds:
+                    self._length.observe_cost(len(batch), tc - tb)
+                    if gate is not None:
+                        gate.observe_cost(len(batch), cc - cb)
                 drafter.process(np.asarray(batch, np.int32), pos0, {})
                 t_draft = perf() - tc
                 result = verify_greedy(rows.ids, ids, int, self._is_eog)
@@ -646,6 +674,13 @@ class SpeculativeDecoder:
             st["n_plain_steps"] += n_plain
             st["draft_s"] += draft_s
             st["verify_s"] += verify_s
+
+    @staticmethod
+    def _draft_graph_builds(lanes) -> int:
+        """Graphs built so far by the lanes' draft contexts."""
+        drafters = {id(ln.drafter): ln.drafter for ln in lanes}.values()
+        return sum(getattr(c, "timings", {}).get("n_graph_build", 0) for d in drafters
+                   for c in getattr(d, "draft_contexts", lambda: ())())
 
     @staticmethod
     def _gate_after_draft(d) -> bool:
