@@ -6,10 +6,15 @@ OPENBLAS_NUM_THREADS is set before numpy is imported (only effective if numpy wa
 yet). numpy computes ``b @ a.T`` in f32 for every weight type (dequantized once, outside the
 timing): for quantized weights that is what a numpy user would run, so the comparison shows the
 bandwidth advantage of computing on the compressed weights.
+
+Each side runs in alternating turns of CALLS_PER_TURN back-to-back calls after the other side's
+threads went idle; the figure is the median of the warm calls (all but a turn's first), and a
+'#' line gives the best warm call and the median cold one (a turn's first) of both sides.
 """
 import ctypes
 import os
 import re
+import statistics
 import subprocess
 import sys
 import threading
@@ -84,22 +89,36 @@ def quiesce(max_s=0.5, window_s=0.01):
         prev = cur
 
 
-def _alternate(fa, fb, reps, n_threads):
-    """Best-of-reps seconds of fa and fb, run alternately after a warm-up of each, each started
-    once the other's threads have gone idle (quiesce). On one thread the process CPU time is
-    read: on a shared machine it leaves out the time other processes hold the core, so the ratio
-    stays meaningful under load (both sides run on this thread)."""
+CALLS_PER_TURN = 4
+
+
+def _alternate(fa, fb, turns, n_threads, calls=CALLS_PER_TURN):
+    """Seconds of fa and fb timed in alternating turns (the first side of a turn alternates too).
+    A turn is `calls` back-to-back calls of one side, started once the other side's threads have
+    gone idle (quiesce): its first call is the cold one (the side's threads wake up, its buffers
+    may have left the caches), the others warm. Neither side gets a warm-up the other does not.
+    Returns, per side, {"warm": [...], "cold": [...]} in seconds. On one thread the process CPU
+    time is read: on a shared machine it leaves out the time other processes hold the core, so
+    the ratio stays meaningful under load (both sides run on this thread)."""
     clock = time.process_time if n_threads == 1 else time.perf_counter
-    fa(), fb()
-    ta, tb = [], []
-    for _ in range(reps):
-        for f, ts in ((fa, ta), (fb, tb)):
+    res = ({"warm": [], "cold": []}, {"warm": [], "cold": []})
+    for turn in range(turns):
+        order = (0, 1) if turn % 2 == 0 else (1, 0)
+        for side in order:
+            f = (fa, fb)[side]
             if n_threads > 1:
                 quiesce()
-            t0 = clock()
-            f()
-            ts.append(clock() - t0)
-    return min(ta), min(tb)
+            for i in range(calls):
+                t0 = clock()
+                f()
+                res[side]["cold" if i == 0 else "warm"].append(clock() - t0)
+    return res
+
+
+def _summary(flops, ts):
+    """GFLOP/s of the median and the best warm call, and of the median cold call."""
+    g = lambda t: flops / t / 1e9  # noqa: E731
+    return g(statistics.median(ts["warm"])), g(min(ts["warm"])), g(statistics.median(ts["cold"]))
 
 
 def _case(gg, np, n_threads, wtype, K, M, N, reps):
@@ -121,9 +140,9 @@ def _case(gg, np, n_threads, wtype, K, M, N, reps):
     g.build_forward_expand(out)
     an = a.to_f32().reshape(M, K)  # numpy works on f32 weights
     ant = an.T
-    t_ours, t_np = _alternate(lambda: g.compute(n_threads=n_threads), lambda: wb @ ant, reps, n_threads)
+    ts_ours, ts_np = _alternate(lambda: g.compute(n_threads=n_threads), lambda: wb @ ant, reps, n_threads)
     flops = 2.0 * K * M * N
-    return flops / t_ours / 1e9, flops / t_np / 1e9
+    return _summary(flops, ts_ours), _summary(flops, ts_np)
 
 
 def cases(n_threads, wants=lambda name: True, reps_scale=1):
@@ -150,7 +169,11 @@ def cases(n_threads, wants=lambda name: True, reps_scale=1):
               f"{f'{peak:.1f} GFLOP/s' if peak else 'n/a (bench_ops not built)'}", flush=True)
     for case, t, K, M, N, reps in shapes:
         if wants(case):
-            ours, theirs = _case(gg, np, n_threads, t, K, M, N, reps * reps_scale)
+            (ours, ours_best, ours_cold), (theirs, theirs_best, theirs_cold) = _case(
+                gg, np, n_threads, t, K, M, N, reps * reps_scale)
+            print(f"#   {case}: warm best pyggml {ours_best:.1f} numpy {theirs_best:.1f} ({ours_best / theirs_best:.2f}); "
+                  f"cold (first of a turn) pyggml {ours_cold:.1f} numpy {theirs_cold:.1f} ({ours_cold / theirs_cold:.2f}) GFLOP/s",
+                  flush=True)
             if peak and " gemm " in case:
                 print(f"#   {case}: pyggml {ours / peak:.2f}, numpy {theirs / peak:.2f} of the FMA peak", flush=True)
             yield (case, ours, theirs, "GFLOP/s")
