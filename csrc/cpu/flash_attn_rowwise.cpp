@@ -313,6 +313,7 @@ private:
                 step_n_[i] = recurrence(i, na);
                 all_full &= step_n_[i] == na;
             }
+            sum_plain(nq, na);
             // A vector without a rescale in the block weighs every column in order: its
             // accumulator skips the per-step checks and reads the block's V rows.
             int64_t i = 0;
@@ -431,8 +432,20 @@ private:
             const __m256 u0 = _mm256_load_ps(us + 8 * c), u1 = _mm256_load_ps(us + 8 * (c + 4));
             t[c] = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
         }
+        const __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+        if (np == D && cap_ == 0.0f && n8 == 8) {  // the loop below, eight columns at once
+            const __m256 m = _mm256_loadu_ps(mv + a0);
+            // product and sum rounded apart, as the loop's (the empty asm keeps the
+            // compiler from fusing them)
+            __m256 x = _mm256_mul_ps(r, _mm256_set1_ps(scale_));
+            __asm__("" : "+x"(x));
+            x = _mm256_add_ps(x, m);
+            const __m256 ninf = _mm256_set1_ps(kNegInf);
+            _mm256_storeu_ps(sc + a0, _mm256_blendv_ps(x, ninf, _mm256_cmp_ps(m, ninf, _CMP_EQ_OQ)));
+            return;
+        }
         alignas(32) float r8[8];
-        _mm256_store_ps(r8, _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3])));
+        _mm256_store_ps(r8, r);
         for (int c = 0; c < n8; ++c) {
             const int a = a0 + c;
             if (mv[a] == kNegInf) {
@@ -488,10 +501,7 @@ private:
                     _mm256_store_ps(ex, expf_libm8(_mm256_load_ps(arg)));
                     for (int b = a; b < na; ++b) e[b] = ex[b - a];
                 }
-                float S = S_[i];
-                for (int b = 0; b < na; ++b) S = std::fma(S, 1.0f, e[b]);
-                S_[i] = S;
-                rescales_[i] = false;
+                rescales_[i] = false;  // the sum is left to sum_plain
                 return na;
             }
         }
@@ -522,6 +532,36 @@ private:
         S_[i] = S;
         rescales_[i] = true;
         return n;
+    }
+
+    // S += weight, column by column (ggml's order), for the vectors whose block took the
+    // common case of recurrence: up to four chains at once, each an add in column order.
+    void sum_plain(int64_t nq, int na) {
+        int64_t idx[kMaxVectors];
+        int n = 0;
+        for (int64_t i = 0; i < nq; ++i)
+            if (!rescales_[i]) idx[n++] = i;
+        int k = 0;
+        for (; k + 4 <= n; k += 4) sum_chains<4>(idx + k, na);
+        switch (n - k) {
+            case 3: sum_chains<3>(idx + k, na); break;
+            case 2: sum_chains<2>(idx + k, na); break;
+            case 1: sum_chains<1>(idx + k, na); break;
+            default: break;
+        }
+    }
+
+    template <int G>
+    void sum_chains(const int64_t* idx, int na) {
+        float S[G];
+        const float* e[G];
+        for (int g = 0; g < G; ++g) {
+            S[g] = S_[idx[g]];
+            e[g] = step_vs_ + idx[g] * kBlock;
+        }
+        for (int b = 0; b < na; ++b)
+            for (int g = 0; g < G; ++g) S[g] = std::fma(S[g], 1.0f, e[g][b]);  // = S + e, once rounded
+        for (int g = 0; g < G; ++g) S_[idx[g]] = S[g];
     }
 
     // V row of step a of vector row o: the block's column a when no step rescales (every
