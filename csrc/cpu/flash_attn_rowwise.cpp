@@ -15,7 +15,7 @@
 // and fold after a barrier; otherwise a thread folds its own chunks. Same arithmetic.
 //
 // A work item holds up to kMaxVectors query vectors (heads that share one K and one V head,
-// times consecutive tokens); each K row is widened to F32 once for all of them (exact), and
+// times consecutive tokens); each K row is converted to F32 once for up to three of them, and
 // the F16 V accumulators are held as F32 values that are F16-representable (rounded through
 // F16 after each update, in registers across a block of columns), which gives ggml's bits
 // with fewer conversions and memory round trips.
@@ -73,7 +73,7 @@ struct RowPlan {
         nchunks = std::max<int64_t>(1, (KV + kChunk - 1) / kChunk);
         split = nchunks > 1 && n_base < 4 * nth;
         const int64_t nq = hpi * tpi;
-        per_thread = nq * (D + 2 * Dv + 8) + kBlock * D + Dv + 64;  // kf_: a block of K rows
+        per_thread = nq * (D + 2 * Dv + 8) + Dv + 64;
     }
     int64_t nq() const { return hpi * tpi; }
     size_t partial_floats() const { return split ? size_t(n_base * nchunks * nq() * (Dv + 2)) : 0; }
@@ -111,12 +111,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline __m256 round_f16(__m256 x) { return _mm256_cvtph_ps(_mm256_cvtps_ph(x, 0)); }
 inline float round_f16(float x) { return _cvtsh_ss(_cvtss_sh(x, _MM_FROUND_TO_NEAREST_INT)); }
-
-void widen(const uint16_t* s, float* d, int64_t n) {
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
-    for (; i < n; ++i) d[i] = _cvtsh_ss(s[i]);
-}
 
 // Folds chunk state (Mc, Sc, Vc) into the running (M, S, V), chunks in ascending order.
 // Never inlined: the split and the in-thread fold must run the very same instructions.
@@ -156,8 +150,7 @@ public:
         S_ = w; w += nq;
         fM_ = w; w += nq;
         fS_ = w; w += nq;
-        slope_ = w; w += nq;
-        kf_ = w;
+        slope_ = w;
     }
 
     // Run as a gang (every thread at once: a fixed share of the pieces each, a barrier before
@@ -273,11 +266,11 @@ private:
     }
 
     // The online softmax of every query vector over chunk c, from scratch, kBlock columns at
-    // a time: first every score of the block (each K row widened once for all vectors), then
-    // per vector the scalar recurrence of ggml's order (max, rescale factor, weight, sum),
-    // then the accumulator update over the block with the accumulator held in registers.
+    // a time: first every score of the block (each K row converted once for all vectors),
+    // then per vector the scalar recurrence of ggml's order (max, rescale factor, weight,
+    // sum), then the accumulator update over the block with the accumulator held in registers.
     void chunk(const Item& x, int64_t c) {
-        const int64_t D = plan_.D, Dv = plan_.Dv, nq = x.nq;
+        const int64_t Dv = plan_.Dv, nq = x.nq;
         const int64_t j0 = c * kChunk, j1 = std::min(plan_.KV, j0 + kChunk);
         for (int64_t i = 0; i < nq; ++i) {
             M_[i] = kNegInf;
@@ -287,33 +280,70 @@ private:
         // K and V rows by plain stride arithmetic (F16 has no blocks to look up per column)
         const char* k_base = k_->row(0, x.hk, x.s);
         const char* v_base = v_->row(0, x.hv, x.s);
+        const size_t k_stride = k_->nb[1], v_stride = v_->nb[1];
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
             // every vector's mask values over the block (slope times the F16 entry, as ggml),
             // and the columns some vector sees
+            const uint32_t all = nb == 32 ? ~0u : (1u << nb) - 1;
             uint32_t seen = 0;
             for (int64_t i = 0; i < nq; ++i) seen |= mask_block(i, jb, nb);
             int na = 0;  // columns of the block some vector sees
-            for (; seen; seen &= seen - 1) {
-                const int jj = __builtin_ctz(seen);
-                const int64_t ic = jb + jj;
-                for (int64_t i = 0; i < nq; ++i) mvs_[i * kBlock + na] = mblk_[i * kBlock + jj];
-                widen((const uint16_t*)(k_base + ic * k_->nb[1]), kf_ + na * D, D);
-                vrow_[na++] = (const uint16_t*)(v_base + ic * v_->nb[1]);
+            if (seen == all) {  // every column: no compaction
+                mvs_used_ = mblk_;
+                for (int jj = 0; jj < nb; ++jj) {
+                    krow_[jj] = (const uint16_t*)(k_base + (jb + jj) * k_stride);
+                    vrow_[jj] = (const uint16_t*)(v_base + (jb + jj) * v_stride);
+                }
+                na = nb;
+            } else {
+                mvs_used_ = mvs_;
+                for (; seen; seen &= seen - 1) {
+                    const int jj = __builtin_ctz(seen);
+                    const int64_t ic = jb + jj;
+                    for (int64_t i = 0; i < nq; ++i) mvs_[i * kBlock + na] = mblk_[i * kBlock + jj];
+                    krow_[na] = (const uint16_t*)(k_base + ic * k_stride);
+                    vrow_[na++] = (const uint16_t*)(v_base + ic * v_stride);
+                }
             }
-            for (int64_t i = 0; i < nq && na > 0; ++i) score_block(i, na);
-            bool all_full = true;  // every vector weighs every column of the block
+            if (na == 0) continue;
+            score_all(nq, na);
+            bool all_full = true;  // every vector weighs every column
             for (int64_t i = 0; i < nq; ++i) {
                 step_n_[i] = recurrence(i, na);
                 all_full &= step_n_[i] == na;
             }
+            sum_plain(nq, na);
+            // A vector without a rescale in the block weighs every column in order: its
+            // accumulator skips the per-step checks and reads the block's V rows.
             int64_t i = 0;
-            // Two vectors over the same V rows at once: twice the chains in flight for
-            // narrow heads, and each V row widened once for both.
-            if (all_full && na > 0 && Dv == 32)
-                for (; i + 2 <= nq; i += 2) acc_pair<4>(acc_ + i * Dv, i, na);
-            for (; i < nq; ++i)
-                if (step_n_[i]) accumulate(acc_ + i * Dv, i, Dv, step_n_[i]);
+            if (all_full && Dv == 32)
+                // Two vectors over the same V rows at once: twice the chains in flight for
+                // narrow heads, and each V row widened once for both.
+                for (; i + 2 <= nq; i += 2) {
+                    if (!rescales_[i] && !rescales_[i + 1]) {
+                        acc_pair<4, false>(acc_ + i * Dv, i, na);
+                        continue;
+                    }
+                    for (int64_t v = i; v < i + 2; ++v)
+                        if (!rescales_[v]) record_plain_steps(v, na);
+                    acc_pair<4, true>(acc_ + i * Dv, i, na);
+                }
+            for (; i < nq; ++i) {
+                if (!step_n_[i]) continue;
+                if (rescales_[i]) accumulate<true>(acc_ + i * Dv, i, Dv, step_n_[i]);
+                else accumulate<false>(acc_ + i * Dv, i, Dv, step_n_[i]);
+            }
+        }
+    }
+
+    // The general step record of a vector whose na steps are the block's columns in order.
+    void record_plain_steps(int64_t i, int na) {
+        const int64_t o = i * kBlock;
+        for (int a = 0; a < na; ++a) {
+            step_v_[o + a] = vrow_[a];
+            step_ms_[o + a] = 1.0f;
+            step_rs_[o + a] = false;
         }
     }
 
@@ -342,57 +372,100 @@ private:
         return bits & all;
     }
 
-    // Scores of vector i against the block's na visible columns (K rows widened in kf_).
+    // Scores of every vector against the block's na visible columns (K rows krow_, F16).
     // Each dot is ggml's F16 dot term for term: lanes j*8..j*8+7 of every 32 go to
     // accumulator j, then (a0 + a2) + (a1 + a3), halves, two horizontal adds; the last
-    // n % 32 products are added one by one in f64. Eight columns go through the cross-lane
-    // adds together (the same pairs added in the same order, one transposed reduction
-    // instead of eight horizontal ones).
-    void score_block(int64_t i, int na) {
-        const int64_t D = plan_.D, np = D & ~int64_t(31);
-        const float* q = qf_ + i * D;
-        const float* mv = mvs_ + i * kBlock;
-        float* sc = score_ + i * kBlock;
-        alignas(32) float r8[8];
+    // n % 32 products are added one by one in f64. Each K row is converted once for up to
+    // three vectors; eight columns go through the cross-lane adds together (the same pairs
+    // added in the same order, one transposed reduction instead of eight horizontal ones).
+    void score_all(int64_t nq, int na) {
         for (int a0 = 0; a0 < na; a0 += 8) {
             const int n8 = std::min(8, na - a0);
-            __m256 u[8];
-            for (int c = 0; c < 8; ++c) {
-                const float* kr = kf_ + (a0 + std::min(c, n8 - 1)) * D;
-                __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-                for (int64_t d = 0; d < np; d += 32)
+            int64_t i = 0;
+            for (; i + 3 <= nq; i += 3) dots<3>(i, a0, n8);
+            if (nq - i == 2) dots<2>(i, a0, n8);
+            else if (nq - i == 1) dots<1>(i, a0, n8);
+            for (int64_t v = 0; v < nq; ++v) finish_scores(v, a0, n8);
+        }
+    }
+
+    // The per-column sums u (before the cross-lane adds) of vectors i..i+G-1 for columns
+    // a0..a0+n8-1 into usum_; columns n8..7 get zeros (their lanes are never read).
+    template <int G>
+    void dots(int64_t i, int a0, int n8) {
+        const int64_t D = plan_.D, np = D & ~int64_t(31);
+        const float* q[G];
+        for (int g = 0; g < G; ++g) q[g] = qf_ + (i + g) * D;
+        for (int c = 0; c < 8; ++c) {
+            if (c >= n8) {
+                for (int g = 0; g < G; ++g) _mm256_store_ps(usum_ + ((i + g) * 8 + c) * 8, _mm256_setzero_ps());
+                continue;
+            }
+            const uint16_t* kr = krow_[a0 + c];
+            __m256 acc[G][4];
+            for (int g = 0; g < G; ++g)
+                for (int j = 0; j < 4; ++j) acc[g][j] = _mm256_setzero_ps();
+            for (int64_t d = 0; d < np; d += 32) {
+                __m256 kv[4];
+                for (int j = 0; j < 4; ++j) kv[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(kr + d + 8 * j)));
+                for (int g = 0; g < G; ++g)
                     for (int j = 0; j < 4; ++j)
-                        acc[j] = _mm256_fmadd_ps(_mm256_loadu_ps(kr + d + 8 * j), _mm256_loadu_ps(q + d + 8 * j), acc[j]);
-                u[c] = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+                        acc[g][j] = _mm256_fmadd_ps(kv[j], _mm256_loadu_ps(q[g] + d + 8 * j), acc[g][j]);
             }
-            // t_c = low half + high half of u_c, columns c and c + 4 side by side
-            __m256 t[4];
-            for (int c = 0; c < 4; ++c)
-                t[c] = _mm256_add_ps(_mm256_permute2f128_ps(u[c], u[c + 4], 0x20),
-                                     _mm256_permute2f128_ps(u[c], u[c + 4], 0x31));
-            const __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
-            _mm256_store_ps(r8, r);
-            for (int c = 0; c < n8; ++c) {
-                const int a = a0 + c;
-                if (mv[a] == kNegInf) {
-                    sc[a] = kNegInf;
-                    continue;
-                }
-                float s = r8[c];
-                if (np < D) {  // the last D % 32 products, one by one in f64
-                    const float* kr = kf_ + a * D;
-                    double sum = (double)s;
-                    for (int64_t d = np; d < D; ++d) {
-                        const float prod = kr[d] * q[d];
-                        sum += (double)prod;
-                    }
-                    s = (float)sum;
-                }
-                s = s * scale_;
-                if (cap_ != 0.0f) s = cap_ * tanhf(s);
-                s += mv[a];
-                sc[a] = s;
+            for (int g = 0; g < G; ++g)
+                _mm256_store_ps(usum_ + ((i + g) * 8 + c) * 8,
+                                _mm256_add_ps(_mm256_add_ps(acc[g][0], acc[g][2]), _mm256_add_ps(acc[g][1], acc[g][3])));
+        }
+    }
+
+    // Vector v's scores of columns a0..a0+n8-1 from its sums u: cross-lane adds, the D % 32
+    // tail, scale, soft cap and mask.
+    void finish_scores(int64_t v, int a0, int n8) {
+        const int64_t D = plan_.D, np = D & ~int64_t(31);
+        const float* q = qf_ + v * D;
+        const float* mv = mvs_used_ + v * kBlock;
+        float* sc = score_ + v * kBlock;
+        const float* us = usum_ + v * 64;
+        // t_c = low half + high half of u_c, columns c and c + 4 side by side
+        __m256 t[4];
+        for (int c = 0; c < 4; ++c) {
+            const __m256 u0 = _mm256_load_ps(us + 8 * c), u1 = _mm256_load_ps(us + 8 * (c + 4));
+            t[c] = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+        }
+        const __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
+        if (np == D && cap_ == 0.0f && n8 == 8) {  // the loop below, eight columns at once
+            const __m256 m = _mm256_loadu_ps(mv + a0);
+            // product and sum rounded apart, as the loop's (the empty asm keeps the
+            // compiler from fusing them)
+            __m256 x = _mm256_mul_ps(r, _mm256_set1_ps(scale_));
+            __asm__("" : "+x"(x));
+            x = _mm256_add_ps(x, m);
+            const __m256 ninf = _mm256_set1_ps(kNegInf);
+            _mm256_storeu_ps(sc + a0, _mm256_blendv_ps(x, ninf, _mm256_cmp_ps(m, ninf, _CMP_EQ_OQ)));
+            return;
+        }
+        alignas(32) float r8[8];
+        _mm256_store_ps(r8, r);
+        for (int c = 0; c < n8; ++c) {
+            const int a = a0 + c;
+            if (mv[a] == kNegInf) {
+                sc[a] = kNegInf;
+                continue;
             }
+            float s = r8[c];
+            if (np < D) {  // the last D % 32 products, one by one in f64
+                const uint16_t* kr = krow_[a];
+                double sum = (double)s;
+                for (int64_t d = np; d < D; ++d) {
+                    const float prod = _cvtsh_ss(kr[d]) * q[d];
+                    sum += (double)prod;
+                }
+                s = (float)sum;
+            }
+            s = s * scale_;
+            if (cap_ != 0.0f) s = cap_ * tanhf(s);
+            s += mv[a];
+            sc[a] = s;
         }
     }
 
@@ -400,13 +473,40 @@ private:
     // accumulator (then weight 1), otherwise the weight is exp(s - M); entries at -inf are
     // skipped. The running maximum before each column fixes every exponent's argument, so
     // the exponentials are taken eight at a time (expf_libm8: expf's bits), then the sum
-    // runs in column order. Returns the number of update steps recorded.
+    // runs in column order. Returns the number of update steps recorded; rescales_[i] says
+    // whether any step rescales (if not, step k is column k and only step_vs_ is written).
     int recurrence(int64_t i, int na) {
         const int64_t o = i * kBlock;
         const float* sc = score_ + o;
+        float M = M_[i];
+        // Common case: no new maximum and no -inf in the block (the same predicates the
+        // general loop tests per column, so the bits are those of that loop).
+        {
+            const __m256 vM = _mm256_set1_ps(M), ninf = _mm256_set1_ps(kNegInf);
+            int flags = 0, a = 0;
+            for (; a + 8 <= na; a += 8) {
+                const __m256 s8 = _mm256_loadu_ps(sc + a);
+                flags |= _mm256_movemask_ps(_mm256_or_ps(_mm256_cmp_ps(s8, vM, _CMP_GT_OQ),
+                                                         _mm256_cmp_ps(s8, ninf, _CMP_EQ_OQ)));
+            }
+            for (; a < na; ++a) flags |= (sc[a] > M) | (sc[a] == kNegInf);
+            if (!flags) {
+                float* e = step_vs_ + o;
+                a = 0;
+                for (; a + 8 <= na; a += 8)
+                    _mm256_storeu_ps(e + a, expf_libm8(_mm256_sub_ps(_mm256_loadu_ps(sc + a), vM)));
+                if (a < na) {
+                    alignas(32) float arg[8] = {0, 0, 0, 0, 0, 0, 0, 0}, ex[8];
+                    for (int b = a; b < na; ++b) arg[b - a] = sc[b] - M;
+                    _mm256_store_ps(ex, expf_libm8(_mm256_load_ps(arg)));
+                    for (int b = a; b < na; ++b) e[b] = ex[b - a];
+                }
+                rescales_[i] = false;  // the sum is left to sum_plain
+                return na;
+            }
+        }
         alignas(32) float arg[kBlock], e[kBlock];
         bool up[kBlock];
-        float M = M_[i];
         for (int a = 0; a < na; ++a) {
             const float s = sc[a];
             const bool nm = s > M;
@@ -430,11 +530,47 @@ private:
         }
         M_[i] = M;
         S_[i] = S;
+        rescales_[i] = true;
         return n;
     }
 
+    // S += weight, column by column (ggml's order), for the vectors whose block took the
+    // common case of recurrence: up to four chains at once, each an add in column order.
+    void sum_plain(int64_t nq, int na) {
+        int64_t idx[kMaxVectors];
+        int n = 0;
+        for (int64_t i = 0; i < nq; ++i)
+            if (!rescales_[i]) idx[n++] = i;
+        int k = 0;
+        for (; k + 4 <= n; k += 4) sum_chains<4>(idx + k, na);
+        switch (n - k) {
+            case 3: sum_chains<3>(idx + k, na); break;
+            case 2: sum_chains<2>(idx + k, na); break;
+            case 1: sum_chains<1>(idx + k, na); break;
+            default: break;
+        }
+    }
+
+    template <int G>
+    void sum_chains(const int64_t* idx, int na) {
+        float S[G];
+        const float* e[G];
+        for (int g = 0; g < G; ++g) {
+            S[g] = S_[idx[g]];
+            e[g] = step_vs_ + idx[g] * kBlock;
+        }
+        for (int b = 0; b < na; ++b)
+            for (int g = 0; g < G; ++g) S[g] = std::fma(S[g], 1.0f, e[g][b]);  // = S + e, once rounded
+        for (int g = 0; g < G; ++g) S_[idx[g]] = S[g];
+    }
+
+    // V row of step a of vector row o: the block's column a when no step rescales (every
+    // column weighed, in order), else the recorded one.
+    template <bool Rescale>
+    const uint16_t* step_row(int64_t o, int a) const { return Rescale ? step_v_[o + a] : vrow_[a]; }
+
     // acc_block for vectors i and i + 1 (accumulators acc and acc + Dv) that share V rows.
-    template <int NR>
+    template <int NR, bool Rescale>
     void acc_pair(float* acc, int64_t i, int n) const {
         const int64_t o0 = i * kBlock, o1 = o0 + kBlock, Dv = plan_.Dv;
         __m256 y0[NR], y1[NR];
@@ -443,17 +579,17 @@ private:
             y1[r] = _mm256_loadu_ps(acc + Dv + 8 * r);
         }
         for (int a = 0; a < n; ++a) {
-            if (step_rs_[o0 + a]) {
+            if (Rescale && step_rs_[o0 + a]) {
                 const __m256 ms = _mm256_set1_ps(step_ms_[o0 + a]);
                 for (int r = 0; r < NR; ++r) y0[r] = round_f16(_mm256_mul_ps(y0[r], ms));
             }
-            if (step_rs_[o1 + a]) {
+            if (Rescale && step_rs_[o1 + a]) {
                 const __m256 ms = _mm256_set1_ps(step_ms_[o1 + a]);
                 for (int r = 0; r < NR; ++r) y1[r] = round_f16(_mm256_mul_ps(y1[r], ms));
             }
             const __m256 vs0 = _mm256_set1_ps(step_vs_[o0 + a]);
             const __m256 vs1 = _mm256_set1_ps(step_vs_[o1 + a]);
-            const uint16_t* vr = step_v_[o0 + a];
+            const uint16_t* vr = step_row<Rescale>(o0, a);
             for (int r = 0; r < NR; ++r) {
                 const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
                 y0[r] = round_f16(_mm256_fmadd_ps(xv, vs0, y0[r]));
@@ -467,36 +603,37 @@ private:
     }
 
     // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), for the n steps.
+    template <bool Rescale>
     void accumulate(float* acc, int64_t i, int64_t Dv, int n) const {
         const int64_t o = i * kBlock;
         int64_t d = 0;
         // Each 8-lane register is a chain of dependent round trips through F16; several
         // registers per pass keep those chains in flight together (same bits per lane).
-        for (; d + 64 <= Dv; d += 64) acc_block<8>(acc, o, d, n);
-        if (d + 32 <= Dv) { acc_block<4>(acc, o, d, n); d += 32; }
-        if (d + 16 <= Dv) { acc_block<2>(acc, o, d, n); d += 16; }
-        if (d + 8 <= Dv) { acc_block<1>(acc, o, d, n); d += 8; }
+        for (; d + 64 <= Dv; d += 64) acc_block<8, Rescale>(acc, o, d, n);
+        if (d + 32 <= Dv) { acc_block<4, Rescale>(acc, o, d, n); d += 32; }
+        if (d + 16 <= Dv) { acc_block<2, Rescale>(acc, o, d, n); d += 16; }
+        if (d + 8 <= Dv) { acc_block<1, Rescale>(acc, o, d, n); d += 8; }
         for (; d < Dv; ++d) {
             float y = acc[d];
             for (int a = 0; a < n; ++a) {
-                if (step_rs_[o + a]) y = round_f16(y * step_ms_[o + a]);
-                y = round_f16(std::fma(_cvtsh_ss(step_v_[o + a][d]), step_vs_[o + a], y));
+                if (Rescale && step_rs_[o + a]) y = round_f16(y * step_ms_[o + a]);
+                y = round_f16(std::fma(_cvtsh_ss(step_row<Rescale>(o, a)[d]), step_vs_[o + a], y));
             }
             acc[d] = y;
         }
     }
 
-    template <int NR>
+    template <int NR, bool Rescale>
     void acc_block(float* acc, int64_t o, int64_t d, int n) const {
         __m256 y[NR];
         for (int r = 0; r < NR; ++r) y[r] = _mm256_loadu_ps(acc + d + 8 * r);
         for (int a = 0; a < n; ++a) {
-            if (step_rs_[o + a]) {
+            if (Rescale && step_rs_[o + a]) {
                 const __m256 ms = _mm256_set1_ps(step_ms_[o + a]);
                 for (int r = 0; r < NR; ++r) y[r] = round_f16(_mm256_mul_ps(y[r], ms));
             }
             const __m256 vs = _mm256_set1_ps(step_vs_[o + a]);
-            const uint16_t* vr = step_v_[o + a] + d;
+            const uint16_t* vr = step_row<Rescale>(o, a) + d;
             for (int r = 0; r < NR; ++r) {
                 const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(vr + 8 * r)));
                 y[r] = round_f16(_mm256_fmadd_ps(xv, vs, y[r]));
@@ -531,15 +668,19 @@ private:
     float scale_, max_bias_, cap_, m0_, m1_;
     uint32_t n_head_log2_;
     float* partials_;
-    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_, *kf_;
+    float *qf_, *acc_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_;
     const uint16_t* mrow_[kMaxVectors];
     // one block of columns: scores per vector, V rows, and every vector's update steps
     float score_[kMaxVectors * kBlock], mvs_[kMaxVectors * kBlock], mblk_[kMaxVectors * kBlock];
+    const float* mvs_used_ = nullptr;  // mvs_, or mblk_ when the block keeps every column
+    alignas(32) float usum_[kMaxVectors * 8 * 8];  // per vector, 8 columns' lane sums
+    const uint16_t* krow_[kBlock];
     const uint16_t* vrow_[kBlock];
     const uint16_t* step_v_[kMaxVectors * kBlock];
     float step_vs_[kMaxVectors * kBlock], step_ms_[kMaxVectors * kBlock];
     bool step_rs_[kMaxVectors * kBlock];
     int step_n_[kMaxVectors];
+    bool rescales_[kMaxVectors];
 };
 
 }  // namespace
