@@ -96,7 +96,7 @@ class Ours:
         self.long_state = None
 
     def truncate(self, n):
-        self.ctx.seq_rm(0, n, -1)
+        return self.ctx.seq_rm(0, n, -1)
 
     def prompt(self, toks):
         return self.ctx.decode_greedy(toks)
@@ -129,8 +129,10 @@ class Theirs:
         self.long_state = None
 
     def truncate(self, n):
-        self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), 0, n, -1)
+        if not self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), 0, n, -1):
+            return False
         self.n_past = n
+        return True
 
     def _decode(self, toks):
         b, n = self.batch, len(toks)
@@ -190,14 +192,13 @@ def run_case(engine, prompts, n_gen):
 def run_case_long(engine, prompts, long_ctx, n_gen=16):
     """Per-token seconds of n_gen greedy tokens after a long_ctx-token context. The context
     is computed once per engine (a 16384-token prefill takes minutes); later rounds drop the
-    generated tokens and decode from the same state again."""
+    generated tokens and decode from the same state again. A memory that cannot drop a tail
+    (a recurrent state without snapshots) computes the context again."""
     if not long_ctx:
         return {}
-    if getattr(engine, "long_state", None) is None:
+    if getattr(engine, "long_state", None) is None or not engine.truncate(long_ctx):
         engine.reset()
         engine.long_state = engine.prompt(prompts["long"])
-    else:
-        engine.truncate(long_ctx)
     tok = engine.long_state
     time.sleep(SETTLE_S)
     times = []
