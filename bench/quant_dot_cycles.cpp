@@ -12,19 +12,13 @@
 #include <cstring>
 #include <random>
 #include <vector>
+#include "ggml_cpu_dl.h"
 #include "cpu/mul_mat_kernels.h"
 #include "pyggml/types.h"
 using namespace pyggml;
-struct GTraits { void (*from_float)(const float*, void*, int64_t); void (*vec_dot)(int, float*, size_t, const void*, size_t, const void*, size_t, int); int vec_dot_type; int64_t nrows; };
 int main(int argc, char** argv) {
-    const char* dir = getenv("GGML_LIB_DIR");
-    if (!dir) { fprintf(stderr, "set GGML_LIB_DIR to the folder of libggml-cpu.so\n"); return 1; }
-    std::string b = std::string(dir) + "/libggml-base.so", c = std::string(dir) + "/libggml-cpu.so";
-    dlopen(b.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    void* h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
-    auto init = (void (*)())dlsym(h, "ggml_cpu_init"); init();
-    auto get = (const GTraits* (*)(int))dlsym(h, "ggml_get_type_traits_cpu");
+    const GetTraits get = load_ggml_cpu_traits();
+    if (!get) return 1;
     const int64_t K = argc > 1 ? atoll(argv[1]) : 4096;
     const int reps = 301;
     const auto& kr = cpu::mm::kernels_for(cpu::simd::Isa::Avx2);
