@@ -68,9 +68,13 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const bool priv = private_conversion(dst);
     const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
+    // two-row kernels pay off once columns share the rows, or for one column when rows are
+    // short (the call and set-up per row then weigh); one long column streams better alone.
+    // Both kernels give the same bits, so the choice never shows in the results.
+    const Dot2Fn dot2_rows = (N >= 2 || K <= kDot2ShortRow) ? kr.dot2[(int)w] : nullptr;
     // the one-column kernel with activation extras, where some row will take it (no two-row
-    // kernel runs it: one long column, an odd last row, or no two-row kernel for the type)
-    const bool one_row_dots = !kr.dot2[(int)w] || (N < 2 && K > kDot2ShortRow) || (M & 1);
+    // kernel for these columns, or an odd last row)
+    const bool one_row_dots = !dot2_rows || (M & 1);
     const Dot1xFn dot1x = convert && one_row_dots ? kr.dot1x[(int)w] : nullptr;
 
     if (convert) {
@@ -87,10 +91,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
     float out[8];
     auto run_unit = [&](int64_t u) {
-        // two-row kernels pay off once columns share the rows, or for one column when rows are
-        // short (the call and set-up per row then weigh); one long column streams better alone.
-        // Both kernels give the same bits, so the choice never shows in the results.
-        Dot2Fn dot2 = (N >= 2 || K <= kDot2ShortRow) ? kr.dot2[(int)w] : nullptr;
+        Dot2Fn dot2 = dot2_rows;
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
