@@ -44,7 +44,8 @@ def _lib_dir():
         import llama_cpp  # noqa: F401  (also loads the libraries with their dependencies)
     except Exception:
         return None
-    d = os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
+    # llama_cpp itself loads its libraries from LLAMA_CPP_LIB_PATH when set: use the same ones
+    d = os.environ.get("LLAMA_CPP_LIB_PATH") or os.path.join(os.path.dirname(llama_cpp.__file__), "lib")
     return d if os.path.isfile(os.path.join(d, "libggml-cpu.so")) else None
 
 
@@ -85,6 +86,12 @@ class Ggml:
             setattr(self, name, fn)
         self.ggml_cpu_init()
         self._pools = {}
+        has = {}
+        for feature in ("avx2", "avx512", "avx512_vnni", "avx512_bf16"):
+            fn = getattr(cpu, f"ggml_cpu_has_{feature}")
+            fn.restype, fn.argtypes = ctypes.c_int, []
+            has[feature] = bool(fn())
+        self.compiled_for = has  # the instruction sets this libggml-cpu was compiled to use
 
     def threadpool(self, n_threads):
         if n_threads not in self._pools:
@@ -154,6 +161,20 @@ class _Context:
 
 _loaded = False
 _instance = None
+
+
+def avx512_flavour_reason():
+    """Why bit-for-bit comparisons with this ggml cannot hold, or None when they can.
+
+    pyggml's plain kernels reproduce the arithmetic of ggml's AVX2 build. An AVX-512 build sums
+    F16/F32 vectors 16 lanes wide and takes other matmul paths, so its results differ from the
+    AVX2 build's (and from pyggml's) in the last bits, which a quantized model amplifies."""
+    g = load()
+    if g is None or not g.compiled_for["avx512"]:
+        return None
+    return ("llama.cpp's ggml here is an AVX-512 build, whose sums differ from its AVX2 build's in the "
+            "last bits; point LLAMA_CPP_LIB_PATH at the lib folder of an AVX2 build of "
+            "llama-cpp-python for the bit-exact oracle (README, Developing)")
 
 
 def load():

@@ -21,3 +21,16 @@ def simd(request):
     previous = gg.set_isa(level)
     yield level
     gg.set_isa(previous)
+
+
+@pytest.fixture
+def ggml_avx2_arithmetic():
+    """For bit-exact comparisons with llama.cpp on whole models: its ggml must be an AVX2 build
+    (skip otherwise), and pyggml runs its AVX2 kernel set, whose arithmetic is that build's
+    (the AVX-512 set sums F32 rows 16 lanes wide, so its last bits differ)."""
+    import pyggml as gg
+    from util import require_ggml_bits_comparable
+    require_ggml_bits_comparable()
+    previous = gg.set_isa("avx2")
+    yield
+    gg.set_isa(previous)

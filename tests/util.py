@@ -125,3 +125,17 @@ def check_spec_stat_sums(s, out):
         per = [sum(x["n_accepted"] > i for x in steps) / len(steps) for i in range(s["n_max"])]
         assert s["acceptance_rate_per_pos"] == pytest.approx(per)
     assert s["draft_s"] >= 0 and (s["verify_s"] > 0) == (s["n_rounds"] > 0)
+
+
+def require_ggml_bits_comparable():
+    """Skip a bit-exact oracle test when llama.cpp's ggml is an AVX-512 build: its sums run in
+    another order than its AVX2 build's, whose arithmetic pyggml's plain kernels reproduce."""
+    import os
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import ggml_ref
+    reason = ggml_ref.avx512_flavour_reason()
+    if reason:
+        pytest.skip(reason)

@@ -128,7 +128,7 @@ def test_matmul_per_type_on_real_rows(weights, llama_nodes, prompt, kind):
         assert nmse(want[i], gemv) <= bound, f"{kind} GEMV row {i}: NMSE {nmse(want[i], gemv):.2e}"
 
 
-def test_layer0_before_the_k_quant_is_bit_identical(model, prompt, llama_nodes):
+def test_layer0_before_the_k_quant_is_bit_identical(model, prompt, llama_nodes, ggml_avx2_arithmetic):
     """Layer 0's attention (Q5_0 and Q8_0 weights) and FFN input side use the same arithmetic
     as llama.cpp: every node up to the Q6_K ffn_down is identical."""
     names = [n for n in llama_nodes if n.endswith("-0") and n not in ("ffn_out-0", "ffn_up-0")]

@@ -71,7 +71,7 @@ def test_tokens_equal_llama_cpp(path, model, special):
         assert got == llm.detokenize(ref).decode("utf-8", errors="replace"), text
 
 
-def test_prompt_logits_and_greedy_tokens(path, model, chat_prompt):
+def test_prompt_logits_and_greedy_tokens(path, model, chat_prompt, ggml_avx2_arithmetic):
     prompt = chat_prompt
     llm = new_llama(path, n_ctx=256, n_batch=256, n_ubatch=256, logits_all=True, flash_attn=True)
     llm.eval(prompt)
@@ -95,7 +95,7 @@ def test_prompt_logits_and_greedy_tokens(path, model, chat_prompt):
     assert toks == ref_toks
 
 
-def test_intermediate_tensors_bit_identical(path, model, chat_prompt, flash_attn=True):
+def test_intermediate_tensors_bit_identical(path, model, chat_prompt, ggml_avx2_arithmetic, flash_attn=True):
     """With flash attention (the path the logits test checks); the mul_mat + soft_max attention
     does not round as ggml's F16 matmuls do yet."""
     from llama_cpp_driver import llama_cpp_tensors

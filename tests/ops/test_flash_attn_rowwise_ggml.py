@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import pyggml as gg
+from util import require_ggml_bits_comparable
 
 pytestmark = pytest.mark.oracle
 
@@ -25,6 +26,7 @@ def ref():
     g = ggml_ref.load()
     if g is None:
         pytest.skip("llama_cpp's ggml libraries are not there")
+    require_ggml_bits_comparable()
     return g
 
 
