@@ -133,6 +133,7 @@ class SpeculativeDecoder:
     the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
+    MAX_QUIET = 16        # longest stretch of plain rounds between two asks of the drafter
     PLAIN_SAMPLE = 4      # the one-sequence loop times every 4th plain step for the gate
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
@@ -248,6 +249,7 @@ class SpeculativeDecoder:
                       "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0, "n_seqs": 0,
                       "n_target_decodes": 0, "n_rounds": 0, "draft_calls": 0,
                       "draft_process_calls": 0, "n_gated": 0, "n_probes": 0,
+                      "n_quiet_rounds": 0,
                       "valid": bool(getattr(self.drafter, "valid", True))}
         self._acc_per_pos = np.zeros(self.n_max, np.int64)
 
@@ -268,6 +270,10 @@ class SpeculativeDecoder:
             return self.n_max
         if lane.skip > 0:
             lane.skip -= 1
+            return 0
+        if lane.quiet > 0:
+            lane.quiet -= 1
+            self.stats["n_quiet_rounds"] += 1
             return 0
         if self.adaptive == "cost":
             return self._length.best_length(lane.n_cur)
@@ -296,6 +302,19 @@ class SpeculativeDecoder:
             lane.n_cur = max(1, n_acc + 1)
             if n_acc:
                 lane.backoff = 1
+
+    def _after_consult(self, lane, n_drafted: int, n_acc: int) -> None:
+        """The consultation back-off, after a round that asked the drafter (or the gate):
+        one that verified nothing leaves the next `span` rounds plain without asking (1, 2,
+        4 .. MAX_QUIET in a row: a drafter that keeps proposing nothing worth verifying
+        costs a lookup every MAX_QUIET tokens, not every token); an accepted draft asks every
+        round again. The gate's re-probes still come, at the next round that asks."""
+        if not self.adaptive:
+            return
+        if n_drafted == 0:
+            lane.quiet, lane.span = lane.span, min(2 * lane.span, self.MAX_QUIET)
+        elif n_acc > 0:
+            lane.span = 1
 
     def _take_draft(self, d, k_max: int):
         if d is None:
@@ -397,6 +416,10 @@ class SpeculativeDecoder:
         while active:
             self._step(active, n, stop)
             active = [ln for ln in active if len(ln.out) < n and ln.out.stop_reason == "n"]
+        # the drafters see the last plain rounds too (a later call continues the sequences)
+        tf = time.perf_counter()
+        if self._flush(lanes):
+            st["draft_s"] += time.perf_counter() - tf
         # generation time counts the drafters' processing of the prompts (as before the
         # first step of a single sequence)
         st["gen_s"] = time.perf_counter() - t1 + t_prompt_draft
@@ -440,6 +463,34 @@ class SpeculativeDecoder:
                 lane.drafter.process(tokens, pos0, taps)
         self.stats["draft_process_calls"] += self._graph_count(lanes) - g0
 
+    def _flush(self, lanes) -> int:
+        """Hand each lane's drafter the target batches of its plain rounds that it has not
+        seen (`pending`), in chunks of at most n_max + 1 tokens (the widths verify batches
+        already built draft graphs for), several sequences per call with batch_draft;
+        returns how many tokens went over. Plain rounds leave their tokens pending so that a
+        stretch of them costs the draft a few processings, not one a token; every consult
+        flushes first, so a drafter always drafts from the whole committed stream."""
+        lanes = [ln for ln in lanes if ln.pending]
+        if not lanes:
+            return 0
+        width = self.n_max + 1
+        chunked, n_tokens = [], 0
+        for ln in lanes:
+            parts = ln.pending
+            ln.pending = []
+            tokens = np.concatenate([np.asarray(t, np.int32) for t, _, _ in parts])
+            taps = {name: np.concatenate([tp[name] for _, _, tp in parts])
+                    for name in parts[0][2]}
+            pos0 = parts[0][1]
+            chunked.append([(ln, (ln.seq, tokens[i:i + width], pos0 + i,
+                                  {k: v[i:i + width] for k, v in taps.items()}))
+                            for i in range(0, len(tokens), width)])
+            n_tokens += len(tokens)
+        for r in range(max(len(c) for c in chunked)):
+            now = [c[r] for c in chunked if r < len(c)]
+            self._process([ln for ln, _ in now], [it for _, it in now])
+        return n_tokens
+
     def _drafts(self, lanes, items) -> list:
         """items [(id_last, pos0, k_max)] of the drafting lanes; one draft each."""
         if not lanes:
@@ -454,17 +505,16 @@ class SpeculativeDecoder:
         return out
 
     def _step(self, lanes, n: int, stop) -> None:
-        """One draft + verify round over the unfinished sequences."""
+        """One draft + verify round over the unfinished sequences. A lane whose round asks
+        the drafter (a consult) first hands it its pending plain rounds; a plain round that
+        drafted nothing leaves its batch pending and calls no accept (nothing was proposed)."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
-        ca = time.process_time()
         round_no = st["n_rounds"]
         # the cost gate weighs one sequence's round (several share a verify ubatch)
         gate = self._gate if len(lanes) == 1 else None
-        # with a draft model the gate decides before drafting (plain rounds too: they time
-        # the draft's processing of one token)
+        # with a draft model the gate decides before drafting
         gate_before = gate is not None and not self._gate_after_draft(self.drafter)
-        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
         plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
@@ -473,17 +523,26 @@ class SpeculativeDecoder:
                 continue
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            if gate_before and k_max > 0:
-                # a draft model's graphs cost time: the gate decides before drafting
-                k_max = gate.choose(k_max, lane.drafter.draft_class, round_no)
-            plan.append((lane, pos0, k_max))
+            plan.append([lane, pos0, k_max, k_max > 0])
         if not plan:
             return
-        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k in plan if k > 0]
+        c_flush = time.process_time()
+        builds_flush = self._draft_graph_builds(lanes) if gate_before else 0
+        n_flushed = self._flush([p[0] for p in plan if p[3]])
+        ca = time.process_time()
+        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
+        if gate_before and n_flushed and draft_builds == builds_flush:
+            # what processing one token of a plain round costs the draft
+            gate.observe_draft_cost(0, (ca - c_flush) / n_flushed)
+        if gate_before:
+            for p in plan:
+                if p[2] > 0:      # a draft model's graphs cost time: decide before drafting
+                    p[2] = gate.choose(p[2], p[0].drafter.draft_class, round_no)
+        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, _ in plan if k > 0]
         drafts = dict(zip((id(ln) for ln, _ in drafting),
                           self._drafts([ln for ln, _ in drafting], [it for _, it in drafting])))
         batches, work = [], []
-        for lane, pos0, k_max in plan:
+        for lane, pos0, k_max, consulted in plan:
             ids, probs = [], None
             if k_max > 0:
                 ids, probs = self._take_draft(drafts[id(lane)], k_max)
@@ -493,7 +552,7 @@ class SpeculativeDecoder:
                         ids, probs = ids[:j], None if probs is None else probs[:j]
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
-            work.append((lane, pos0, ids, probs, batch))
+            work.append((lane, pos0, ids, probs, batch, consulted, k_max > 0))
         st["n_rounds"] += 1
         builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
@@ -508,12 +567,20 @@ class SpeculativeDecoder:
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), cc - cb)
-        self._process([w[0] for w in work],
-                      [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
-                       for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
+        # the drafter sees a round that drafted now (accept refers to it); a round that did
+        # not draft stays pending until the next consult
+        seen = []
+        for w, rows in zip(work, all_rows):
+            lane, pos0, batch, drew = w[0], w[1], w[4], w[6]
+            if drew:
+                seen.append((lane, (lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)))
+            else:
+                lane.pending.append((batch, pos0, rows.taps))
+        if seen:
+            self._process([ln for ln, _ in seen], [it for _, it in seen])
         t_draft = time.perf_counter() - tc
         accepted = []
-        for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
+        for (lane, pos0, ids, probs, batch, consulted, _), rows in zip(work, all_rows):
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)
@@ -522,6 +589,8 @@ class SpeculativeDecoder:
                     lane.out.stop_reason = "stop"
             n_acc = len(result) - 1
             self._control(lane, len(ids), n_acc)
+            if consulted:
+                self._after_consult(lane, len(ids), n_acc)
             if gate is not None and ids:
                 gate.observe_accept(lane.drafter.draft_class, len(ids), n_acc)
             accepted.append(n_acc)
@@ -542,16 +611,18 @@ class SpeculativeDecoder:
             lane.out.extend(result)
             lane.id_last = result[-1]
         t5 = time.perf_counter()
+        drew = [(w[0], k) for w, k in zip(work, accepted) if w[6]]
         if self.batch_draft:
-            self.drafter.accept_seqs([(w[0].seq, k) for w, k in zip(work, accepted)])
+            if drew:
+                self.drafter.accept_seqs([(lane.seq, k) for lane, k in drew])
         else:
-            for w, k in zip(work, accepted):
-                w[0].drafter.accept(k)
+            for lane, k in drew:
+                lane.drafter.accept(k)
         t_draft += time.perf_counter() - t5
         te = time.perf_counter()
-        if gate_before and self._draft_graph_builds(lanes) == draft_builds:
-            # the draft side of this round (CPU seconds, as the target's): drafting plan[0]'s
-            # budget, processing the batch (and the host work of verifying it)
+        if gate_before and plan[0][2] > 0 and self._draft_graph_builds(lanes) == draft_builds:
+            # the draft side of a drafting round (CPU seconds, as the target's): drafting
+            # plan[0]'s budget, processing the batch (and the host work of verifying it)
             gate.observe_draft_cost(plan[0][2], (cb - ca) + (time.process_time() - cc))
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
@@ -559,10 +630,13 @@ class SpeculativeDecoder:
     def _run_one(self, lane, n: int, stop) -> None:
         """The rounds of one sequence whose drafter runs no draft graphs (n-gram, custom
         drafts) with greedy ids from the graph: the calls, statistics and stream of _step,
-        without its per-sequence lists. A round with nothing drafted decodes id_last through
-        decode_greedy's one-token shortcut. On a small target a token costs ~150 us, and the
-        general round's bookkeeping was a tenth of that: this loop keeps a round that drafts
-        nothing close to a plain decode."""
+        without its per-sequence lists. A plain round decodes id_last through decode_greedy's
+        one-token shortcut; rounds that ask nobody (a pause of the draft length, the
+        consultation back-off) run back to back as in ctx.generate's loop (`_plain_run`),
+        their tokens handed to the drafter in one process call at the next consult. On a
+        small target a token costs ~150 us: a round's bookkeeping, lookup and gate cost a
+        few tens of us, which a drafter that keeps proposing nothing pays only every
+        MAX_QUIET tokens."""
         ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
         seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
         adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
@@ -571,20 +645,31 @@ class SpeculativeDecoder:
         if own_length and not adaptive:
             drafter.length_hint = 0
         pos0 = ctx.n_past(seq)
+        fed = []           # tokens of plain rounds the drafter has not seen (up to pos0)
         draft_s = verify_s = 0.0
-        n_rounds = n_plain = 0
+        n_rounds = n_plain = n_quiet = 0
         try:
             while len(out) < n and out.stop_reason == "n":
                 ta = perf()
                 if pos0 >= n_ctx:
                     out.stop_reason = "n_ctx"
                     break
-                # the budget as _draft_budget gives it (a pause counts down here)
+                if adaptive and (lane.skip or lane.quiet):
+                    m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
+                    k = self._plain_run(lane, m, stop, fed)
+                    if lane.skip:
+                        lane.skip -= k
+                    else:
+                        lane.quiet -= k
+                        n_quiet += k
+                    n_rounds += k
+                    n_plain += k
+                    pos0 += k
+                    verify_s += perf() - ta
+                    continue
+                # the budget as _draft_budget gives it
                 if not adaptive:
                     k_max = self.n_max
-                elif lane.skip > 0:
-                    lane.skip -= 1
-                    k_max = 0
                 else:
                     k_max = self._length.best_length(lane.n_cur) if cost_rule else lane.n_cur
                     if own_length:
@@ -592,6 +677,9 @@ class SpeculativeDecoder:
                 k_max = min(k_max, n - len(out) - 1, n_ctx - pos0 - 1)
                 ids = ()
                 if k_max > 0:
+                    if fed:
+                        drafter.process(np.asarray(fed, np.int32), pos0 - len(fed), {})
+                        fed.clear()
                     d = drafter.draft(lane.id_last, pos0, k_max)
                     if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
                         ids, _ = self._take_draft(d, k_max)
@@ -617,14 +705,18 @@ class SpeculativeDecoder:
                             self._length.observe_cost(1, tc - tb)
                         if timed:
                             gate.observe_cost(1, cc - cb)
-                    drafter.process(np.array([lane.id_last], np.int32), pos0, {})
+                    if k_max > 0:      # it drafted: the drafter sees the round and its end
+                        drafter.process(np.array([lane.id_last], np.int32), pos0, {})
+                        drafter.accept(0)
+                        self._after_consult(lane, 0, 0)
+                    else:
+                        fed.append(lane.id_last)
                     if stop is not None and stop(tok):
                         out.stop_reason = "stop"
                     n_plain += 1
                     out.append(tok)
                     lane.id_last = tok
                     pos0 += 1
-                    drafter.accept(0)
                     te = perf()
                     draft_s += (tb - ta) + (te - tc)
                     verify_s += tc - tb
@@ -648,6 +740,7 @@ class SpeculativeDecoder:
                         out.stop_reason = "stop"
                 n_acc = len(result) - 1
                 self._control(lane, len(ids), n_acc)
+                self._after_consult(lane, len(ids), n_acc)
                 if gate is not None:
                     gate.observe_accept(cls, len(ids), n_acc)
                 if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
@@ -669,11 +762,47 @@ class SpeculativeDecoder:
                 draft_s += (tb - ta) + t_draft
                 verify_s += (tc - tb) + (te - tc - t_draft)
         finally:
+            if fed:            # generate_batch hands them over when the loop ends
+                lane.pending.append((fed, pos0 - len(fed), {}))
             st["n_rounds"] += n_rounds
             st["n_target_decodes"] += n_rounds
             st["n_plain_steps"] += n_plain
+            st["n_quiet_rounds"] += n_quiet
             st["draft_s"] += draft_s
             st["verify_s"] += verify_s
+
+    def _plain_run(self, lane, m: int, stop, fed: list) -> int:
+        """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
+        decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
+        timed for the cost models. The decoded tokens go to fed; returns the rounds run."""
+        ctx, out, seq = self.ctx, lane.out, lane.seq
+        decode = ctx.decode_greedy
+        tok = lane.id_last
+        builds = ctx.timings["n_graph_build"]
+        tb, cb = time.perf_counter(), time.process_time()
+        fed.append(tok)
+        tok = decode([tok], seq_id=seq)
+        cc, tc = time.process_time(), time.perf_counter()
+        if ctx.timings["n_graph_build"] == builds:
+            if self.adaptive == "cost":
+                self._length.observe_cost(1, tc - tb)
+            if self._gate is not None:
+                self._gate.observe_cost(1, cc - cb)
+        out.append(tok)
+        k = 1
+        if stop is not None and stop(tok):
+            out.stop_reason = "stop"
+            m = 0
+        while k < m:
+            fed.append(tok)
+            tok = decode([tok], seq_id=seq)
+            out.append(tok)
+            k += 1
+            if stop is not None and stop(tok):
+                out.stop_reason = "stop"
+                break
+        lane.id_last = tok
+        return k
 
     @staticmethod
     def _draft_graph_builds(lanes) -> int:
@@ -712,10 +841,14 @@ class SpeculativeDecoder:
 
 class _Lane:
     """One sequence of a generate_batch call: its drafter, sampler and verifier streams, the
-    committed ids and the adaptive draft-length state."""
+    committed ids, the adaptive draft-length state, the consultation back-off (`quiet` plain
+    rounds left before the drafter is asked again, `span` the next such stretch) and the
+    target batches the drafter has not seen yet (`pending`: [(tokens, pos0, taps)])."""
 
     def __init__(self, seq: int, drafter, sampler, rng, n_max: int):
         self.seq, self.drafter, self.sampler, self.rng = seq, drafter, sampler, rng
         self.out = Generation()
         self.id_last = None
         self.n_cur, self.skip, self.backoff = n_max, 0, 1
+        self.quiet, self.span = 0, 1
+        self.pending = []
