@@ -311,6 +311,8 @@ class SpeculativeDecoder:
         round again. The gate's re-probes still come, at the next round that asks."""
         if not self.adaptive:
             return
+        if n_drafted == 0 and self._gate is not None and not self._gate.ready:
+            return       # the gate declines while it learns a plain round's cost: no verdict
         if n_drafted == 0:
             lane.quiet, lane.span = lane.span, min(2 * lane.span, self.MAX_QUIET)
         elif n_acc > 0:
@@ -463,13 +465,15 @@ class SpeculativeDecoder:
                 lane.drafter.process(tokens, pos0, taps)
         self.stats["draft_process_calls"] += self._graph_count(lanes) - g0
 
-    def _flush(self, lanes) -> int:
+    def _flush(self, lanes, gate=None) -> int:
         """Hand each lane's drafter the target batches of its plain rounds that it has not
         seen (`pending`), in chunks of at most n_max + 1 tokens (the widths verify batches
         already built draft graphs for), several sequences per call with batch_draft;
         returns how many tokens went over. Plain rounds leave their tokens pending so that a
         stretch of them costs the draft a few processings, not one a token; every consult
-        flushes first, so a drafter always drafts from the whole committed stream."""
+        flushes first, so a drafter always drafts from the whole committed stream. gate: the
+        one lane's gate, told what each chunk that built no draft graph cost a token (the
+        draft side of a plain round)."""
         lanes = [ln for ln in lanes if ln.pending]
         if not lanes:
             return 0
@@ -488,7 +492,11 @@ class SpeculativeDecoder:
             n_tokens += len(tokens)
         for r in range(max(len(c) for c in chunked)):
             now = [c[r] for c in chunked if r < len(c)]
+            if gate is not None:
+                builds, c0 = self._draft_graph_builds(lanes), time.process_time()
             self._process([ln for ln, _ in now], [it for _, it in now])
+            if gate is not None and self._draft_graph_builds(lanes) == builds:
+                gate.observe_draft_cost(0, (time.process_time() - c0) / len(now[0][1][1]))
         return n_tokens
 
     def _drafts(self, lanes, items) -> list:
@@ -521,28 +529,26 @@ class SpeculativeDecoder:
             if pos0 >= ctx.n_ctx:
                 lane.out.stop_reason = "n_ctx"
                 continue
+            # a pause or a back-off: the round's batch may wait for the next consult
+            resting = bool(self.adaptive and (lane.skip > 0 or lane.quiet > 0))
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            plan.append([lane, pos0, k_max, k_max > 0])
+            plan.append([lane, pos0, k_max, k_max > 0, resting])
         if not plan:
             return
-        c_flush = time.process_time()
-        builds_flush = self._draft_graph_builds(lanes) if gate_before else 0
-        n_flushed = self._flush([p[0] for p in plan if p[3]])
+        self._flush([p[0] for p in plan if p[3]], gate if gate_before else None)
         ca = time.process_time()
         draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
-        if gate_before and n_flushed and draft_builds == builds_flush:
-            # what processing one token of a plain round costs the draft
-            gate.observe_draft_cost(0, (ca - c_flush) / n_flushed)
         if gate_before:
             for p in plan:
                 if p[2] > 0:      # a draft model's graphs cost time: decide before drafting
                     p[2] = gate.choose(p[2], p[0].drafter.draft_class, round_no)
-        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, _ in plan if k > 0]
+                    p[4] = p[2] == 0
+        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, _, _ in plan if k > 0]
         drafts = dict(zip((id(ln) for ln, _ in drafting),
                           self._drafts([ln for ln, _ in drafting], [it for _, it in drafting])))
         batches, work = [], []
-        for lane, pos0, k_max, consulted in plan:
+        for lane, pos0, k_max, consulted, may_wait in plan:
             ids, probs = [], None
             if k_max > 0:
                 ids, probs = self._take_draft(drafts[id(lane)], k_max)
@@ -552,7 +558,8 @@ class SpeculativeDecoder:
                         ids, probs = ids[:j], None if probs is None else probs[:j]
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
-            work.append((lane, pos0, ids, probs, batch, consulted, k_max > 0))
+            work.append((lane, pos0, ids, probs, batch, consulted, k_max > 0,
+                         k_max == 0 and (may_wait or bool(lane.pending))))
         st["n_rounds"] += 1
         builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
@@ -567,20 +574,21 @@ class SpeculativeDecoder:
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), cc - cb)
-        # the drafter sees a round that drafted now (accept refers to it); a round that did
-        # not draft stays pending until the next consult
+        # the drafter sees the round now (after a draft: accept refers to it), but for a
+        # plain round of a pause, a back-off or a declined draft, which waits for the next
+        # consult (as does every round after one that waits)
         seen = []
         for w, rows in zip(work, all_rows):
-            lane, pos0, batch, drew = w[0], w[1], w[4], w[6]
-            if drew:
-                seen.append((lane, (lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)))
-            else:
+            lane, pos0, batch, waits = w[0], w[1], w[4], w[7]
+            if waits:
                 lane.pending.append((batch, pos0, rows.taps))
+            else:
+                seen.append((lane, (lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)))
         if seen:
             self._process([ln for ln, _ in seen], [it for _, it in seen])
         t_draft = time.perf_counter() - tc
         accepted = []
-        for (lane, pos0, ids, probs, batch, consulted, _), rows in zip(work, all_rows):
+        for (lane, pos0, ids, probs, batch, consulted, _, _), rows in zip(work, all_rows):
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)
