@@ -1,5 +1,5 @@
 """The consultation back-off of SpeculativeDecoder: after a round that asked the drafter (or
-the cost gate) and verified nothing, the next 1, 2, 4 .. MAX_QUIET rounds decode plainly
+the cost gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds decode plainly
 without asking, their tokens reaching the drafter at the next consult.
 
 Costs are injected (FixedCost), so every decision is deterministic. Checked:
@@ -134,8 +134,8 @@ def _steered(base):
         before `switch`, the target's own continuation from it, so the decoder sees a long
         stretch of declined rounds and then accepted drafts."""
 
-        def setup(self, full, switch):
-            self.full, self.switch, self.raw = full, switch, {}
+        def setup(self, full, switch, empty=False):
+            self.full, self.switch, self.empty, self.raw = full, switch, empty, {}
             return self
 
         def draft(self, id_last, pos0, n_max):
@@ -154,7 +154,7 @@ def _steered(base):
         def _steer(self, pos0, n_max, d):
             self.raw[pos0] = list(d.ids)
             true = [int(t) for t in self.full[pos0 + 1:pos0 + 1 + n_max]]
-            k = max(len(d.ids), 1)
+            k = 0 if self.empty else max(len(d.ids), 1)
             d.ids = true[:k] if pos0 >= self.switch else [(t + 1) % 256 for t in true[:k]]
     return Steered
 
@@ -196,12 +196,12 @@ def test_every_kind_resumes_drafting_in_sync(kinds, kind):
     full = PROMPT + want
     switch = len(PROMPT) + 20
     runs = {}
-    # the reference asks at every position: its steered drafts are never right, so every
-    # round commits one token (the raw drafts it records are the draft model's own)
-    for label, at, opt in (("back-off", switch, dict(cost_model=MIDDLE)),
-                           ("every round", 10 ** 6, dict(adaptive=False, cost_gate=False))):
+    # the reference asks at every position and verifies nothing (its drafts are emptied after
+    # they are recorded), so its drafter sees every token one round at a time
+    for label, empty, opt in (("back-off", False, dict(cost_model=MIDDLE)),
+                              ("every round", True, dict(adaptive=False, cost_gate=False))):
         ctx = Context(target, n_ctx=N_CTX)
-        drafter = _steered(cls)(ctx, draft, **kw).setup(full, at)
+        drafter = _steered(cls)(ctx, draft, **kw).setup(full, switch, empty)
         dec = SpeculativeDecoder(ctx, drafter, n_max=3, **opt)
         out = dec.generate(PROMPT, N)
         assert list(out) == want, label
@@ -209,7 +209,7 @@ def test_every_kind_resumes_drafting_in_sync(kinds, kind):
         runs[label] = ctx, drafter, dec
     ctx, drafter, dec = runs["back-off"]
     s = dec.stats
-    assert s["n_quiet_rounds"] > 20 and s["n_accepted"] > 0
+    assert s["n_quiet_rounds"] > 10 and s["n_accepted"] > 0
     # the draft's own state holds every committed token, without holes
     n_past = ctx.n_past(0)
     if kind == "ngram":

@@ -118,7 +118,7 @@ class SpeculativeDecoder:
     acceptance): shorten drafts after rejections (to n_accepted + 1, doubling back after a
     fully accepted one) and skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
     fail, so a draft that never matches costs about plain decoding; after a round that asked
-    the drafter (or the gate) and verified nothing, the next 1, 2, 4 .. MAX_QUIET rounds
+    the drafter (or the gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds
     decode plainly without asking (stats "n_quiet_rounds"; an accepted draft asks every
     round again), their tokens handed to the drafter at the next round that asks; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
@@ -137,7 +137,10 @@ class SpeculativeDecoder:
     the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
-    MAX_QUIET = 16        # longest stretch of plain rounds between two asks of the drafter
+    # longest stretch of plain rounds between two asks of the drafter: an ask costs a few
+    # tens of us (a tenth to a third of a small target's step), and a copy that starts in
+    # the meantime is found this many tokens late
+    MAX_QUIET = 8
     PLAIN_SAMPLE = 4      # the one-sequence loop times every 4th plain step for the gate
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
@@ -309,18 +312,19 @@ class SpeculativeDecoder:
 
     def _after_consult(self, lane, n_drafted: int, n_acc: int) -> None:
         """The consultation back-off, after a round that asked the drafter (or the gate):
-        one that verified nothing leaves the next `span` rounds plain without asking (1, 2,
-        4 .. MAX_QUIET in a row: a drafter that keeps proposing nothing worth verifying
-        costs a lookup every MAX_QUIET tokens, not every token); an accepted draft asks every
-        round again. The gate's re-probes still come, at the next round that asks."""
+        one that verified nothing leaves the next `span` rounds plain without asking (0, 1,
+        2, 4 .. MAX_QUIET after consecutive ones: a drafter that keeps proposing nothing
+        worth verifying costs a lookup every MAX_QUIET + 1 tokens, not every token, and one
+        miss between accepted drafts costs nothing); an accepted draft asks every round
+        again. The gate's re-probes still come, at the next round that asks."""
         if not self.adaptive:
             return
         if n_drafted == 0 and self._gate is not None and not self._gate.ready:
             return       # the gate declines while it learns a plain round's cost: no verdict
         if n_drafted == 0:
-            lane.quiet, lane.span = lane.span, min(2 * lane.span, self.MAX_QUIET)
+            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), self.MAX_QUIET)
         elif n_acc > 0:
-            lane.span = 1
+            lane.span = 0
 
     def _take_draft(self, d, k_max: int):
         if d is None:
@@ -688,5 +692,5 @@ class _Lane:
         self.out = Generation()
         self.id_last = None
         self.n_cur, self.skip, self.backoff = n_max, 0, 1
-        self.quiet, self.span = 0, 1
+        self.quiet, self.span = 0, 0
         self.pending = []
