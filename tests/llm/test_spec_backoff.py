@@ -135,7 +135,7 @@ def _steered(base):
         stretch of declined rounds and then accepted drafts."""
 
         def setup(self, full, switch, empty=False):
-            self.full, self.switch, self.empty, self.raw = full, switch, empty, {}
+            self.full, self.switch, self.empty, self.raw, self.rows = full, switch, empty, {}, {}
             return self
 
         def draft(self, id_last, pos0, n_max):
@@ -153,6 +153,8 @@ def _steered(base):
 
         def _steer(self, pos0, n_max, d):
             self.raw[pos0] = list(d.ids)
+            rows = getattr(d, "logits", None)
+            self.rows[pos0] = None if rows is None or not len(rows) else np.array(rows[0])
             true = [int(t) for t in self.full[pos0 + 1:pos0 + 1 + n_max]]
             k = 0 if self.empty else max(len(d.ids), 1)
             d.ids = true[:k] if pos0 >= self.switch else [(t + 1) % 256 for t in true[:k]]
@@ -189,6 +191,12 @@ def _draft_positions(drafter) -> list:
     return sorted(int(p) for p in cells.pos[cells.seq[:, 0]])
 
 
+# how far a resumed draft's first logits row may be from the every-round one: MTP and DFlash
+# compute a batch of tokens bit-like one at a time; EAGLE3's draft does not (~0.2 apart at
+# most here), while a draft memory missing tokens puts its rows 0.5 to 3 apart
+ROW_TOL = {"eagle3": 0.4}
+
+
 @pytest.mark.parametrize("kind", ["ngram", "mtp", "eagle3", "dflash", "dspark"])
 def test_every_kind_resumes_drafting_in_sync(kinds, kind):
     target, draft, cls, kw = kinds[kind]
@@ -201,7 +209,9 @@ def test_every_kind_resumes_drafting_in_sync(kinds, kind):
     for label, empty, opt in (("back-off", False, dict(cost_model=MIDDLE)),
                               ("every round", True, dict(adaptive=False, cost_gate=False))):
         ctx = Context(target, n_ctx=N_CTX)
-        drafter = _steered(cls)(ctx, draft, **kw).setup(full, switch, empty)
+        # p_min: the draft logits rows are copied out (a cut this low drops no token)
+        extra = {} if kind == "ngram" else {"p_min": 1e-9}
+        drafter = _steered(cls)(ctx, draft, **kw, **extra).setup(full, switch, empty)
         dec = SpeculativeDecoder(ctx, drafter, n_max=3, **opt)
         out = dec.generate(PROMPT, N)
         assert list(out) == want, label
@@ -217,12 +227,17 @@ def test_every_kind_resumes_drafting_in_sync(kinds, kind):
     else:
         pos = _draft_positions(drafter)
         assert pos == list(range(len(pos))) and len(pos) >= n_past - 1
-    # a draft asked after quiet rounds is the draft of a decoder that asked every round
-    ref = runs["every round"][1].raw
-    resumed = [p for p in sorted(drafter.raw) if p in ref and p - 1 not in drafter.raw]
+    # a draft asked after quiet rounds is the draft of a decoder that asked every round: the
+    # same tokens where only ids come out, else the same first draft logits row (ROW_TOL)
+    ref = runs["every round"][1]
+    resumed = [p for p in sorted(drafter.raw) if p in ref.raw and p - 1 not in drafter.raw]
     assert len(resumed) >= 3
     for p in resumed:
-        assert drafter.raw[p] == ref[p][:len(drafter.raw[p])], p
+        if drafter.rows[p] is None:          # ids out of the graph (n-gram, DSpark)
+            assert drafter.raw[p] == ref.raw[p][:len(drafter.raw[p])], p
+        else:
+            diff = np.abs(drafter.rows[p] - ref.rows[p]).max()
+            assert diff <= ROW_TOL.get(kind, 0.0), (p, diff)
 
 
 class SwitchedSynthetic(SyntheticDrafter):
