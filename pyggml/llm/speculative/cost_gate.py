@@ -296,6 +296,11 @@ class DraftGate:
             self._table, self._table_version = table, version
         return self._table
 
+    @property
+    def ready(self) -> bool:
+        """Whether a plain round's cost is known (until then every draft is declined)."""
+        return self._costs()[0] is not None
+
     def expected_rate(self, cls, j: int) -> float:
         """Expected tokens per second of a round verifying j drafts of class cls (j = 0: a
         plain step); None while a cost is unknown."""

@@ -38,6 +38,7 @@ from ..sampling import Sampler, greedy
 from .cost_gate import DraftGate
 from .draft_length import DraftLength
 from .drafter import Draft, Drafter, drafter_factory
+from .one_lane import run_one
 from .target import StepRows, decode_steps, shares_ubatch
 from .verify import verify_forced, verify_greedy, verify_rejection
 
@@ -116,7 +117,10 @@ class SpeculativeDecoder:
     sampling, synthetic acceptance). adaptive (default True, False for synthetic
     acceptance): shorten drafts after rejections (to n_accepted + 1, doubling back after a
     fully accepted one) and skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
-    fail, so a draft that never matches costs about plain decoding; "cost" also caps the
+    fail, so a draft that never matches costs about plain decoding; after a round that asked
+    the drafter (or the gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds
+    decode plainly without asking (stats "n_quiet_rounds"; an accepted draft asks every
+    round again), their tokens handed to the drafter at the next round that asks; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
     timing-dependent lengths); False drafts n_max every step. With an adaptive mode the
@@ -133,6 +137,10 @@ class SpeculativeDecoder:
     the drafter."""
 
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
+    # longest stretch of plain rounds between two asks of the drafter: an ask costs a few
+    # tens of us (a tenth to a third of a small target's step), and a copy that starts in
+    # the meantime is found this many tokens late
+    MAX_QUIET = 8
     PLAIN_SAMPLE = 4      # the one-sequence loop times every 4th plain step for the gate
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
@@ -248,6 +256,7 @@ class SpeculativeDecoder:
                       "gen_s": 0.0, "n_tokens": 0, "tokens_per_s": 0.0, "n_seqs": 0,
                       "n_target_decodes": 0, "n_rounds": 0, "draft_calls": 0,
                       "draft_process_calls": 0, "n_gated": 0, "n_probes": 0,
+                      "n_quiet_rounds": 0,
                       "valid": bool(getattr(self.drafter, "valid", True))}
         self._acc_per_pos = np.zeros(self.n_max, np.int64)
 
@@ -268,6 +277,10 @@ class SpeculativeDecoder:
             return self.n_max
         if lane.skip > 0:
             lane.skip -= 1
+            return 0
+        if lane.quiet > 0:
+            lane.quiet -= 1
+            self.stats["n_quiet_rounds"] += 1
             return 0
         if self.adaptive == "cost":
             return self._length.best_length(lane.n_cur)
@@ -296,6 +309,22 @@ class SpeculativeDecoder:
             lane.n_cur = max(1, n_acc + 1)
             if n_acc:
                 lane.backoff = 1
+
+    def _after_consult(self, lane, n_drafted: int, n_acc: int) -> None:
+        """The consultation back-off, after a round that asked the drafter (or the gate):
+        one that verified nothing leaves the next `span` rounds plain without asking (0, 1,
+        2, 4 .. MAX_QUIET after consecutive ones: a drafter that keeps proposing nothing
+        worth verifying costs a lookup every MAX_QUIET + 1 tokens, not every token, and one
+        miss between accepted drafts costs nothing); an accepted draft asks every round
+        again. The gate's re-probes still come, at the next round that asks."""
+        if not self.adaptive:
+            return
+        if n_drafted == 0 and self._gate is not None and not self._gate.ready:
+            return       # the gate declines while it learns a plain round's cost: no verdict
+        if n_drafted == 0:
+            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), self.MAX_QUIET)
+        elif n_acc > 0:
+            lane.span = 0
 
     def _take_draft(self, d, k_max: int):
         if d is None:
@@ -397,6 +426,10 @@ class SpeculativeDecoder:
         while active:
             self._step(active, n, stop)
             active = [ln for ln in active if len(ln.out) < n and ln.out.stop_reason == "n"]
+        # the drafters see the last plain rounds too (a later call continues the sequences)
+        tf = time.perf_counter()
+        if self._flush(lanes):
+            st["draft_s"] += time.perf_counter() - tf
         # generation time counts the drafters' processing of the prompts (as before the
         # first step of a single sequence)
         st["gen_s"] = time.perf_counter() - t1 + t_prompt_draft
@@ -440,6 +473,40 @@ class SpeculativeDecoder:
                 lane.drafter.process(tokens, pos0, taps)
         self.stats["draft_process_calls"] += self._graph_count(lanes) - g0
 
+    def _flush(self, lanes, gate=None) -> int:
+        """Hand each lane's drafter the target batches of its plain rounds that it has not
+        seen (`pending`), in chunks of at most n_max + 1 tokens (the widths verify batches
+        already built draft graphs for), several sequences per call with batch_draft;
+        returns how many tokens went over. Plain rounds leave their tokens pending so that a
+        stretch of them costs the draft a few processings, not one a token; every consult
+        flushes first, so a drafter always drafts from the whole committed stream. gate: the
+        one lane's gate, told what each chunk that built no draft graph cost a token (the
+        draft side of a plain round)."""
+        lanes = [ln for ln in lanes if ln.pending]
+        if not lanes:
+            return 0
+        width = self.n_max + 1
+        chunked, n_tokens = [], 0
+        for ln in lanes:
+            parts = ln.pending
+            ln.pending = []
+            tokens = np.concatenate([np.asarray(t, np.int32) for t, _, _ in parts])
+            taps = {name: np.concatenate([tp[name] for _, _, tp in parts])
+                    for name in parts[0][2]}
+            pos0 = parts[0][1]
+            chunked.append([(ln, (ln.seq, tokens[i:i + width], pos0 + i,
+                                  {k: v[i:i + width] for k, v in taps.items()}))
+                            for i in range(0, len(tokens), width)])
+            n_tokens += len(tokens)
+        for r in range(max(len(c) for c in chunked)):
+            now = [c[r] for c in chunked if r < len(c)]
+            if gate is not None:
+                builds, c0 = self._draft_graph_builds(lanes), time.process_time()
+            self._process([ln for ln, _ in now], [it for _, it in now])
+            if gate is not None and self._draft_graph_builds(lanes) == builds:
+                gate.observe_draft_cost(0, (time.process_time() - c0) / len(now[0][1][1]))
+        return n_tokens
+
     def _drafts(self, lanes, items) -> list:
         """items [(id_last, pos0, k_max)] of the drafting lanes; one draft each."""
         if not lanes:
@@ -454,36 +521,42 @@ class SpeculativeDecoder:
         return out
 
     def _step(self, lanes, n: int, stop) -> None:
-        """One draft + verify round over the unfinished sequences."""
+        """One draft + verify round over the unfinished sequences. A lane whose round asks
+        the drafter (a consult) first hands it its pending plain rounds; a plain round that
+        drafted nothing leaves its batch pending and calls no accept (nothing was proposed)."""
         ctx, st = self.ctx, self.stats
         ta = time.perf_counter()
-        ca = time.process_time()
         round_no = st["n_rounds"]
         # the cost gate weighs one sequence's round (several share a verify ubatch)
         gate = self._gate if len(lanes) == 1 else None
-        # with a draft model the gate decides before drafting (plain rounds too: they time
-        # the draft's processing of one token)
+        # with a draft model the gate decides before drafting
         gate_before = gate is not None and not self._gate_after_draft(self.drafter)
-        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
         plan = []
         for lane in lanes:
             pos0 = ctx.n_past(lane.seq)
             if pos0 >= ctx.n_ctx:
                 lane.out.stop_reason = "n_ctx"
                 continue
+            # a pause or a back-off: the round's batch may wait for the next consult
+            resting = bool(self.adaptive and (lane.skip > 0 or lane.quiet > 0))
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            if gate_before and k_max > 0:
-                # a draft model's graphs cost time: the gate decides before drafting
-                k_max = gate.choose(k_max, lane.drafter.draft_class, round_no)
-            plan.append((lane, pos0, k_max))
+            plan.append([lane, pos0, k_max, k_max > 0, resting])
         if not plan:
             return
-        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k in plan if k > 0]
+        self._flush([p[0] for p in plan if p[3]], gate if gate_before else None)
+        ca = time.process_time()
+        draft_builds = self._draft_graph_builds(lanes) if gate_before else 0
+        if gate_before:
+            for p in plan:
+                if p[2] > 0:      # a draft model's graphs cost time: decide before drafting
+                    p[2] = gate.choose(p[2], p[0].drafter.draft_class, round_no)
+                    p[4] = p[2] == 0
+        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, _, _ in plan if k > 0]
         drafts = dict(zip((id(ln) for ln, _ in drafting),
                           self._drafts([ln for ln, _ in drafting], [it for _, it in drafting])))
         batches, work = [], []
-        for lane, pos0, k_max in plan:
+        for lane, pos0, k_max, consulted, may_wait in plan:
             ids, probs = [], None
             if k_max > 0:
                 ids, probs = self._take_draft(drafts[id(lane)], k_max)
@@ -493,7 +566,8 @@ class SpeculativeDecoder:
                         ids, probs = ids[:j], None if probs is None else probs[:j]
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
-            work.append((lane, pos0, ids, probs, batch))
+            work.append((lane, pos0, ids, probs, batch, consulted, k_max > 0,
+                         k_max == 0 and (may_wait or bool(lane.pending))))
         st["n_rounds"] += 1
         builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
@@ -508,12 +582,21 @@ class SpeculativeDecoder:
             self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), cc - cb)
-        self._process([w[0] for w in work],
-                      [(lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)
-                       for (lane, pos0, _, _, batch), rows in zip(work, all_rows)])
+        # the drafter sees the round now (after a draft: accept refers to it), but for a
+        # plain round of a pause, a back-off or a declined draft, which waits for the next
+        # consult (as does every round after one that waits)
+        seen = []
+        for w, rows in zip(work, all_rows):
+            lane, pos0, batch, waits = w[0], w[1], w[4], w[7]
+            if waits:
+                lane.pending.append((batch, pos0, rows.taps))
+            else:
+                seen.append((lane, (lane.seq, np.asarray(batch, np.int32), pos0, rows.taps)))
+        if seen:
+            self._process([ln for ln, _ in seen], [it for _, it in seen])
         t_draft = time.perf_counter() - tc
         accepted = []
-        for (lane, pos0, ids, probs, batch), rows in zip(work, all_rows):
+        for (lane, pos0, ids, probs, batch, consulted, _, _), rows in zip(work, all_rows):
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)
@@ -522,6 +605,8 @@ class SpeculativeDecoder:
                     lane.out.stop_reason = "stop"
             n_acc = len(result) - 1
             self._control(lane, len(ids), n_acc)
+            if consulted:
+                self._after_consult(lane, len(ids), n_acc)
             if gate is not None and ids:
                 gate.observe_accept(lane.drafter.draft_class, len(ids), n_acc)
             accepted.append(n_acc)
@@ -542,138 +627,24 @@ class SpeculativeDecoder:
             lane.out.extend(result)
             lane.id_last = result[-1]
         t5 = time.perf_counter()
+        drew = [(w[0], k) for w, k in zip(work, accepted) if w[6]]
         if self.batch_draft:
-            self.drafter.accept_seqs([(w[0].seq, k) for w, k in zip(work, accepted)])
+            if drew:
+                self.drafter.accept_seqs([(lane.seq, k) for lane, k in drew])
         else:
-            for w, k in zip(work, accepted):
-                w[0].drafter.accept(k)
+            for lane, k in drew:
+                lane.drafter.accept(k)
         t_draft += time.perf_counter() - t5
         te = time.perf_counter()
-        if gate_before and self._draft_graph_builds(lanes) == draft_builds:
-            # the draft side of this round (CPU seconds, as the target's): drafting plan[0]'s
-            # budget, processing the batch (and the host work of verifying it)
+        if gate_before and plan[0][2] > 0 and self._draft_graph_builds(lanes) == draft_builds:
+            # the draft side of a drafting round (CPU seconds, as the target's): drafting
+            # plan[0]'s budget, processing the batch (and the host work of verifying it)
             gate.observe_draft_cost(plan[0][2], (cb - ca) + (time.process_time() - cc))
         st["draft_s"] += (tb - ta) + t_draft
         st["verify_s"] += (tc - tb) + (te - tc - t_draft)
 
     def _run_one(self, lane, n: int, stop) -> None:
-        """The rounds of one sequence whose drafter runs no draft graphs (n-gram, custom
-        drafts) with greedy ids from the graph: the calls, statistics and stream of _step,
-        without its per-sequence lists. A round with nothing drafted decodes id_last through
-        decode_greedy's one-token shortcut. On a small target a token costs ~150 us, and the
-        general round's bookkeeping was a tenth of that: this loop keeps a round that drafts
-        nothing close to a plain decode."""
-        ctx, st, drafter, out = self.ctx, self.stats, lane.drafter, lane.out
-        seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
-        adaptive, cost_rule = self.adaptive, self.adaptive == "cost"
-        gate = self._gate
-        own_length = bool(drafter.own_length)
-        if own_length and not adaptive:
-            drafter.length_hint = 0
-        pos0 = ctx.n_past(seq)
-        draft_s = verify_s = 0.0
-        n_rounds = n_plain = 0
-        try:
-            while len(out) < n and out.stop_reason == "n":
-                ta = perf()
-                if pos0 >= n_ctx:
-                    out.stop_reason = "n_ctx"
-                    break
-                # the budget as _draft_budget gives it (a pause counts down here)
-                if not adaptive:
-                    k_max = self.n_max
-                elif lane.skip > 0:
-                    lane.skip -= 1
-                    k_max = 0
-                else:
-                    k_max = self._length.best_length(lane.n_cur) if cost_rule else lane.n_cur
-                    if own_length:
-                        drafter.length_hint, k_max = k_max, self.n_max
-                k_max = min(k_max, n - len(out) - 1, n_ctx - pos0 - 1)
-                ids = ()
-                if k_max > 0:
-                    d = drafter.draft(lane.id_last, pos0, k_max)
-                    if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
-                        ids, _ = self._take_draft(d, k_max)
-                        if gate is not None and ids:
-                            cls = drafter.draft_class
-                            j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
-                            if j < len(ids):
-                                ids = ids[:j]
-                n_rounds += 1
-                builds = ctx.timings["n_graph_build"]
-                # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
-                # lowest time needs few samples; on a small target the timing is ~1% of it)
-                timed = gate is not None and (ids or n_plain % self.PLAIN_SAMPLE == 0)
-                tb = perf()
-                cb = cpu() if timed else 0.0
-                if not ids:
-                    tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
-                    if timed:
-                        cc = cpu()
-                    tc = perf()
-                    if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
-                        if cost_rule:
-                            self._length.observe_cost(1, tc - tb)
-                        if timed:
-                            gate.observe_cost(1, cc - cb)
-                    drafter.process(np.array([lane.id_last], np.int32), pos0, {})
-                    if stop is not None and stop(tok):
-                        out.stop_reason = "stop"
-                    n_plain += 1
-                    out.append(tok)
-                    lane.id_last = tok
-                    pos0 += 1
-                    drafter.accept(0)
-                    te = perf()
-                    draft_s += (tb - ta) + (te - tc)
-                    verify_s += tc - tb
-                    continue
-                batch = [lane.id_last] + ids
-                rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
-                if gate is not None:
-                    cc = cpu()
-                tc = perf()
-                if ctx.timings["n_graph_build"] == builds:
-                    self._length.observe_cost(len(batch), tc - tb)
-                    if gate is not None:
-                        gate.observe_cost(len(batch), cc - cb)
-                drafter.process(np.asarray(batch, np.int32), pos0, {})
-                t_draft = perf() - tc
-                result = verify_greedy(rows.ids, ids, int, self._is_eog)
-                if stop is not None:
-                    hit = next((j for j, t in enumerate(result) if stop(t)), None)
-                    if hit is not None:
-                        result = result[:hit + 1]
-                        out.stop_reason = "stop"
-                n_acc = len(result) - 1
-                self._control(lane, len(ids), n_acc)
-                if gate is not None:
-                    gate.observe_accept(cls, len(ids), n_acc)
-                if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
-                    raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove "
-                                       f"the {len(ids) - n_acc} rejected positions after "
-                                       f"{pos0 + n_acc}")
-                st["n_verify_steps"] += 1
-                st["n_drafted"] += len(ids)
-                st["n_accepted"] += n_acc
-                self._acc_per_pos[:n_acc] += 1
-                st["steps"].append({"draft": ids, "n_accepted": n_acc})
-                out.extend(result)
-                lane.id_last = result[-1]
-                pos0 += len(result)
-                t5 = perf()
-                drafter.accept(n_acc)
-                te = perf()
-                t_draft += te - t5
-                draft_s += (tb - ta) + t_draft
-                verify_s += (tc - tb) + (te - tc - t_draft)
-        finally:
-            st["n_rounds"] += n_rounds
-            st["n_target_decodes"] += n_rounds
-            st["n_plain_steps"] += n_plain
-            st["draft_s"] += draft_s
-            st["verify_s"] += verify_s
+        run_one(self, lane, n, stop)
 
     @staticmethod
     def _draft_graph_builds(lanes) -> int:
@@ -690,7 +661,7 @@ class SpeculativeDecoder:
 
     @property
     def _plain_ok(self) -> bool:
-        """Whether _step_one serves this decoder: greedy ids, no target taps, no synthetic
+        """Whether _run_one serves this decoder: greedy ids, no target taps, no synthetic
         acceptance, no draft graphs to count."""
         d, cached = self.drafter, self.__dict__.get("_plain_ok_cached")
         if cached is not None and cached[0] is self.sampler and cached[1] is d:
@@ -712,10 +683,14 @@ class SpeculativeDecoder:
 
 class _Lane:
     """One sequence of a generate_batch call: its drafter, sampler and verifier streams, the
-    committed ids and the adaptive draft-length state."""
+    committed ids, the adaptive draft-length state, the consultation back-off (`quiet` plain
+    rounds left before the drafter is asked again, `span` the next such stretch) and the
+    target batches the drafter has not seen yet (`pending`: [(tokens, pos0, taps)])."""
 
     def __init__(self, seq: int, drafter, sampler, rng, n_max: int):
         self.seq, self.drafter, self.sampler, self.rng = seq, drafter, sampler, rng
         self.out = Generation()
         self.id_last = None
         self.n_cur, self.skip, self.backoff = n_max, 0, 1
+        self.quiet, self.span = 0, 0
+        self.pending = []

@@ -1,0 +1,191 @@
+"""The rounds of SpeculativeDecoder for one sequence whose drafter runs no draft graphs
+(n-gram lookup, custom drafts) with greedy ids taken in the target's graph: the calls,
+statistics and stream of the general round (`SpeculativeDecoder._step`) without its
+per-sequence lists, and plain rounds through decode_greedy's one-token shortcut."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .drafter import Draft
+from .target import decode_steps
+from .verify import verify_greedy
+
+
+def run_one(dec, lane, n: int, stop) -> None:
+    """The rounds of one sequence whose drafter runs no draft graphs (n-gram, custom
+    drafts) with greedy ids from the graph: the calls, statistics and stream of _step,
+    without its per-sequence lists. A plain round decodes id_last through decode_greedy's
+    one-token shortcut; rounds that ask nobody (a pause of the draft length, the
+    consultation back-off) run back to back as in ctx.generate's loop (`plain_run`),
+    their tokens handed to the drafter in one process call at the next consult. On a
+    small target a token costs ~150 us: a round's bookkeeping, lookup and gate cost a
+    few tens of us, which a drafter that keeps proposing nothing pays only every
+    MAX_QUIET tokens."""
+    ctx, st, drafter, out = dec.ctx, dec.stats, lane.drafter, lane.out
+    seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
+    adaptive, cost_rule = dec.adaptive, dec.adaptive == "cost"
+    gate = dec._gate
+    own_length = bool(drafter.own_length)
+    if own_length and not adaptive:
+        drafter.length_hint = 0
+    pos0 = ctx.n_past(seq)
+    fed = []           # tokens of plain rounds the drafter has not seen (up to pos0)
+    draft_s = verify_s = 0.0
+    n_rounds = n_plain = n_quiet = 0
+    try:
+        while len(out) < n and out.stop_reason == "n":
+            ta = perf()
+            if pos0 >= n_ctx:
+                out.stop_reason = "n_ctx"
+                break
+            if adaptive and (lane.skip or lane.quiet):
+                m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
+                k = plain_run(dec, lane, m, stop, fed)
+                if lane.skip:
+                    lane.skip -= k
+                else:
+                    lane.quiet -= k
+                    n_quiet += k
+                n_rounds += k
+                n_plain += k
+                pos0 += k
+                verify_s += perf() - ta
+                continue
+            # the budget as _draft_budget gives it
+            if not adaptive:
+                k_max = dec.n_max
+            else:
+                k_max = dec._length.best_length(lane.n_cur) if cost_rule else lane.n_cur
+                if own_length:
+                    drafter.length_hint, k_max = k_max, dec.n_max
+            k_max = min(k_max, n - len(out) - 1, n_ctx - pos0 - 1)
+            ids = ()
+            if k_max > 0:
+                if fed:
+                    drafter.process(np.asarray(fed, np.int32), pos0 - len(fed), {})
+                    fed.clear()
+                d = drafter.draft(lane.id_last, pos0, k_max)
+                if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
+                    ids, _ = dec._take_draft(d, k_max)
+                    if gate is not None and ids:
+                        cls = drafter.draft_class
+                        j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
+                        if j < len(ids):
+                            ids = ids[:j]
+            n_rounds += 1
+            builds = ctx.timings["n_graph_build"]
+            # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
+            # lowest time needs few samples; on a small target the timing is ~1% of it)
+            timed = gate is not None and (ids or n_plain % dec.PLAIN_SAMPLE == 0)
+            tb = perf()
+            cb = cpu() if timed else 0.0
+            if not ids:
+                tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
+                if timed:
+                    cc = cpu()
+                tc = perf()
+                if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
+                    if cost_rule:
+                        dec._length.observe_cost(1, tc - tb)
+                    if timed:
+                        gate.observe_cost(1, cc - cb)
+                if k_max > 0:      # it drafted: the drafter sees the round and its end
+                    drafter.process(np.array([lane.id_last], np.int32), pos0, {})
+                    drafter.accept(0)
+                    dec._after_consult(lane, 0, 0)
+                else:
+                    fed.append(lane.id_last)
+                if stop is not None and stop(tok):
+                    out.stop_reason = "stop"
+                n_plain += 1
+                out.append(tok)
+                lane.id_last = tok
+                pos0 += 1
+                te = perf()
+                draft_s += (tb - ta) + (te - tc)
+                verify_s += tc - tb
+                continue
+            batch = [lane.id_last] + ids
+            rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
+            if gate is not None:
+                cc = cpu()
+            tc = perf()
+            if ctx.timings["n_graph_build"] == builds:
+                dec._length.observe_cost(len(batch), tc - tb)
+                if gate is not None:
+                    gate.observe_cost(len(batch), cc - cb)
+            drafter.process(np.asarray(batch, np.int32), pos0, {})
+            t_draft = perf() - tc
+            result = verify_greedy(rows.ids, ids, int, dec._is_eog)
+            if stop is not None:
+                hit = next((j for j, t in enumerate(result) if stop(t)), None)
+                if hit is not None:
+                    result = result[:hit + 1]
+                    out.stop_reason = "stop"
+            n_acc = len(result) - 1
+            dec._control(lane, len(ids), n_acc)
+            dec._after_consult(lane, len(ids), n_acc)
+            if gate is not None:
+                gate.observe_accept(cls, len(ids), n_acc)
+            if n_acc < len(ids) and not ctx.seq_rm(seq, pos0 + n_acc + 1, -1):
+                raise RuntimeError(f"SpeculativeDecoder: the target memory could not remove "
+                                   f"the {len(ids) - n_acc} rejected positions after "
+                                   f"{pos0 + n_acc}")
+            st["n_verify_steps"] += 1
+            st["n_drafted"] += len(ids)
+            st["n_accepted"] += n_acc
+            dec._acc_per_pos[:n_acc] += 1
+            st["steps"].append({"draft": ids, "n_accepted": n_acc})
+            out.extend(result)
+            lane.id_last = result[-1]
+            pos0 += len(result)
+            t5 = perf()
+            drafter.accept(n_acc)
+            te = perf()
+            t_draft += te - t5
+            draft_s += (tb - ta) + t_draft
+            verify_s += (tc - tb) + (te - tc - t_draft)
+    finally:
+        if fed:            # generate_batch hands them over when the loop ends
+            lane.pending.append((fed, pos0 - len(fed), {}))
+        st["n_rounds"] += n_rounds
+        st["n_target_decodes"] += n_rounds
+        st["n_plain_steps"] += n_plain
+        st["n_quiet_rounds"] += n_quiet
+        st["draft_s"] += draft_s
+        st["verify_s"] += verify_s
+
+def plain_run(dec, lane, m: int, stop, fed: list) -> int:
+    """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
+    decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
+    timed for the cost models. The decoded tokens go to fed; returns the rounds run."""
+    ctx, out, seq = dec.ctx, lane.out, lane.seq
+    decode = ctx.decode_greedy
+    tok = lane.id_last
+    builds = ctx.timings["n_graph_build"]
+    tb, cb = time.perf_counter(), time.process_time()
+    fed.append(tok)
+    tok = decode([tok], seq_id=seq)
+    cc, tc = time.process_time(), time.perf_counter()
+    if ctx.timings["n_graph_build"] == builds:
+        if dec.adaptive == "cost":
+            dec._length.observe_cost(1, tc - tb)
+        if dec._gate is not None:
+            dec._gate.observe_cost(1, cc - cb)
+    out.append(tok)
+    k = 1
+    if stop is not None and stop(tok):
+        out.stop_reason = "stop"
+        m = 0
+    while k < m:
+        fed.append(tok)
+        tok = decode([tok], seq_id=seq)
+        out.append(tok)
+        k += 1
+        if stop is not None and stop(tok):
+            out.stop_reason = "stop"
+            break
+    lane.id_last = tok
+    return k
