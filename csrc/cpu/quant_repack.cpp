@@ -213,6 +213,7 @@ void put_row(Type t, const Decoded& v, int r, char* rec) {
 }
 
 const rp::Kernels& repack_kernels(simd::Isa isa) {
+    if (isa >= simd::Isa::Avx512) return rp::kernels_avx512();
     return isa >= simd::Isa::Avx2 ? rp::kernels_avx2() : rp::kernels_scalar();
 }
 

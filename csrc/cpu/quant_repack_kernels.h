@@ -81,8 +81,10 @@ struct Kernels {
     TileFn tile[kTypeIdLimit];  // by weight type; null: not repackable
 };
 const Kernels& kernels_scalar();
-const Kernels& kernels_avx2();  // = kernels_scalar() where AVX2 is not compiled in
-void add_k_kernels_avx2(Kernels& k);  // the K-quant tiles (simd/quant_repack_k_avx2.cpp)
+const Kernels& kernels_avx2();    // empty where x86 SIMD is not compiled in
+const Kernels& kernels_avx512();  // the same bodies with VNNI integer dots (same bits)
+void add_k_kernels_avx2(Kernels& k);    // the K-quant tiles (simd/quant_repack_k_*.cpp)
+void add_k_kernels_avx512(Kernels& k);
 
 inline size_t record_bytes(Type t) {
     switch (t) {
