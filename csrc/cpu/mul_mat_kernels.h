@@ -36,6 +36,9 @@ using QgPackActFn = void (*)(const void* cols, size_t col_stride, int ncols, int
 using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float* aux);
 // out[c] = dot(packed row, column c of the packed group) for the 8 columns.
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
+// Two packed rows (row, row + row_stride) at once, out[8 * r + c]: the same bits as QgTileFn
+// per row, each activation load serving both.
+using QgTile2Fn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, float* out);
 
 // Extras of a q8_0 activation column for the one-column dots of the E2M1 types (mxfp4,
 // nvfp4; iq4_nl uses d): those look their values up as unsigned levels value + kE2M1Offset, so they need
@@ -77,6 +80,7 @@ struct Kernels {
     // quantized GEMM by weight type (null: no GEMM, the dot path serves every width); bytes
     // per vec_dot block of a packed row / of a packed group (by vec_dot type)
     QgTileFn qg_tile[kTypeIdLimit];
+    QgTile2Fn qg_tile2[kTypeIdLimit];     // null: qg_tile row by row
     QgPackRowFn qg_pack_row[kTypeIdLimit];
     QgPackActFn qg_pack_act[kTypeIdLimit];
     uint32_t qg_row_block_bytes[kTypeIdLimit];

@@ -163,110 +163,157 @@ void pack_row_kquant(const void* row, int64_t k, void* outv, const float*) {
 }
 
 // ---- tiles ----
+// Every tile takes R packed rows (R = 1: qg_tile; R = 2: qg_tile2, rows wstride bytes apart,
+// out[8 * r + c]): each activation vector loaded serves both rows, each output keeps the
+// one-row tile's operations.
 // kPasses = 2 (nvfp4, and the two-pass types of passes_of): the dot kernel keeps one
 // accumulator for the even activation blocks and one for the odd ones, and sums them lane by
 // lane before the horizontal sum.
-template <int kPasses>
-void tile_signed(int64_t k, const void* wv, const void* gv, float* out) {
-    const uint8_t* w = (const uint8_t*)wv;
-    const uint8_t* g = (const uint8_t*)gv;
+template <int kPasses, int R>
+void tile_signed_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, float* out) {
     const int64_t nq = k / 32;
-    __m256 acc[8], first[8];
+    __m256 acc[R][8], first[R][8];
     for (int p = 0; p < kPasses; ++p) {
-        for (int l = 0; l < 8; ++l) acc[l] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r)
+            for (int l = 0; l < 8; ++l) acc[r][l] = _mm256_setzero_ps();
         for (int64_t ib = p; ib < nq; ib += kPasses) {
-            const uint8_t* wb = w + ib * kSignedRow;
             const uint8_t* gb = g + ib * kQ8_0Group;
             const __m256 dy = _mm256_loadu_ps((const float*)(gb + 256));
-            const __m256 s_lo = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 64)), dy);
-            const __m256 s_hi = kPasses == 1 ? s_lo : _mm256_mul_ps(_mm256_set1_ps(f32(wb + 68)), dy);
+            __m256 s_lo[R], s_hi[R];
+            for (int r = 0; r < R; ++r) {
+                const uint8_t* wb = w + r * wstride + ib * kSignedRow;
+                s_lo[r] = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 64)), dy);
+                s_hi[r] = kPasses == 1 ? s_lo[r] : _mm256_mul_ps(_mm256_set1_ps(f32(wb + 68)), dy);
+            }
 #pragma GCC unroll 8
             for (int l = 0; l < 8; ++l) {
-                const __m256i a = bcast32(wb + 4 * l), ua = bcast32(wb + 32 + 4 * l);
                 const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + 32 * l));
-                const __m256i d = udot(ua, _mm256_sign_epi8(y, a));
-                acc[l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), l < 4 ? s_lo : s_hi, acc[l]);
+                for (int r = 0; r < R; ++r) {
+                    const uint8_t* wb = w + r * wstride + ib * kSignedRow;
+                    const __m256i a = bcast32(wb + 4 * l), ua = bcast32(wb + 32 + 4 * l);
+                    const __m256i d = udot(ua, _mm256_sign_epi8(y, a));
+                    acc[r][l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), l < 4 ? s_lo[r] : s_hi[r], acc[r][l]);
+                }
             }
         }
         if (kPasses == 2 && p == 0)
-            for (int l = 0; l < 8; ++l) first[l] = acc[l];
+            for (int r = 0; r < R; ++r)
+                for (int l = 0; l < 8; ++l) first[r][l] = acc[r][l];
     }
-    if (kPasses == 2)
-        for (int l = 0; l < 8; ++l) acc[l] = _mm256_add_ps(first[l], acc[l]);
-    _mm256_storeu_ps(out, lane_sum(acc));
+    for (int r = 0; r < R; ++r) {
+        if (kPasses == 2)
+            for (int l = 0; l < 8; ++l) acc[r][l] = _mm256_add_ps(first[r][l], acc[r][l]);
+        _mm256_storeu_ps(out + 8 * r, lane_sum(acc[r]));
+    }
 }
 
 // q4_1 / q5_1: levels times q8_1 values; the block minimums times q8_1's sums, one FMA chain.
-void tile_with_min(int64_t k, const void* wv, const void* gv, float* out) {
-    const uint8_t* w = (const uint8_t*)wv;
-    const uint8_t* g = (const uint8_t*)gv;
-    __m256 acc[8], mins = _mm256_setzero_ps();
-    for (int l = 0; l < 8; ++l) acc[l] = _mm256_setzero_ps();
+template <int R>
+void tile_with_min_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, float* out) {
+    __m256 acc[R][8], mins[R];
+    for (int r = 0; r < R; ++r) {
+        mins[r] = _mm256_setzero_ps();
+        for (int l = 0; l < 8; ++l) acc[r][l] = _mm256_setzero_ps();
+    }
     for (int64_t ib = 0; ib < k / 32; ++ib) {
-        const uint8_t* wb = w + ib * kMinRow;
         const uint8_t* gb = g + ib * kQ8_1Group;
-        const __m256 s = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 32)), _mm256_loadu_ps((const float*)(gb + 256)));
-        mins = _mm256_fmadd_ps(_mm256_set1_ps(f32(wb + 36)), _mm256_loadu_ps((const float*)(gb + 288)), mins);
+        __m256 s[R];
+        for (int r = 0; r < R; ++r) {
+            const uint8_t* wb = w + r * wstride + ib * kMinRow;
+            s[r] = _mm256_mul_ps(_mm256_set1_ps(f32(wb + 32)), _mm256_loadu_ps((const float*)(gb + 256)));
+            mins[r] = _mm256_fmadd_ps(_mm256_set1_ps(f32(wb + 36)), _mm256_loadu_ps((const float*)(gb + 288)), mins[r]);
+        }
 #pragma GCC unroll 8
         for (int l = 0; l < 8; ++l) {
             const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + 32 * l));
-            const __m256i d = udot(bcast32(wb + 4 * l), y);
-            acc[l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s, acc[l]);
+            for (int r = 0; r < R; ++r) {
+                const __m256i d = udot(bcast32(w + r * wstride + ib * kMinRow + 4 * l), y);
+                acc[r][l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), s[r], acc[r][l]);
+            }
         }
     }
-    _mm256_storeu_ps(out, _mm256_add_ps(lane_sum(acc), mins));
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + 8 * r, _mm256_add_ps(lane_sum(acc[r]), mins[r]));
 }
 
-// K-quants: dot_kquant's operations, NC columns, on a packed row.
-template <class Unp, int NC>
-void kquant_columns(int64_t k, const uint8_t* w, const uint8_t* cols, size_t stride, float* out) {
+// K-quants: dot_kquant's operations, NC columns, on R packed rows; out[8 * r + j].
+template <class Unp, int NC, int R>
+void kquant_columns(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* cols, size_t stride, float* out) {
     __m256i pick[8];
     for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
-    __m256 acc[NC];
-    for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
+    __m256 acc[R][NC];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_setzero_ps();
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
-        const uint8_t* wb = w + ib * kKRow;
-        const __m256i lanes = _mm256_loadu_si256((const __m256i*)(wb + 256));
+        const uint8_t* wb[R];
+        __m256i lanes[R];
+        for (int r = 0; r < R; ++r) {
+            wb[r] = w + r * wstride + ib * kKRow;
+            lanes[r] = _mm256_loadu_si256((const __m256i*)(wb[r] + 256));
+        }
         const BlockQ8_K* y[NC];
-        __m256i isum[NC];
+        __m256i isum[R][NC];
         for (int j = 0; j < NC; ++j) {
             y[j] = (const BlockQ8_K*)(cols + j * stride) + ib;
-            isum[j] = _mm256_setzero_si256();
+            for (int r = 0; r < R; ++r) isum[r][j] = _mm256_setzero_si256();
         }
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            const __m256i sc = _mm256_shuffle_epi8(lanes, pick[c]);
-            const __m256i u = _mm256_loadu_si256((const __m256i*)(wb + 32 * c));
+            __m256i sc[R], u[R];
+            for (int r = 0; r < R; ++r) {
+                sc[r] = _mm256_shuffle_epi8(lanes[r], pick[c]);
+                u[r] = _mm256_loadu_si256((const __m256i*)(wb[r] + 32 * c));
+            }
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
-                isum[j] = scaled_udot_acc(isum[j], u, _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)), sc);
+                const __m256i q = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c));
+                for (int r = 0; r < R; ++r) isum[r][j] = scaled_udot_acc(isum[r][j], u[r], q, sc[r]);
             }
         }
-        const float d = f32(wb + 352), dmin = f32(wb + 356);
+        for (int r = 0; r < R; ++r) {
+            const float d = f32(wb[r] + 352), dmin = f32(wb[r] + 356);
 #pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
-            if constexpr (Unp::kOffShift >= 0) {
-                const __m256i scales = _mm256_loadu_si256((const __m256i*)(wb + 288));
-                isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
-            }
-            acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(d * y[j]->d), acc[j]);
-            if constexpr (Unp::kMins) {
-                const __m256i mins = _mm256_loadu_si256((const __m256i*)(wb + 320));
-                acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
-                                          _mm256_set1_ps(dmin * y[j]->d), acc[j]);
+            for (int j = 0; j < NC; ++j) {
+                const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
+                if constexpr (Unp::kOffShift >= 0) {
+                    const __m256i scales = _mm256_loadu_si256((const __m256i*)(wb[r] + 288));
+                    isum[r][j] = _mm256_sub_epi32(isum[r][j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
+                }
+                acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][j]), _mm256_set1_ps(d * y[j]->d), acc[r][j]);
+                if constexpr (Unp::kMins) {
+                    const __m256i mins = _mm256_loadu_si256((const __m256i*)(wb[r] + 320));
+                    acc[r][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
+                                                 _mm256_set1_ps(dmin * y[j]->d), acc[r][j]);
+                }
             }
         }
     }
-    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NC; ++j) out[8 * r + j] = hsum(acc[r][j]);
 }
 
-template <class Unp>
-void tile_kquant(int64_t k, const void* wv, const void* gv, float* out) {
+template <class Unp, int R>
+void kquant_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, float* out) {
     const size_t stride = size_t(k / kQK_K) * sizeof(BlockQ8_K);
-    kquant_columns<Unp, 4>(k, (const uint8_t*)wv, (const uint8_t*)gv, stride, out);
-    kquant_columns<Unp, 4>(k, (const uint8_t*)wv, (const uint8_t*)gv + 4 * stride, stride, out + 4);
+    kquant_columns<Unp, 4, R>(k, w, wstride, g, stride, out);
+    kquant_columns<Unp, 4, R>(k, w, wstride, g + 4 * stride, stride, out + 4);
 }
+
+// QgTileFn / QgTile2Fn adapters of a tile template F<R>.
+template <template <int> class F>
+void tile1(int64_t k, const void* w, const void* g, float* out) {
+    F<1>::run(k, (const uint8_t*)w, 0, (const uint8_t*)g, out);
+}
+template <template <int> class F>
+void tile2(int64_t k, const void* w, size_t wstride, const void* g, float* out) {
+    F<2>::run(k, (const uint8_t*)w, wstride, (const uint8_t*)g, out);
+}
+template <int R> struct Signed1 { static void run(int64_t k, const uint8_t* w, size_t s, const uint8_t* g, float* o) { tile_signed_rows<1, R>(k, w, s, g, o); } };
+template <int R> struct Signed2 { static void run(int64_t k, const uint8_t* w, size_t s, const uint8_t* g, float* o) { tile_signed_rows<2, R>(k, w, s, g, o); } };
+template <int R> struct WithMin { static void run(int64_t k, const uint8_t* w, size_t s, const uint8_t* g, float* o) { tile_with_min_rows<R>(k, w, s, g, o); } };
+template <class Unp>
+struct KQuant {
+    template <int R> struct Rows { static void run(int64_t k, const uint8_t* w, size_t s, const uint8_t* g, float* o) { kquant_rows<Unp, R>(k, w, s, g, o); } };
+};
 
 }  // namespace
 }  // namespace pyggml::cpu::mm
@@ -276,14 +323,23 @@ void tile_kquant(int64_t k, const void* wv, const void* gv, float* out) {
 // Outside the target region: filling the table must run on any CPU.
 namespace pyggml::cpu::mm {
 namespace {
+// Two-row tiles where the set has 32 vector registers (the VNNI build): the 16 accumulators of
+// two rows spill with AVX2's 16.
+template <template <int> class F>
+void set_tiles(Kernels& k, Type t) {
+    k.qg_tile[(int)t] = tile1<F>;
+    k.qg_tile2[(int)t] = kIdotVnni ? tile2<F> : nullptr;
+}
 void set_signed(Kernels& k, Type t, QgPackRowFn pack, int passes = 1) {
-    k.qg_tile[(int)t] = t == Type::NVFP4 || passes == 2 ? tile_signed<2> : tile_signed<1>;
+    if (t == Type::NVFP4 || passes == 2) set_tiles<Signed2>(k, t);
+    else set_tiles<Signed1>(k, t);
     k.qg_pack_row[(int)t] = pack;
     k.qg_row_block_bytes[(int)t] = kSignedRow;
 }
-void set_kquant(Kernels& k, Type t, QgTileFn tile, QgPackRowFn pack) {
-    k.qg_tile[(int)t] = tile;
-    k.qg_pack_row[(int)t] = pack;
+template <class Unp>
+void set_kquant(Kernels& k, Type t) {
+    set_tiles<KQuant<Unp>::template Rows>(k, t);
+    k.qg_pack_row[(int)t] = pack_row_kquant<Unp>;
     k.qg_row_block_bytes[(int)t] = kKRow;
 }
 
@@ -301,16 +357,16 @@ void fill_quant_gemm(Kernels& k) {
     set_signed(k, Type::MXFP4, pack_row_signed<DecMXFP4>, passes_of<DecMXFP4>(0));
     set_signed(k, Type::NVFP4, pack_row_nvfp4);
     for (Type t : {Type::Q4_1, Type::Q5_1}) {
-        k.qg_tile[(int)t] = tile_with_min;
+        set_tiles<WithMin>(k, t);
         k.qg_row_block_bytes[(int)t] = kMinRow;
     }
     k.qg_pack_row[(int)Type::Q4_1] = pack_row_with_min<DecQ4_1>;
     k.qg_pack_row[(int)Type::Q5_1] = pack_row_with_min<DecQ5_1>;
-    set_kquant(k, Type::Q2_K, tile_kquant<UnpQ2_K>, pack_row_kquant<UnpQ2_K>);
-    set_kquant(k, Type::Q3_K, tile_kquant<UnpQ3_K>, pack_row_kquant<UnpQ3_K>);
-    set_kquant(k, Type::Q4_K, tile_kquant<UnpQ4_K>, pack_row_kquant<UnpQ4_K>);
-    set_kquant(k, Type::Q5_K, tile_kquant<UnpQ5_K>, pack_row_kquant<UnpQ5_K>);
-    set_kquant(k, Type::Q6_K, tile_kquant<UnpQ6_K>, pack_row_kquant<UnpQ6_K>);
+    set_kquant<UnpQ2_K>(k, Type::Q2_K);
+    set_kquant<UnpQ3_K>(k, Type::Q3_K);
+    set_kquant<UnpQ4_K>(k, Type::Q4_K);
+    set_kquant<UnpQ5_K>(k, Type::Q5_K);
+    set_kquant<UnpQ6_K>(k, Type::Q6_K);
 }
 }  // namespace
 }  // namespace pyggml::cpu::mm
