@@ -249,13 +249,16 @@ struct ScalePicks {
     }
 };
 
-template <class Unp, int NC>
-void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out) {
+// R weight rows (R = 2: the two-row dot, rows `as` bytes apart, out[4 * r + j]); each
+// activation vector loaded serves every row, each output keeps the one-row operations.
+template <class Unp, int NC, int R = 1>
+void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs, float* out) {
     using Block = typename Unp::Block;
     // 2048 bytes ahead: one thread streaming a 4096 x 14336 weight ran 0-6% faster than at 1024
     // (q3_K, q5_K and q6_K gained most; bench/quant_dot_cycles.cpp measures cache-resident rows only)
     constexpr int kPrefetch = 2048, kLines = (sizeof(Block) + 63) / 64;
-    const Block* x = (const Block*)av;
+    const Block* x[R];
+    for (int r = 0; r < R; ++r) x[r] = (const Block*)((const char*)av + r * as);
     const char* b = (const char*)bv;
     // Chunk c (values 32c..32c+31) spans groups 2c (low 128-bit lane) and 2c+1 (high lane):
     // one in-lane shuffle per chunk broadcasts the pair (ScalePicks).
@@ -263,60 +266,72 @@ void dot_kquant(int64_t k, const void* av, const void* bv, size_t bs, float* out
     static constexpr ScalePicks<Unp, kBytes, kEvenOdd> kPicks{};
     __m256i pick[8];
     for (int c = 0; c < 8; ++c) pick[c] = _mm256_load_si256((const __m256i*)kPicks.v[c]);
-    __m256 acc[NC];
-    for (int j = 0; j < NC; ++j) acc[j] = _mm256_setzero_ps();
-    KBlock w;
+    __m256 acc[R][NC];
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_setzero_ps();
+    KBlock w[R];
     for (int64_t ib = 0; ib < k / kQK_K; ++ib) {
-        // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
-        for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)(x + ib) + kPrefetch + 64 * l, _MM_HINT_T0);
-        // each chunk's levels are built right before its products (Unp::level), not all 8 first:
-        // fewer live vectors, no spills (q3_K and q6_K took 5-10% fewer cycles per block)
-        Unp::run_scales(x[ib], w);
-        const __m256i chunk_src = Unp::chunk_source(x[ib]);
-        const __m256i scales = _mm256_cvtepi8_epi16(w.scales);
-        __m256i lanes_lo, lanes_hi;  // the shuffle sources of chunks 0..3 and 4..7
-        if constexpr (kBytes) {
-            lanes_lo = lanes_hi = w.sbytes;
-        } else if constexpr (kEvenOdd) {
-            const __m128i eo = _mm_shuffle_epi8(w.scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
-            lanes_lo = lanes_hi = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
-        } else {
-            lanes_lo = _mm256_permute4x64_epi64(scales, 0x44);
-            lanes_hi = _mm256_permute4x64_epi64(scales, 0xEE);
+        __m256i chunk_src[R], scales[R], lanes_lo[R], lanes_hi[R], mins[R];  // per row
+        for (int r = 0; r < R; ++r) {
+            const Block& xb = x[r][ib];
+            // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
+            for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)&xb + kPrefetch + 64 * l, _MM_HINT_T0);
+            // each chunk's levels are built right before its products (Unp::level), not all 8 first:
+            // fewer live vectors, no spills (q3_K and q6_K took 5-10% fewer cycles per block)
+            Unp::run_scales(xb, w[r]);
+            chunk_src[r] = Unp::chunk_source(xb);
+            scales[r] = _mm256_cvtepi8_epi16(w[r].scales);
+            // the shuffle sources of chunks 0..3 and 4..7
+            if constexpr (kBytes) {
+                lanes_lo[r] = lanes_hi[r] = w[r].sbytes;
+            } else if constexpr (kEvenOdd) {
+                const __m128i eo = _mm_shuffle_epi8(w[r].scales, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+                lanes_lo[r] = lanes_hi[r] = _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo));
+            } else {
+                lanes_lo[r] = _mm256_permute4x64_epi64(scales[r], 0x44);
+                lanes_hi[r] = _mm256_permute4x64_epi64(scales[r], 0xEE);
+            }
+            mins[r] = _mm256_cvtepu8_epi16(w[r].mins);
         }
-        const __m256i mins = _mm256_cvtepu8_epi16(w.mins);
         // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
         const BlockQ8_K* y[NC];
-        __m256i isum[NC];
+        __m256i isum[R][NC];
         for (int j = 0; j < NC; ++j) {
             y[j] = (const BlockQ8_K*)(b + j * bs) + ib;
-            isum[j] = _mm256_setzero_si256();
+            for (int r = 0; r < R; ++r) isum[r][j] = _mm256_setzero_si256();
         }
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
-            const __m256i sc = _mm256_shuffle_epi8(c < 4 ? lanes_lo : lanes_hi, pick[c]);
-            const __m256i u = Unp::level(x[ib], chunk_src, c);
+            __m256i sc[R], u[R];
+            for (int r = 0; r < R; ++r) {
+                sc[r] = _mm256_shuffle_epi8(c < 4 ? lanes_lo[r] : lanes_hi[r], pick[c]);
+                u[r] = Unp::level(x[r][ib], chunk_src[r], c);
+            }
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
-                isum[j] = scaled_udot_acc(isum[j], u, _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c)), sc);
+                const __m256i q = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c));
+                for (int r = 0; r < R; ++r) isum[r][j] = scaled_udot_acc(isum[r][j], u[r], q, sc[r]);
             }
         }
+        for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-        for (int j = 0; j < NC; ++j) {
-            const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
-            if constexpr (Unp::kOffShift >= 0)
-                isum[j] = _mm256_sub_epi32(isum[j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales), Unp::kOffShift));
-            if constexpr (Unp::kMins) {  // d * y.d and dmin * y.d by one product
-                const __m128 dd = _mm_mul_ps(w.d_dmin, _mm_set1_ps(y[j]->d));
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_broadcastss_ps(dd), acc[j]);
-                acc[j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins)),
-                                          _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), acc[j]);
-            } else {
-                acc[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[j]), _mm256_set1_ps(w.d * y[j]->d), acc[j]);
+            for (int j = 0; j < NC; ++j) {
+                const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
+                if constexpr (Unp::kOffShift >= 0)
+                    isum[r][j] = _mm256_sub_epi32(isum[r][j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales[r]), Unp::kOffShift));
+                if constexpr (Unp::kMins) {  // d * y.d and dmin * y.d by one product
+                    const __m128 dd = _mm_mul_ps(w[r].d_dmin, _mm_set1_ps(y[j]->d));
+                    acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][j]), _mm256_broadcastss_ps(dd), acc[r][j]);
+                    acc[r][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(bsums, mins[r])),
+                                                 _mm256_broadcastss_ps(_mm_movehdup_ps(dd)), acc[r][j]);
+                } else {
+                    acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r][j]), _mm256_set1_ps(w[r].d * y[j]->d), acc[r][j]);
+                }
             }
         }
     }
-    for (int j = 0; j < NC; ++j) out[j] = hsum(acc[j]);
+    for (int r = 0; r < R; ++r)
+        for (int j = 0; j < NC; ++j) out[4 * r + j] = hsum(acc[r][j]);
 }
 
 // q8_K activations, the bytes of quantize_row_q8_K_ref: max = the first value of largest |x|,
@@ -417,7 +432,17 @@ void dispatch(int64_t k, const void* a, const void* b, size_t bs, int nc, float*
 }
 template <class D, int NC> struct Signed { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_signed<D, NC>(k, a, b, bs, o); } };
 template <class D, int NC> struct WithMin { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_with_min<D, NC>(k, a, b, bs, o); } };
-template <class D, int NC> struct KQuant { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_kquant<D, NC>(k, a, b, bs, o); } };
+template <class D, int NC> struct KQuant { static void run(int64_t k, const void* a, const void* b, size_t bs, float* o) { dot_kquant<D, NC>(k, a, 0, b, bs, o); } };
+// Dot2Fn: the two-row K-quant dots.
+template <class Unp>
+void dot2_kquant(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* out, const float*) {
+    switch (nc) {
+        case 1: dot_kquant<Unp, 1, 2>(k, a, as, b, bs, out); break;
+        case 2: dot_kquant<Unp, 2, 2>(k, a, as, b, bs, out); break;
+        case 3: dot_kquant<Unp, 3, 2>(k, a, as, b, bs, out); break;
+        default: dot_kquant<Unp, 4, 2>(k, a, as, b, bs, out); break;
+    }
+}
 
 }  // namespace
 
@@ -444,6 +469,13 @@ void fill_quant_dots(Kernels& k) {
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
     k.dot[(int)Type::Q5_K] = dispatch<KQuant, UnpQ5_K>;
     k.dot[(int)Type::Q6_K] = dispatch<KQuant, UnpQ6_K>;
+    if (kIdotVnni) {  // two-row K-quant dots where 32 vector registers hold both rows' sums
+        k.dot2[(int)Type::Q2_K] = dot2_kquant<UnpQ2_K>;
+        k.dot2[(int)Type::Q3_K] = dot2_kquant<UnpQ3_K>;
+        k.dot2[(int)Type::Q4_K] = dot2_kquant<UnpQ4_K>;
+        k.dot2[(int)Type::Q5_K] = dot2_kquant<UnpQ5_K>;
+        k.dot2[(int)Type::Q6_K] = dot2_kquant<UnpQ6_K>;
+    }
 }
 }  // namespace
 }  // namespace pyggml::cpu::mm
