@@ -58,7 +58,7 @@ def test_avx512_has_its_own_kernel_wherever_avx2_has(name):
         if "avx2" in levels:
             assert "avx512" in levels, f"{name}: the avx512 level reuses the avx2 {path} kernel ({levels})"
     assert "avx512" in paths["gemm"], f"{name}: no quantized GEMM on the avx512 level ({paths})"
-    if name != "nvfp4":  # (nvfp4's one-row dot keeps two accumulators per column already)
+    if name != "nvfp4":  # (no level has a two-row nvfp4 dot)
         assert "avx512" in paths["dot2"], f"{name}: no two-row dot on the avx512 level ({paths})"
     if name in REPACKABLE:
         assert "avx512" in paths["repack"], f"{name}: no repacked tile on the avx512 level ({paths})"
