@@ -16,11 +16,15 @@
 // Packed weight rows (per vec_dot block):
 //   signed (q8_0, q4_0, q5_0, iq4_nl, mxfp4, nvfp4): a[32] int8, |a|[32], scale of lanes 0..3
 //     and of lanes 4..7 (f32; equal but for nvfp4's 16-value sub-blocks)            72 bytes
+//     (VNNI build: instead of |a|, o[8] = -128 * (sum of group l of a) as int32: vpdpbusd
+//     takes the activations as unsigned bytes y + 128 and a signed, from o, which leaves the
+//     same integer a . y without the sign trick)
 //   with a min (q4_1, q5_1): u[32] levels, d, m (f32)                                40 bytes
 //   K-quants: u[256] levels, the chunk scales as dot_kquant shuffles them (16 x int16, even
 //     groups then odd), scales and mins (16 x int16 each), d, dmin (f32), padding     384 bytes
 // Packed activation groups (per vec_dot block, 8 columns):
 //   q8_0: qs[lane][col][4], d[col] (f32)                                             288 bytes
+//     (VNNI build: qs + 128, as unsigned bytes)
 //   q8_1: qs[lane][col][4], d[col], s[col]                                           320 bytes
 //   q8_K: the 8 columns' q8_K rows one after the other (column c at c * row bytes)  2336 bytes
 #pragma once
@@ -59,11 +63,11 @@ inline __m256 lane_sum(const __m256 acc[8]) {
 }
 
 // ---- activation packing ----
-// 4-byte group g of column c's `qs` (at byte offset qs_off in each block) -> dst[g][c].
-inline void interleave(const uint8_t* const* col, int ncols, size_t qs_off, int groups, uint8_t* dst) {
+// 4-byte group g of column c's `qs` (at byte offset qs_off in each block), xor flip -> dst[g][c].
+inline void interleave(const uint8_t* const* col, int ncols, size_t qs_off, int groups, uint8_t* dst, uint32_t flip) {
     for (int g = 0; g < groups; ++g)
         for (int c = 0; c < kQgCols; ++c) {
-            const uint32_t v = c < ncols ? u32(col[c] + qs_off + 4 * g) : 0u;
+            const uint32_t v = (c < ncols ? u32(col[c] + qs_off + 4 * g) : 0u) ^ flip;
             std::memcpy(dst + (g * kQgCols + c) * 4, &v, 4);
         }
 }
@@ -81,7 +85,9 @@ void pack_act_legacy(const void* cols, size_t stride, int ncols, int64_t k, void
             d[c] = y ? f16(y->d) : 0.0f;
             if constexpr (kSum) s[c] = y ? f16(((const BlockQ8_1*)y)->s) : 0.0f;
         }
-        interleave(col, ncols, offsetof(Block, qs), 8, out);
+        // signed tiles of the VNNI build read q8_0 values + 128 (unsigned)
+        const uint32_t flip = kIdotVnni && !kSum ? 0x80808080u : 0u;
+        interleave(col, ncols, offsetof(Block, qs), 8, out, flip);
         std::memcpy(out + 256, d, 32);
         if constexpr (kSum) std::memcpy(out + 288, s, 32);
     }
@@ -100,7 +106,12 @@ void pack_act_q8_K(const void* cols, size_t stride, int ncols, int64_t k, void* 
 inline void put_f32(uint8_t* p, float v) { std::memcpy(p, &v, 4); }
 inline void put_signed(uint8_t* out, __m256i a, float d_lo, float d_hi) {
     _mm256_storeu_si256((__m256i*)out, a);
-    _mm256_storeu_si256((__m256i*)(out + 32), _mm256_sign_epi8(a, a));
+    if constexpr (kIdotVnni) {  // -128 * group sums: (y + 128) . a + o = y . a
+        const __m256i sums = udot(_mm256_set1_epi8(1), a);
+        _mm256_storeu_si256((__m256i*)(out + 32), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(sums, 7)));
+    } else {
+        _mm256_storeu_si256((__m256i*)(out + 32), _mm256_sign_epi8(a, a));
+    }
     put_f32(out + 64, d_lo);
     put_f32(out + 68, d_hi);
 }
@@ -190,8 +201,10 @@ void tile_signed_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t
                 const __m256i y = _mm256_loadu_si256((const __m256i*)(gb + 32 * l));
                 for (int r = 0; r < R; ++r) {
                     const uint8_t* wb = w + r * wstride + ib * kSignedRow;
-                    const __m256i a = bcast32(wb + 4 * l), ua = bcast32(wb + 32 + 4 * l);
-                    const __m256i d = udot(ua, _mm256_sign_epi8(y, a));
+                    // e: |a| (maddubs: the sign trick), or o = -128 * (group sum of a) for
+                    // VNNI's y + 128 unsigned times a signed
+                    const __m256i a = bcast32(wb + 4 * l), e = bcast32(wb + 32 + 4 * l);
+                    const __m256i d = kIdotVnni ? udot_acc(e, y, a) : udot(e, _mm256_sign_epi8(y, a));
                     acc[r][l] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), l < 4 ? s_lo[r] : s_hi[r], acc[r][l]);
                 }
             }
