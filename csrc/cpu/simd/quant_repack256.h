@@ -44,7 +44,8 @@ void tile_q4(int64_t nb, const void* group, const void* const* cols, float* out)
     for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
 }
 
-// q8 weights: |w| times y with w's sign (pair sums below 2 * 128 * 127), widened per slot.
+// q8 weights: |w| times y with w's sign (pair sums below 2 * 128 * 127), widened per slot; or
+// (VNNI) w + 128 times y in 32 bits.
 template <int NC>
 void tile_q8_0(int64_t nb, const void* group, const void* const* cols, float* out) {
     const Q8_0x8* g = (const Q8_0x8*)group;
@@ -57,17 +58,23 @@ void tile_q8_0(int64_t nb, const void* group, const void* const* cols, float* ou
         _mm_prefetch((const char*)(g + ib) + 1024 + 128, _MM_HINT_T0);
         _mm_prefetch((const char*)(g + ib) + 1024 + 192, _MM_HINT_T0);
         const __m256 d8 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)w.d));
+        // VNNI: the weights + 128 as unsigned levels (y.bias = 128 * sum(y) takes the offset
+        // out, as for q4_0); maddubs: |w| times y with w's sign (its pair sums must fit 16 bits)
         __m256i a[8];
         for (int k = 0; k < 8; ++k) {
             const __m256i q = _mm256_loadu_si256((const __m256i*)(w.qs + 32 * k));
-            a[k] = _mm256_sign_epi8(q, q);
+            a[k] = kIdotVnni ? _mm256_xor_si256(q, _mm256_set1_epi8((char)0x80)) : _mm256_sign_epi8(q, q);
         }
 #pragma GCC unroll 4
         for (int c = 0; c < NC; ++c) {
             const Act& y = ((const Act*)cols[c])[ib];
-            __m256i isum = _mm256_setzero_si256();
+            __m256i isum = _mm256_set1_epi32(kIdotVnni ? -y.bias : 0);
 #pragma GCC unroll 8
             for (int k = 0; k < 8; ++k) {
+                if constexpr (kIdotVnni) {
+                    isum = udot_acc(isum, a[k], bcast4(y.qs + 4 * k));
+                    continue;
+                }
                 const __m256i q = _mm256_loadu_si256((const __m256i*)(w.qs + 32 * k));
                 isum = udot_acc(isum, a[k], _mm256_sign_epi8(bcast4(y.qs + 4 * k), q));
             }
