@@ -1,7 +1,7 @@
 // 256-bit dot kernels of the newer block types, built per instruction set by
 // quant_dot_avx2.cpp and quant_dot_avx512.cpp (integer dots: idot256.h); the scalar ones in
 // quant_dot_scalar.cpp are the reference. One weight block is decoded once
-// (quant_decode_avx2.h) and dotted with up to 4 activation columns.
+// (quant_decode256.h) and dotted with up to 4 activation columns.
 //   - legacy 32-value blocks: signed values (q5_0, iq4_nl, mxfp4: |a| times y with a's sign)
 //     against q8_0, or unsigned levels plus the block min (q4_1, q5_1) against q8_1;
 //   - K-quants: unsigned levels against q8_K; the level offset and the mins are applied once
@@ -18,7 +18,7 @@
 
 namespace pyggml::cpu::mm {
 #include "cpu/simd/q8_block256.h"
-#include "cpu/simd/quant_decode_avx2.h"
+#include "cpu/simd/quant_decode256.h"
 
 namespace {
 

@@ -36,7 +36,7 @@
 #include "cpu/simd/idot256.h"
 
 namespace pyggml::cpu::mm {
-#include "cpu/simd/quant_decode_avx2.h"
+#include "cpu/simd/quant_decode256.h"
 
 namespace {
 
