@@ -294,11 +294,14 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
             mins[r] = _mm256_cvtepu8_epi16(w[r].mins);
         }
         // chunk outer, columns inner: each chunk's scale pair is broadcast once for all columns
+        // vpdpwssd accumulates in place: with one or two outputs its latency would bound the
+        // loop, so the odd chunks take a second chain (integer sums: the same result)
+        constexpr bool kSplit = kIdotVnni && NC * R <= 2;
         const BlockQ8_K* y[NC];
-        __m256i isum[R][NC];
+        __m256i isum[R][NC], odd[R][NC];
         for (int j = 0; j < NC; ++j) {
             y[j] = (const BlockQ8_K*)(b + j * bs) + ib;
-            for (int r = 0; r < R; ++r) isum[r][j] = _mm256_setzero_si256();
+            for (int r = 0; r < R; ++r) isum[r][j] = odd[r][j] = _mm256_setzero_si256();
         }
 #pragma GCC unroll 8
         for (int c = 0; c < 8; ++c) {
@@ -310,9 +313,15 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
                 const __m256i q = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c));
-                for (int r = 0; r < R; ++r) isum[r][j] = scaled_udot_acc(isum[r][j], u[r], q, sc[r]);
+                for (int r = 0; r < R; ++r) {
+                    __m256i& s = kSplit && (c & 1) ? odd[r][j] : isum[r][j];
+                    s = scaled_udot_acc(s, u[r], q, sc[r]);
+                }
             }
         }
+        if constexpr (kSplit)
+            for (int r = 0; r < R; ++r)
+                for (int j = 0; j < NC; ++j) isum[r][j] = _mm256_add_epi32(isum[r][j], odd[r][j]);
         for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
