@@ -19,6 +19,8 @@ Modes:
   widths SmolLM2-135M's shapes (576 x 1536, 1536 x 576, vocab 49152 x 576) at n = 1..9 and 64 on
          THREADS: microseconds per call.
 --repack: pyggml's weights get their row-interleaved copy (gg.repack_weights) first.
+--vs-isa LEVEL (gemm, l2, small, widths): pyggml capped at LEVEL (gg.set_isa) joins the rotation
+as a third side; py/lv is pyggml at its own level over pyggml at LEVEL (> 1: its own is faster).
 Reported, never asserted. ggml comes from llama-cpp-python's bundled libraries (bench/ggml_ref.py).
 """
 from __future__ import annotations
@@ -63,6 +65,7 @@ class Case:
     """pyggml and ggml callables computing mul_mat(weight M x K of `name`, b K x N) on n_threads."""
 
     repack = False  # set by --repack
+    vs_isa = None   # set by --vs-isa
 
     def __init__(self, gg, ref, name, K, M, N, n_threads, inner=1):
         t = _type(gg, name)
@@ -79,7 +82,14 @@ class Case:
         def ours():
             for _ in range(inner):
                 g.compute(n_threads=n_threads)
+        def ours_capped():
+            prev = gg.set_isa(Case.vs_isa)
+            try:
+                ours()
+            finally:
+                gg.set_isa(prev)
         self.ours, self.theirs, self.rc = ours, None, None
+        self.ours_capped = ours_capped if Case.vs_isa else None
         if ref is None or name not in ref.TYPE:
             return
         self.rc = ref.context(self.raw.size + b.nbytes + M * N * 4 + (1 << 20))
@@ -163,18 +173,26 @@ def mode_big(gg, ref, types, n_threads, reps):
 
 
 def _per_call_table(gg, ref, types, shapes, n_threads, reps, inner, unit, scale):
-    print(f"{'case':<28s} {'py med':>9s} {'py min':>9s} {'gg med':>9s} {'gg min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}")
+    lv_head = f" {'lv med':>9s} {'lv min':>9s} {'py/lv':>6s} {'py/lv@min':>9s}" if Case.vs_isa else ""
+    print(f"{'case':<28s} {'py med':>9s} {'py min':>9s} {'gg med':>9s} {'gg min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}"
+          + lv_head)
+    nan2 = (float("nan"),) * 2
     for name in types:
         for K, M, N in shapes:
             c = Case(gg, ref, name, K, M, N, n_threads, inner)
             err = c.check()
-            ts = interleave([("py", c.ours), ("gg", c.theirs)], reps)
+            ts = interleave([("py", c.ours), ("gg", c.theirs), ("lv", c.ours_capped)], reps)
             f = lambda s: scale(name, K, M, N, s / inner)  # noqa: E731
             py = (f(_med(ts["py"])), f(min(ts["py"])))
-            gv = (f(_med(ts["gg"])), f(min(ts["gg"]))) if "gg" in ts else (float("nan"),) * 2
+            gv = (f(_med(ts["gg"])), f(min(ts["gg"]))) if "gg" in ts else nan2
+            lv = (f(_med(ts["lv"])), f(min(ts["lv"]))) if "lv" in ts else nan2
             # unit is a time (lower is better) or a rate (higher is better): ratio > 1 = pyggml faster
-            rm, rn = ((gv[0] / py[0], gv[1] / py[1]) if unit in ("ns/blk", "us") else (py[0] / gv[0], py[1] / gv[1]))
+            lower = unit in ("ns/blk", "us")
+            rm, rn = ((gv[0] / py[0], gv[1] / py[1]) if lower else (py[0] / gv[0], py[1] / gv[1]))
+            lm, ln = ((lv[0] / py[0], lv[1] / py[1]) if lower else (py[0] / lv[0], py[1] / lv[1]))
+            lv_cols = f" {lv[0]:9.2f} {lv[1]:9.2f} {lm:6.2f} {ln:9.2f}" if Case.vs_isa else ""
             print(f"{name + f' {K}x{M}x{N}':<28s} {py[0]:9.2f} {py[1]:9.2f} {gv[0]:9.2f} {gv[1]:9.2f} {rm:6.2f} {rn:9.2f}"
+                  + lv_cols
                   + (f"   # WARNING outputs differ, NMSE {err:.1e}" if err is not None and err > 1e-3 else ""),
                   flush=True)
             if c.rc is not None:
@@ -187,9 +205,12 @@ def main():
     ap.add_argument("--repack", action="store_true", help="repacked pyggml weights (q4_0, q4_1, q8_0)")
     ap.add_argument("-t", "--threads", type=int, default=None)
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--vs-isa", choices=("scalar", "avx2", "avx512"), default=None,
+                    help="also time pyggml capped at this level, in the same rotation")
     ap.add_argument("types", nargs="*")
     a = ap.parse_args()
     Case.repack = a.repack
+    Case.vs_isa = a.vs_isa
     import pyggml as gg
     import ggml_ref
     ref = ggml_ref.load()
@@ -197,6 +218,7 @@ def main():
     types = [t for t in (a.types or TYPES) if t in known]
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     print(f"# ggml: {ref.lib_dir if ref else 'n/a (llama_cpp not importable)'}")
+    print(f"# pyggml level: {gg.isa()} (detected {gg.isa(True)})" + (f"; lv = capped at {a.vs_isa}" if a.vs_isa else ""))
     if a.mode == "big":
         mode_big(gg, ref, types, a.threads or 2, a.reps)
     elif a.mode == "l2":

@@ -71,7 +71,7 @@ int64_t max_groups(int64_t slots, int64_t E) {
     return (slots + (kQgCols - 1) * used) / kQgCols;
 }
 
-size_t qg_thread_bytes(const QgSizes& q) { return (q.groups_outer ? size_t(q.max_rows) : 1) * q.row_bytes; }
+size_t qg_thread_bytes(const QgSizes& q) { return (q.groups_outer ? size_t(q.max_rows) : 2) * q.row_bytes; }
 
 struct Layout {  // offsets into wdata
     size_t conv, groups, rows;
@@ -191,8 +191,9 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
         }
     };
     auto run_gemm = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
-        float out[kQgCols];
+        float out[2 * kQgCols];
         const QgTileFn tile = kr.qg_tile[(int)w];
+        const QgTile2Fn tile2 = kr.qg_tile2[(int)w];
         const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
         auto one = [&](int64_t m, const char* row, int64_t s) {
             const int nc = (int)std::min<int64_t>(kQgCols, s1 - s);
@@ -200,15 +201,31 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             tile(K, row, groups + (first_group[x] + (s - start[x]) / kQgCols) * qg.group_bytes, out);
             for (int c = 0; c < nc; ++c) store(m, s + c, out[c]);
         };
+        // rows m, m + 1 packed row_bytes apart (the dot tail: row by row)
+        auto two = [&](int64_t m, const char* rows, int64_t s) {
+            const int nc = (int)std::min<int64_t>(kQgCols, s1 - s);
+            if (nc <= kQgDotTail) return run_dots(abase, x, m, m + 2, s, s1);
+            tile2(K, rows, qg.row_bytes, groups + (first_group[x] + (s - start[x]) / kQgCols) * qg.group_bytes, out);
+            for (int r = 0; r < 2; ++r)
+                for (int c = 0; c < nc; ++c) store(m + r, s + c, out[kQgCols * r + c]);
+        };
+        const int step = tile2 ? 2 : 1;
         if (qg.groups_outer) {
             for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * as->nb[1], K, packed_rows + (m - m0) * qg.row_bytes, scale);
-            for (int64_t s = s0; s < s1; s += kQgCols)
-                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * qg.row_bytes, s);
+            for (int64_t s = s0; s < s1; s += kQgCols) {
+                int64_t m = m0;
+                for (; step == 2 && m + 1 < m1; m += 2) two(m, packed_rows + (m - m0) * qg.row_bytes, s);
+                for (; m < m1; ++m) one(m, packed_rows + (m - m0) * qg.row_bytes, s);
+            }
             return;
         }
-        for (int64_t m = m0; m < m1; ++m) {
-            pack_row(abase + m * as->nb[1], K, packed_rows, scale);
-            for (int64_t s = s0; s < s1; s += kQgCols) one(m, packed_rows, s);
+        for (int64_t m = m0; m < m1; m += step) {
+            const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
+            for (int r = 0; r < nr; ++r) pack_row(abase + (m + r) * as->nb[1], K, packed_rows + r * qg.row_bytes, scale);
+            for (int64_t s = s0; s < s1; s += kQgCols) {
+                if (nr == 2) two(m, packed_rows, s);
+                else one(m, packed_rows, s);
+            }
         }
     };
     run_mul_mat_units(p, first_unit[E], false, [&](int64_t u) {

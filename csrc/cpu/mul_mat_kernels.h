@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "cpu/simd/isa.h"
@@ -35,6 +36,9 @@ using QgPackActFn = void (*)(const void* cols, size_t col_stride, int ncols, int
 using QgPackRowFn = void (*)(const void* row, int64_t k, void* out, const float* aux);
 // out[c] = dot(packed row, column c of the packed group) for the 8 columns.
 using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* out);
+// Two packed rows (row, row + row_stride) at once, out[8 * r + c]: the same bits as QgTileFn
+// per row, each activation load serving both.
+using QgTile2Fn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, float* out);
 
 // Extras of a q8_0 activation column for the one-column dots of the E2M1 types (mxfp4,
 // nvfp4; iq4_nl uses d): those look their values up as unsigned levels value + kE2M1Offset, so they need
@@ -76,6 +80,7 @@ struct Kernels {
     // quantized GEMM by weight type (null: no GEMM, the dot path serves every width); bytes
     // per vec_dot block of a packed row / of a packed group (by vec_dot type)
     QgTileFn qg_tile[kTypeIdLimit];
+    QgTile2Fn qg_tile2[kTypeIdLimit];     // null: qg_tile row by row
     QgPackRowFn qg_pack_row[kTypeIdLimit];
     QgPackActFn qg_pack_act[kTypeIdLimit];
     uint32_t qg_row_block_bytes[kTypeIdLimit];
@@ -95,11 +100,16 @@ inline const Kernels& kernels_for(simd::Isa isa) {
     }
 }
 
-// The block-type dots of each set (simd/quant_dot_*.cpp) fill their rows of k.dot / k.quantize.
+// The block-type dots of each set (simd/quant_dot_*.cpp) fill their rows of k.dot / k.quantize
+// (and, but for the scalar set, k.qg_* through add_quant_gemm_*). The avx512 ones are the
+// 256-bit bodies (simd/quant_*256.h) built a second time with VNNI integer dots.
 void add_quant_dots_scalar(Kernels& k);
 void add_quant_dots_avx2(Kernels& k);
-void add_quant_dot2_avx2(Kernels& k);     // simd/quant_dot2_avx2.cpp: k.dot2 rows
-void add_quant_gemm_avx2(Kernels& k);     // simd/quant_gemm_avx2.cpp: k.qg_* rows
+void add_quant_dots_avx512(Kernels& k);
+void add_quant_dot2_avx2(Kernels& k);     // simd/quant_dot2_*.cpp: k.dot2 rows
+void add_quant_dot2_avx512(Kernels& k);
+void add_quant_gemm_avx2(Kernels& k);     // simd/quant_gemm_*.cpp: k.qg_* rows
+void add_quant_gemm_avx512(Kernels& k);
 
 // E2M1 codes doubled (bit 3 = sign); the nvfp4 scale table holds halved UE4M3 scales.
 constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;
@@ -107,7 +117,10 @@ constexpr const int8_t* kNvfp4Lut = kE2M1Doubled;
 }  // namespace pyggml::cpu::mm
 
 namespace pyggml::cpu {
-// Instruction sets with a mul_mat kernel of their own for weights of type t (a set that
-// only reuses the scalar kernel is not listed), detected or not: "scalar", "avx2", "avx512".
+// Instruction sets with a mul_mat dot kernel of their own for weights of type t (a set that
+// only reuses a lower set's kernel is not listed), detected or not: "scalar", "avx2", "avx512".
 std::vector<const char*> mul_mat_kernel_isas(Type t);
+// The same per path of MUL_MAT / MUL_MAT_ID: "dot", "dot2" (two-row dots), "dot1x" (one-column
+// dots with activation extras), "gemm" (quantized GEMM tiles), "repack" (repacked-weight tiles).
+std::vector<std::pair<const char*, std::vector<const char*>>> mul_mat_path_isas(Type t);
 }  // namespace pyggml::cpu

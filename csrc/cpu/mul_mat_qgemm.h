@@ -72,7 +72,7 @@ inline QgShape qg_shape(const Kernels& kr, const Tensor* dst) {
 // Per thread: packed rows (one, or a chunk's when groups_outer) and 8 converted columns; then
 // the packed groups (once, or once per thread when private).
 inline size_t qg_thread_bytes(const QgShape& s) {
-    return (s.groups_outer ? size_t(s.max_rows) : 1) * s.row_bytes + align64(kQgCols * s.col_bytes);
+    return (s.groups_outer ? size_t(s.max_rows) : 2) * s.row_bytes + align64(kQgCols * s.col_bytes);
 }
 inline size_t qg_groups_bytes(const QgShape& s) { return size_t(s.ne12 * s.ne13 * s.groups) * s.group_bytes; }
 
@@ -96,6 +96,7 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
     const QgPackActFn pack_act = kr.qg_pack_act[(int)vec_dot_type(w)];
     const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
     const QgTileFn tile = kr.qg_tile[(int)w];
+    const QgTile2Fn tile2 = kr.qg_tile2[(int)w];
 
     {  // group (n / 8, i12, i13) -> groups + ((i13 * ne12 + i12) * groups + n / 8) * group_bytes
         std::vector<float> tmp;
@@ -118,7 +119,7 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
     const int64_t want_units = int64_t(p.nth) * 16;
     const int64_t rows = std::clamp<int64_t>(s.M * nbatch * col_blocks / want_units, 1, s.max_rows);
     const int64_t chunks = (s.M + rows - 1) / rows, units = chunks * col_blocks * nbatch;
-    float out[kQgCols];
+    float out[2 * kQgCols];
     auto run_unit = [&](int64_t u) {
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % s.ne12, i13 = bt / s.ne12;
@@ -135,15 +136,37 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
             char* d = dbase + m * sizeof(float) + n * dst->nb[1];
             for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[c];
         };
+        // rows m, m + 1 packed row_bytes apart at `rows` (the dot tail: row by row)
+        auto two = [&](int64_t m, const char* rows, int64_t n) {
+            const int nc = (int)std::min<int64_t>(kQgCols, n1 - n);
+            if (nc == s.tail) {
+                one(m, rows, n);
+                one(m + 1, rows + s.row_bytes, n);
+                return;
+            }
+            tile2(s.K, rows, s.row_bytes, gbase + (n / kQgCols) * s.group_bytes, out);
+            for (int r = 0; r < 2; ++r) {
+                char* d = dbase + (m + r) * sizeof(float) + n * dst->nb[1];
+                for (int c = 0; c < nc; ++c) *(float*)(d + c * dst->nb[1]) = out[kQgCols * r + c];
+            }
+        };
+        const int step = tile2 ? 2 : 1;
         if (s.groups_outer) {
             for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * a->nb[1], s.K, packed_rows + (m - m0) * s.row_bytes, aux);
-            for (int64_t n = n0; n < n1; n += kQgCols)
-                for (int64_t m = m0; m < m1; ++m) one(m, packed_rows + (m - m0) * s.row_bytes, n);
+            for (int64_t n = n0; n < n1; n += kQgCols) {
+                int64_t m = m0;
+                for (; step == 2 && m + 1 < m1; m += 2) two(m, packed_rows + (m - m0) * s.row_bytes, n);
+                for (; m < m1; ++m) one(m, packed_rows + (m - m0) * s.row_bytes, n);
+            }
             return;
         }
-        for (int64_t m = m0; m < m1; ++m) {
-            pack_row(abase + m * a->nb[1], s.K, packed_rows, aux);
-            for (int64_t n = n0; n < n1; n += kQgCols) one(m, packed_rows, n);
+        for (int64_t m = m0; m < m1; m += step) {
+            const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
+            for (int r = 0; r < nr; ++r) pack_row(abase + (m + r) * a->nb[1], s.K, packed_rows + r * s.row_bytes, aux);
+            for (int64_t n = n0; n < n1; n += kQgCols) {
+                if (nr == 2) two(m, packed_rows, n);
+                else one(m, packed_rows, n);
+            }
         }
     };
     run_mul_mat_units(p, units, s.priv, run_unit);

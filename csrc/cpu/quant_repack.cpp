@@ -213,6 +213,7 @@ void put_row(Type t, const Decoded& v, int r, char* rec) {
 }
 
 const rp::Kernels& repack_kernels(simd::Isa isa) {
+    if (isa >= simd::Isa::Avx512) return rp::kernels_avx512();
     return isa >= simd::Isa::Avx2 ? rp::kernels_avx2() : rp::kernels_scalar();
 }
 
@@ -250,8 +251,9 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
             a.s = 0.0f;
             int32_t sum = 0;
             for (int k = 0; k < 32; ++k) sum += y.qs[k];
-            // the level offset of q4_0 (8) and q5_0 (16), taken out of the integer dot
-            a.bias = wt == Type::Q4_0 ? 8 * sum : wt == Type::Q5_0 ? 16 * sum : 0;
+            // the level offset of q4_0 (8) and q5_0 (16), taken out of the integer dot; q8_0's
+            // is for the VNNI tile, which takes the weights + 128 as unsigned levels
+            a.bias = wt == Type::Q4_0 ? 8 * sum : wt == Type::Q5_0 ? 16 * sum : wt == Type::Q8_0 ? 128 * sum : 0;
             std::memcpy(a.qs, y.qs, 32);
         }
     }

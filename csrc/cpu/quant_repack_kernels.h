@@ -55,7 +55,7 @@ static_assert(sizeof(Q4_Kx8) == 1184 && sizeof(Q5_Kx8) == 1440 && sizeof(Q6_Kx8)
 struct alignas(16) Act {
     float d;       // the block's scale
     float s;       // q8_1's s = f16(d * sum(qs)) widened (q4_1 weights), else 0
-    int32_t bias;  // 8 * sum(qs) (q4_0 weights), else 0
+    int32_t bias;  // the weights' level offset times sum(qs): 8 (q4_0), 16 (q5_0), 128 (q8_0, VNNI), else 0
     int32_t unused;
     int8_t qs[32];
 };
@@ -81,8 +81,10 @@ struct Kernels {
     TileFn tile[kTypeIdLimit];  // by weight type; null: not repackable
 };
 const Kernels& kernels_scalar();
-const Kernels& kernels_avx2();  // = kernels_scalar() where AVX2 is not compiled in
-void add_k_kernels_avx2(Kernels& k);  // the K-quant tiles (simd/quant_repack_k_avx2.cpp)
+const Kernels& kernels_avx2();    // empty where x86 SIMD is not compiled in
+const Kernels& kernels_avx512();  // the same bodies with VNNI integer dots (same bits)
+void add_k_kernels_avx2(Kernels& k);    // the K-quant tiles (simd/quant_repack_k_*.cpp)
+void add_k_kernels_avx512(Kernels& k);
 
 inline size_t record_bytes(Type t) {
     switch (t) {

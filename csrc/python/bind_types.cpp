@@ -52,6 +52,13 @@ py::list type_table() {
         py::list isas;
         for (const char* isa : cpu::mul_mat_kernel_isas(t)) isas.append(std::string(isa));
         d["mul_mat"] = isas;
+        py::dict paths;
+        for (const auto& [path, levels] : cpu::mul_mat_path_isas(t)) {
+            py::list l;
+            for (const char* isa : levels) l.append(std::string(isa));
+            paths[path] = l;
+        }
+        d["mul_mat_paths"] = paths;
         out.append(d);
     }
     return out;
@@ -70,7 +77,8 @@ void bind_types(py::module_& m) {
     m.def("type_traits", &type_table,
           "The type table: one dict per type (id, name, blck_size, type_size, is_quantized, "
           "vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction "
-          "sets with a mul_mat kernel for weights of this type).");
+          "sets with a mul_mat dot kernel of their own for weights of this type, mul_mat_paths: "
+          "the same per path, {dot, dot2, dot1x, gemm, repack} -> sets).");
     m.def("dequantize", &dequantize, py::arg("type"), py::arg("data"));
     m.def("fp32_to_fp16_bits", [](py::array_t<float, py::array::c_style | py::array::forcecast> x) {
         py::array_t<uint16_t> out(x.size());

@@ -15,7 +15,7 @@ WTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "q8_0": gg.Q8_0, "q4_K"
           "mxfp4": gg.MXFP4, "q4_1": gg.Q4_1, "nvfp4": gg.NVFP4}
 
 
-@pytest.fixture(params=["scalar", "avx2"])
+@pytest.fixture(params=["scalar", "avx2", "avx512"])
 def isa(request):
     previous = gg.set_isa(request.param)
     yield request.param

@@ -1,5 +1,6 @@
 // AVX-512 (F/BW/VL/DQ + VNNI) MUL_MAT kernels: 512-bit float dots, a 32 x 12 GEMM
-// micro-kernel, VNNI integer dots for the block types. Selected at run time (simd/isa.h).
+// micro-kernel, VNNI integer dots for the block types (q8_0, q4_0, nvfp4 here; the others, the
+// two-row dots and the GEMM tiles from simd/quant_*_avx512.cpp). Selected at run time (simd/isa.h).
 #include <algorithm>
 #include <cstring>
 
@@ -244,8 +245,9 @@ const Kernels& kernels_avx512() {
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
-        s.dot2[(int)Type::Q8_0] = s.dot2[(int)Type::Q4_0] = nullptr;  // this set's own dots, row by row
         s.quantize[(int)Type::Q8_0] = quantize_q8_0_fn;
+        add_quant_dots_avx512(s);  // every other block type, dot1x and the GEMM tiles (VNNI)
+        add_quant_dot2_avx512(s);
         s.f16_to_f32 = f16_to_f32;
         s.round_f16 = round_f16;
         s.quantize_q8_0 = mm_quantize_q8_0;

@@ -5,6 +5,7 @@
 
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
+#include "cpu/quant_repack_kernels.h"
 
 namespace pyggml::cpu::mm {
 
@@ -216,13 +217,45 @@ const FloatKernels& float_kernels_scalar() {
 }  // namespace pyggml::cpu::mm
 
 namespace pyggml::cpu {
+namespace {
+// The levels whose kernel (by which(level)) is non-null and none of the lower levels' kernels:
+// a level that reuses a lower level's kernel for this path is not listed.
+template <class Which>
+std::vector<const char*> own_kernels(Which which) {
+    const simd::Isa levels[] = {simd::Isa::Scalar, simd::Isa::Avx2, simd::Isa::Avx512};
+    std::vector<const char*> out;
+    for (int i = 0; i < 3; ++i) {
+        const void* f = which(levels[i]);
+        bool own = f != nullptr;
+        for (int j = 0; j < i && own; ++j) own = which(levels[j]) != f;
+        if (own) out.push_back(simd::isa_name(levels[i]));
+    }
+    return out;
+}
+}  // namespace
+
 std::vector<const char*> mul_mat_kernel_isas(Type t) {
     const int id = (int)t;
-    std::vector<const char*> out;
+    if (id < 0 || id >= kTypeIdLimit || !mm::kernels_scalar().dot[id]) return {};
+    return own_kernels([id](simd::Isa l) { return (const void*)mm::kernels_for(l).dot[id]; });
+}
+
+std::vector<std::pair<const char*, std::vector<const char*>>> mul_mat_path_isas(Type t) {
+    const int id = (int)t;
+    std::vector<std::pair<const char*, std::vector<const char*>>> out;
     if (id < 0 || id >= kTypeIdLimit || !mm::kernels_scalar().dot[id]) return out;
-    out.push_back("scalar");
-    if (mm::kernels_avx2().dot[id] != mm::kernels_scalar().dot[id]) out.push_back("avx2");
-    if (mm::kernels_avx512().dot[id] != mm::kernels_scalar().dot[id]) out.push_back("avx512");
+    auto mm_path = [&](const char* name, auto member) {
+        out.emplace_back(name, own_kernels([&](simd::Isa l) { return (const void*)(mm::kernels_for(l).*member)[id]; }));
+    };
+    mm_path("dot", &mm::Kernels::dot);
+    mm_path("dot2", &mm::Kernels::dot2);
+    mm_path("dot1x", &mm::Kernels::dot1x);
+    mm_path("gemm", &mm::Kernels::qg_tile);
+    out.emplace_back("repack", own_kernels([id](simd::Isa l) {
+        const rp::Kernels& k = l == simd::Isa::Avx512 ? rp::kernels_avx512()
+                               : l == simd::Isa::Avx2 ? rp::kernels_avx2() : rp::kernels_scalar();
+        return (const void*)k.tile[id];
+    }));
     return out;
 }
 }  // namespace pyggml::cpu

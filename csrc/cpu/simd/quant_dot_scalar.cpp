@@ -1,5 +1,5 @@
 // Plain-loop dot kernels of the block types added to the type table after q8_0 / q4_0 / nvfp4:
-// the reference the AVX2 kernels (quant_dot_avx2.cpp) are tested against.
+// the reference the 256-bit kernels (quant_dot256.h, built for AVX2 and AVX-512) are tested against.
 //
 // Legacy 32-value blocks dot q8_0 (q5_0, iq4_nl, mxfp4) or q8_1 (q4_1, q5_1: the block min
 // times q8_1's s = d * sum(q) adds the min once per block) activations.

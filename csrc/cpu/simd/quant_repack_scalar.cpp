@@ -1,4 +1,4 @@
-// Scalar tile kernels of the repacked MUL_MAT path: the reference of simd/quant_repack_avx2.cpp
+// Scalar tile kernels of the repacked MUL_MAT path: the reference of simd/quant_repack*256.h
 // (the same integer dots and the same float operations in the same order, so the same bits).
 #include <cmath>
 #include <cstring>

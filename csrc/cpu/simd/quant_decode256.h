@@ -1,6 +1,6 @@
-// AVX2 decoders of the newer block types, shared by the dot kernels (quant_dot_avx2.cpp) and
-// the quantized GEMM (quant_gemm_avx2.cpp). Include inside a
-// `#pragma GCC target("avx2,fma,f16c")` region, in namespace pyggml::cpu::mm.
+// 256-bit decoders of the newer block types, shared by the dot kernels (quant_dot256.h,
+// quant_dot2_256.h) and the quantized GEMM (quant_gemm256.h). Include inside idot256.h's
+// target region (its integer dots udot, udot_offset), in namespace pyggml::cpu::mm.
 //   - legacy 32-value blocks: Dec*::values gives signed int8 values and d (q8_0, q4_0, q5_0,
 //     iq4_nl, mxfp4); Dec*::levels gives unsigned levels (q4_1, q5_1: value = d * l + m);
 //   - K-quants: Unp*::run gives a KBlock of unsigned levels u with value =
@@ -22,14 +22,6 @@ inline float hsum(__m256 v) {
 inline __m128 f16_pair(const void* p) { return _mm_cvtph_ps(_mm_loadl_epi64((const __m128i*)p)); }
 // lane 0 of a times lane 0 of b, broadcast: the combined block scale, as dx * dy in floats.
 inline __m256 scale_product(__m128 a, __m128 b) { return _mm256_broadcastss_ps(_mm_mul_ss(a, b)); }
-// 8 x i32, each the sum of 4 products of unsigned u and signed s bytes.
-inline __m256i udot(__m256i u, __m256i s) { return _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)); }
-// Sum of (u - off) * s per 4-byte group, exact for u <= 31, off <= 16 (no 16-bit saturation):
-// the same integers as udot on the signed values, one instruction fewer than the sign trick.
-inline __m256i udot_offset(__m256i u, __m256i s, int off) {
-    const __m256i p = _mm256_sub_epi16(_mm256_maddubs_epi16(u, s), _mm256_maddubs_epi16(_mm256_set1_epi8((char)off), s));
-    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
-}
 // Byte j is 0xFF where bit j of x is set.
 inline __m256i bits_to_bytes(uint32_t x) {
     const __m256i spread = _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202,

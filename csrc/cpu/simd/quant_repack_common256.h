@@ -1,19 +1,10 @@
-// AVX2 pieces shared by the repacked tile kernels (quant_repack_avx2.cpp for the 32-value
-// blocks, quant_repack_k_avx2.cpp for the K-quants). Include inside an avx2 target region.
+// 256-bit pieces shared by the repacked tile kernels (quant_repack256.h for the 32-value
+// blocks, quant_repack_k256.h for the K-quants). Include inside idot256.h's target region, in
+// namespace pyggml::cpu::rp (internal linkage: each instruction set's build has its own copy).
 #pragma once
-#include <immintrin.h>
-
-#include <cstdint>
-#include <cstring>
 #include <type_traits>
 
-namespace pyggml::cpu::rp::avx2 {
-
-inline __m256i bcast4(const int8_t* p) {
-    int32_t v;
-    std::memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
+namespace {
 
 // The 8 slots of one 32-value block of 8 rows: low nibbles of 128 bytes (slots 2i and 2i + 1
 // share 32 bytes).
@@ -51,4 +42,4 @@ inline void for_columns(int nc, Run&& run) {
     }
 }
 
-}  // namespace pyggml::cpu::rp::avx2
+}  // namespace

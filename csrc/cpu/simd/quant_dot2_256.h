@@ -1,0 +1,137 @@
+// 256-bit two-row dot kernels of the 32-value block types (q8_0, q4_0, q5_0, iq4_nl, mxfp4
+// against q8_0; q4_1, q5_1 against q8_1), built per instruction set by quant_dot2_avx2.cpp and
+// quant_dot2_avx512.cpp (integer dots: idot256.h). Each activation block is loaded once for
+// both weight rows, and the two rows' accumulators are independent FMA chains. The one-row
+// kernels (mm_quant256.h, quant_dot256.h) and the scalar ones stay the references.
+// Defines fill_quant_dot2(Kernels&) (the dot2 rows), outside the target region.
+#pragma once
+#include <cstring>
+
+#include "cpu/mul_mat_kernels.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include "cpu/simd/idot256.h"
+
+namespace pyggml::cpu::mm {
+#include "cpu/simd/quant_decode256.h"
+
+namespace {
+
+// Two-pass types (passes_of): the even blocks, then the odd ones (the rows are read twice, the
+// second time from cache), each pass with its own accumulators: the one-row kernel's order.
+template <class Dec, int NC>
+void dot2_signed(int64_t k, const void* av, size_t as, const void* bv, size_t bs, float* out) {
+    using Block = typename Dec::Block;
+    constexpr int kPasses = passes_of<Dec>(0);
+    const Block* x0 = (const Block*)av;
+    const Block* x1 = (const Block*)((const char*)av + as);
+    const char* b = (const char*)bv;
+    const int64_t nb = k / 32;
+    auto pass = [&](int64_t first, __m256* acc0, __m256* acc1) __attribute__((always_inline)) {
+        for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+        for (int64_t ib = first; ib < nb; ib += kPasses) {
+            if (first == 0) {  // a later pass finds the rows in cache
+                _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
+                _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
+            }
+            float unused0, unused1;
+            const __m256i a0 = Dec::values(x0[ib], unused0), a1 = Dec::values(x1[ib], unused1);
+            const __m128 d0 = Dec::scale(x0[ib]), d1 = Dec::scale(x1[ib]);
+            const __m256i u0 = _mm256_sign_epi8(a0, a0), u1 = _mm256_sign_epi8(a1, a1);
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) {
+                const BlockQ8_0& y = ((const BlockQ8_0*)(b + j * bs))[ib];
+                const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
+                const __m128 dy = f16_pair(&y.d);
+                acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, _mm256_sign_epi8(q, a0))), scale_product(d0, dy), acc0[j]);
+                acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, _mm256_sign_epi8(q, a1))), scale_product(d1, dy), acc1[j]);
+            }
+        }
+    };
+    __m256 acc0[NC], acc1[NC];
+    pass(0, acc0, acc1);
+    if constexpr (kPasses == 2) {
+        __m256 odd0[NC], odd1[NC];
+        pass(1, odd0, odd1);
+        for (int j = 0; j < NC; ++j) {
+            acc0[j] = _mm256_add_ps(acc0[j], odd0[j]);
+            acc1[j] = _mm256_add_ps(acc1[j], odd1[j]);
+        }
+    }
+    for (int j = 0; j < NC; ++j) {
+        out[j] = hsum(acc0[j]);
+        out[4 + j] = hsum(acc1[j]);
+    }
+}
+
+template <class Dec, int NC>
+void dot2_with_min(int64_t k, const void* av, size_t as, const void* bv, size_t bs, float* out) {
+    using Block = typename Dec::Block;
+    const Block* x0 = (const Block*)av;
+    const Block* x1 = (const Block*)((const char*)av + as);
+    const char* b = (const char*)bv;
+    __m256 acc0[NC], acc1[NC];
+    __m128 min0[NC], min1[NC];  // lane 1: the m * s sums (see dot_with_min)
+    for (int j = 0; j < NC; ++j) { acc0[j] = acc1[j] = _mm256_setzero_ps(); min0[j] = min1[j] = _mm_setzero_ps(); }
+    const int64_t nb = k / 32;
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
+        _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
+        const __m256i u0 = Dec::levels(x0[ib]), u1 = Dec::levels(x1[ib]);
+        const __m128 dm0 = f16_pair(&x0[ib].d), dm1 = f16_pair(&x1[ib].d);
+#pragma GCC unroll 4
+        for (int j = 0; j < NC; ++j) {
+            const BlockQ8_1& y = ((const BlockQ8_1*)(b + j * bs))[ib];
+            const __m256i q = _mm256_loadu_si256((const __m256i*)y.qs);
+            const __m128 ds = f16_pair(&y.d);
+            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u0, q)), scale_product(dm0, ds), acc0[j]);
+            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot(u1, q)), scale_product(dm1, ds), acc1[j]);
+            min0[j] = _mm_fmadd_ps(dm0, ds, min0[j]);
+            min1[j] = _mm_fmadd_ps(dm1, ds, min1[j]);
+        }
+    }
+    for (int j = 0; j < NC; ++j) {
+        out[j] = hsum(acc0[j]) + _mm_cvtss_f32(_mm_movehdup_ps(min0[j]));
+        out[4 + j] = hsum(acc1[j]) + _mm_cvtss_f32(_mm_movehdup_ps(min1[j]));
+    }
+}
+
+template <class D, int NC> struct Signed2 { static void run(int64_t k, const void* a, size_t as, const void* b, size_t bs, float* o) { dot2_signed<D, NC>(k, a, as, b, bs, o); } };
+template <class D, int NC> struct WithMin2 { static void run(int64_t k, const void* a, size_t as, const void* b, size_t bs, float* o) { dot2_with_min<D, NC>(k, a, as, b, bs, o); } };
+
+template <template <class, int> class K, class D>
+void dispatch2(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* out, const float*) {
+    switch (nc) {
+        case 1: K<D, 1>::run(k, a, as, b, bs, out); break;
+        case 2: K<D, 2>::run(k, a, as, b, bs, out); break;
+        case 3: K<D, 3>::run(k, a, as, b, bs, out); break;
+        default: K<D, 4>::run(k, a, as, b, bs, out); break;
+    }
+}
+
+}  // namespace
+}  // namespace pyggml::cpu::mm
+
+#include "cpu/simd/idot256_end.h"
+
+// Outside the target region: filling the table must run on any CPU.
+namespace pyggml::cpu::mm {
+namespace {
+void fill_quant_dot2(Kernels& k) {
+    k.dot2[(int)Type::Q8_0] = dispatch2<Signed2, DecQ8_0>;
+    k.dot2[(int)Type::Q4_0] = dispatch2<Signed2, DecQ4_0>;
+    k.dot2[(int)Type::Q5_0] = dispatch2<Signed2, DecQ5_0>;
+    k.dot2[(int)Type::IQ4_NL] = dispatch2<Signed2, DecIQ4NL>;
+    k.dot2[(int)Type::MXFP4] = dispatch2<Signed2, DecMXFP4>;
+    k.dot2[(int)Type::Q4_1] = dispatch2<WithMin2, DecQ4_1>;
+    k.dot2[(int)Type::Q5_1] = dispatch2<WithMin2, DecQ5_1>;
+}
+}  // namespace
+}  // namespace pyggml::cpu::mm
+#else
+namespace pyggml::cpu::mm {
+namespace {
+void fill_quant_dot2(Kernels&) {}
+}  // namespace
+}  // namespace pyggml::cpu::mm
+#endif
