@@ -2,9 +2,10 @@
 // mc rows swept by the column panels of nc columns, as packed_forward runs them; everything
 // in L1/L2) against the core's FMA peak (256-bit and 512-bit chains), all on one thread timed
 // by the thread's CPU clock, so the figures hold on a loaded machine (the ratio to the peak is
-// the figure to read). Optional argument: the weight kind (f32, f16, bf16).
+// the figure to read; a bf16-pair step counts as two multiply-adds per lane). Optional arguments:
+// the weight kind (f32, f16, bf16; bf16 also runs the AVX512-BF16 pair form), the columns swept.
 //   g++ -O2 -std=c++17 -Icsrc/include -Icsrc bench/float_micro_cycles.cpp build/libpyggml_core.a -lpthread -o build/float_micro_cycles
-//   build/float_micro_cycles [f32|f16|bf16]
+//   build/float_micro_cycles [f32|f16|bf16] [240]
 #include <immintrin.h>
 #include <time.h>
 
@@ -68,10 +69,11 @@ int main(int argc, char** argv) {
     printf("# FMA peak, one core (thread CPU time): 256-bit %.1f GFLOP/s, 512-bit %.1f GFLOP/s\n", p256, p512);
     std::mt19937 rng(1);
     std::uniform_real_distribution<float> u(-1, 1);
-    for (simd::Isa isa : {simd::Isa::Avx2, simd::Isa::Avx512}) {
-        if ((int)isa > (int)simd::detected_isa()) continue;
+    // (level, pair form): the avx512 level's bf16 weights also in the AVX512-BF16 pair form
+    for (auto [isa, pairs] : {std::pair{simd::Isa::Avx2, false}, {simd::Isa::Avx512, false}, {simd::Isa::Avx512, true}}) {
+        if ((int)isa > (int)simd::detected_isa() || (pairs && (kind != mm::kFloatBF16 || !simd::detected_avx512_bf16()))) continue;
         simd::IsaPin pin(isa);
-        const mm::FloatKernels& fk = mm::float_kernels_for(isa);
+        const mm::FloatKernels& fk = pairs ? mm::float_kernels_avx512_bf16() : mm::float_kernels_for(isa);
         const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
         const int64_t K = fk.kb, M = fk.mc, N = std::min<int64_t>(fk.nc, argc > 2 ? atoll(argv[2]) : 240) / NR * NR;
         const int64_t nq = K / V, mp = M / MR, np = N / NR;
@@ -114,9 +116,9 @@ int main(int argc, char** argv) {
         }
         const double gf = 2.0 * M * N * K / best / 1e9;
         const double peak = isa == simd::Isa::Avx512 ? p512 : p256;
-        printf("%-7s %s micro %dx%d lanes %d kb %lld mc %lld nc %lld: %.1f GFLOP/s = %.2f of the peak; "
+        printf("%-7s%s %s micro %dx%d lanes %d kb %lld mc %lld nc %lld: %.1f GFLOP/s = %.2f of the peak; "
                "pack_a of the weight block %.1f us (the sweep of %lld columns %.1f us)\n",
-               simd::isa_name(isa), kind_name, MR, NR, V, (long long)fk.kb, (long long)fk.mc, (long long)fk.nc, gf, gf / peak,
+               simd::isa_name(isa), pairs ? " pairs" : "", kind_name, MR, NR, V, (long long)fk.kb, (long long)fk.mc, (long long)fk.nc, gf, gf / peak,
                best_pack * 1e6, (long long)N, best * 1e6);
     }
     return sink == 12345.0f;

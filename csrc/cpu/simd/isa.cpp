@@ -39,6 +39,8 @@ std::atomic<int>& cap_ref() {
 
 thread_local int t_pinned = -1;
 
+std::atomic<bool> g_bf16_allowed{true};
+
 }  // namespace
 
 Isa detected_isa() {
@@ -55,6 +57,21 @@ Isa cpu_isa() {
     const int d = (int)detected_isa(), c = cap_ref().load(std::memory_order_relaxed);
     return (Isa)(c < d ? c : d);
 }
+
+bool detected_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool d = detected_isa() == Isa::Avx512 && __builtin_cpu_supports("avx512bf16");
+    return d;
+#else
+    return false;
+#endif
+}
+
+bool avx512_bf16() {
+    return cpu_isa() == Isa::Avx512 && detected_avx512_bf16() && g_bf16_allowed.load(std::memory_order_relaxed);
+}
+
+bool set_avx512_bf16(bool allowed) { return g_bf16_allowed.exchange(allowed, std::memory_order_relaxed); }
 
 const char* isa_name(Isa i) {
     return i == Isa::Avx512 ? "avx512" : i == Isa::Avx2 ? "avx2" : "scalar";

@@ -5,6 +5,7 @@
 
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
+#include "cpu/simd/float_bf16_avx512.h"
 #include "cpu/simd/float_gemm_avx512.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,22 +36,7 @@ namespace {
 constexpr int kLanes = 16;
 constexpr int64_t kFloatKB = kFloatKB512;
 
-// Horizontal sums of four accumulators, lane r of the result from v_r, by one tree: the two
-// 256-bit halves added (u_i = v_i + v_{i+8}), then s_i = u_i + u_{i+4}; t_0 = s_0 + s_2,
-// t_1 = s_1 + s_3; y = t_0 + t_1.
-inline __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
-inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m256 ua = fold(a), ub = fold(b), uc = fold(c), ud = fold(d);
-    const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(ua, ub, 0x20), _mm256_permute2f128_ps(ua, ub, 0x31));
-    const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(uc, ud, 0x20), _mm256_permute2f128_ps(uc, ud, 0x31));
-    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
-}
-
-#include "cpu/simd/float_load_avx512.h"
+#include "cpu/simd/float_avx512.h"
 
 // R rows x C columns read in place; the smaller side is held in registers, the other streamed.
 template <class W, class B, int R, int C>
@@ -140,6 +126,15 @@ template <class W>
 void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
     direct<W>(k, a, as, 2, b, bs, nc, o);
 }
+// bf16 weights: the pair form where the CPU has it (the order MUL_MAT uses, mul_mat_float.h)
+void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* aux) {
+    if (simd::avx512_bf16()) dot_bf16_pairs(k, a, b, bs, nc, o, aux);
+    else dot_float<WBF16>(k, a, b, bs, nc, o, aux);
+}
+void dot2_bf16(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float* aux) {
+    if (simd::avx512_bf16()) dot2_bf16_pairs(k, a, as, b, bs, nc, o, aux);
+    else dot2_float<WBF16>(k, a, as, b, bs, nc, o, aux);
+}
 
 
 void f16_to_f32(const void* src, float* dst, int64_t n) {
@@ -176,10 +171,10 @@ const Kernels& kernels_avx512() {
         s.isa = simd::Isa::Avx512;
         s.dot[(int)Type::F32] = dot_float<WF32>;
         s.dot[(int)Type::F16] = dot_float<WF16>;
-        s.dot[(int)Type::BF16] = dot_float<WBF16>;
+        s.dot[(int)Type::BF16] = dot_bf16;
         s.dot2[(int)Type::F32] = dot2_float<WF32>;
         s.dot2[(int)Type::F16] = dot2_float<WF16>;
-        s.dot2[(int)Type::BF16] = dot2_float<WBF16>;
+        s.dot2[(int)Type::BF16] = dot2_bf16;
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
