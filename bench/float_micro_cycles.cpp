@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     // (level, pair form): the avx512 level's bf16 weights also in the AVX512-BF16 pair form
     for (auto [isa, pairs] : {std::pair{simd::Isa::Avx2, false}, {simd::Isa::Avx512, false}, {simd::Isa::Avx512, true}}) {
         if ((int)isa > (int)simd::detected_isa() || (pairs && (kind != mm::kFloatBF16 || !simd::detected_avx512_bf16()))) continue;
-        simd::IsaPin pin(isa);
+        simd::IsaPin pin(isa, pairs);
         const mm::FloatKernels& fk = pairs ? mm::float_kernels_avx512_bf16() : mm::float_kernels_for(isa);
         const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
         const int64_t K = fk.kb, M = fk.mc, N = std::min<int64_t>(fk.nc, argc > 2 ? atoll(argv[2]) : 240) / NR * NR;
