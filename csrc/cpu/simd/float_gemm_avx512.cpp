@@ -6,7 +6,7 @@
 // two vectors and b's value broadcast: an outer-product tile of 32 rows x 12 columns (24
 // accumulators) that loads 2 weight vectors and 12 scalars per 24 multiply-adds, where the
 // dot-product tile of 4 x 6 loaded 10 vectors per 24 and paid a horizontal sum per output and
-// block (0.85 of the FMA peak on Zen 4 against 0.97 for this form, bench/float_micro_cycles.cpp).
+// block (Zen 4, one core: 0.85 of the FMA peak against 0.93-0.95 for this form, bench/float_micro_cycles.cpp).
 // The 16 lane results of a block are then added by the dot tiles' tree, 16 outputs per vector:
 // u_i = v_i + v_{i+8}, s_i = u_i + u_{i+4}, t_0 = s_0 + s_2, t_1 = s_1 + s_3, y = t_0 + t_1.
 // Packed layouts (per K block of nq chunks): a weight panel ap[(p(l) * nq + q) * 32 + r], a column
