@@ -435,6 +435,8 @@ def interpolate(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.Suppor
     """Resamples a f32 to [ne0, ne1, ne2, ne3]. mode: gg.SCALE_MODE_NEAREST (0, floor(i*in/out)), SCALE_MODE_BILINEAR (1, half-pixel samples, edges clamped) or SCALE_MODE_BICUBIC (2), or-ed with SCALE_FLAG_ALIGN_CORNERS (256) or SCALE_FLAG_ANTIALIAS (512, bilinear only). 2-D modes interpolate dims 0 and 1."""
 def is_quantized(arg0: Type) -> bool:
     ...
+def avx512_bf16(detected: bool = False) -> bool:
+    """Whether bf16 weights are dotted as bf16 pairs (AVX512-BF16 vdpbf16ps) at the current level (detected=True: whether the CPU has the instruction)."""
 def isa(detected: bool = False) -> str:
     """The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best level this CPU runs, ignoring the cap)."""
 def l2_norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
@@ -579,6 +581,8 @@ def set_debug(on: bool) -> None:
     """Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise."""
 def set_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
+def set_avx512_bf16(allowed: bool) -> bool:
+    """Allow (default) or forbid the AVX512-BF16 pair dots of bf16 weights; forbidden, the avx512 level dots them in f32 as on a CPU without BF16. Takes effect at the next compute. Returns the previous setting."""
 def set_isa(level: str) -> str:
     """Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`."""
 def set_rows(ctx: Context, a: Tensor, b: Tensor, c: Tensor) -> Tensor:

@@ -15,9 +15,18 @@ sys.path.insert(0, os.path.dirname(__file__))
 @pytest.fixture
 def simd(request):
     """Cap the kernels' SIMD level for one test (parametrise indirectly with util.SIMD_LEVELS);
-    the previous cap comes back afterwards."""
+    the previous cap comes back afterwards. "avx512-nobf16": the avx512 level with its
+    AVX512-BF16 pair form of bf16 weights turned off (what an AVX-512 CPU without BF16 runs)."""
     import pyggml as gg
     level = getattr(request, "param", "native")
+    if level == "avx512-nobf16":
+        if gg.isa(detected=True) != "avx512":
+            pytest.skip("the CPU has no AVX-512")
+        previous, bf16 = gg.set_isa("avx512"), gg.set_avx512_bf16(False)
+        yield level
+        gg.set_isa(previous)
+        gg.set_avx512_bf16(bf16)
+        return
     previous = gg.set_isa(level)
     yield level
     gg.set_isa(previous)

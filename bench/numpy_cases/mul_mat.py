@@ -180,14 +180,14 @@ def cases(n_threads, wants=lambda name: True, reps_scale=1):
 
 
 def fma_peak(n_threads):
-    """The f32 FMA peak of n_threads cores in GFLOP/s (bench_ops' fma_peak case, best of 3), or None."""
+    """The f32 FMA peak of n_threads cores in GFLOP/s (bench_ops' fma_peak case: the best of 3 runs
+    of its 256-bit and 512-bit rows), or None."""
     exe = Path(__file__).resolve().parents[2] / "build" / "bench_ops"
     if not exe.exists():
         return None
     best = None
     for _ in range(3):  # the best of three: a run that shares a core with another process reads low
         r = subprocess.run([str(exe), "-t", str(n_threads), "fma_peak"], capture_output=True, text=True)
-        m = re.search(r"fma_peak f32 avx2\s+([0-9.]+)", r.stdout)
-        if m:
+        for m in re.finditer(r"fma_peak f32 avx(?:2|512)\s+([0-9.]+)", r.stdout):  # 256- and 512-bit chains
             best = max(best or 0.0, float(m.group(1)))
     return best

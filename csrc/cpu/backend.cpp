@@ -191,6 +191,10 @@ void CpuBackend::copy(void* dst, const void* src, size_t bytes) { if (bytes) std
 
 void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeOptions& opts) {
     const int n_threads = std::max(1, std::min(opts.n_threads, max_threads()));
+    // one level (and AVX512-BF16 setting) for the work sizes and every thread of this compute
+    const simd::Isa isa = simd::cpu_isa();
+    const bool bf16 = simd::avx512_bf16_allowed();
+    simd::IsaPin sizing_pin(isa, bf16);
     size_t wsize = 0;
     for (Tensor* n : nodes)
         if (runs(n)) wsize = std::max(wsize, kDispatch[(int)n->op].work_size(n, n_threads));
@@ -207,7 +211,6 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     const int n_run = all_solo ? 1 : n_threads;
 
     ThreadPool& pool = ThreadPool::instance();
-    const simd::Isa isa = simd::cpu_isa();  // one level for every thread of this compute
     // Per-step counters: shares taken and shares finished. `completed` counts the steps whose
     // every share has finished; a step starts once all steps before it completed (steps run in
     // graph order, so no dependency is ever crossed).
@@ -221,7 +224,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     std::atomic<bool> aborted{false}, stop{false};
     size_t done = 0;
     auto job = [&](int ith) {
-        simd::IsaPin pin(isa);
+        simd::IsaPin pin(isa, bf16);
         ComputeParams p;
         p.ith = ith;
         p.nth = n_threads;

@@ -47,7 +47,7 @@ constexpr int64_t kSmallWeightBlockRows = 32;
 constexpr size_t kPackBudget = size_t(32) << 20;
 constexpr int64_t kMinTasksPerThread = 8;
 
-const FloatKernels& float_kernels() { return float_kernels_for(simd::cpu_isa()); }
+const FloatKernels& float_kernels(const Tensor* dst) { return float_kernels_for(simd::cpu_isa(), dst->src[0]->type); }
 
 bool use_packed(const Tensor* dst) {
     const Tensor* a = dst->src[0];
@@ -56,13 +56,15 @@ bool use_packed(const Tensor* dst) {
 
 // ---- direct path
 
-// f16 weights take their columns as f16 (the values ggml rounds them to, half the bytes);
-// f32 / bf16 weights as f32 values.
-bool f16_columns(const Tensor* dst) { return dst->src[0]->type == Type::F16; }
-Type column_type(const Tensor* dst) { return f16_columns(dst) ? Type::F16 : Type::F32; }
+// f16 weights take their columns as f16 (the values ggml rounds them to, half the bytes), bf16
+// weights dotted as bf16 pairs as bf16; f32 / other bf16 weights as f32 values.
+Type column_type(const Tensor* dst) {
+    const Type w = dst->src[0]->type;
+    return w == Type::F16 ? Type::F16 : w == Type::BF16 && float_kernels(dst).direct_bf16b ? Type::BF16 : Type::F32;
+}
 bool needs_conversion(const Tensor* dst) {
-    const Type w = dst->src[0]->type, bt = dst->src[1]->type;
-    return !((w == Type::F32 && bt == Type::F32) || (w == Type::F16 && bt == Type::F16));
+    const Type ct = column_type(dst);
+    return !(dst->src[1]->type == ct && ct == dst->src[0]->type);
 }
 size_t column_bytes(const Tensor* dst, int64_t K) { return align64(size_t(K) * type_size(column_type(dst))); }
 
@@ -89,8 +91,8 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
     const Type w = a->type;
-    const bool f16b = f16_columns(dst);
-    const FloatDirectFn tile = f16b ? fk.direct_f16b : fk.direct[float_kind(w)];
+    const Type ct = column_type(dst);
+    const FloatDirectFn tile = ct == Type::F16 ? fk.direct_f16b : ct == Type::BF16 ? fk.direct_bf16b : fk.direct[float_kind(w)];
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const bool convert = needs_conversion(dst);
@@ -101,7 +103,8 @@ void direct_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     if (convert) {
         std::vector<float> tmp;
         convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
-            if (f16b) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, src, K, tmp), (uint16_t*)out, K);
+            if (ct == Type::F16) cpu::conv::f32_to_f16_row(widen_row(kr, b->type, src, K, tmp), (uint16_t*)out, K);
+            else if (ct == Type::BF16) cpu::conv::f32_to_bf16_row(widen_row(kr, b->type, src, K, tmp), (uint16_t*)out, K);
             else convert_act(kr, w, b->type, src, K, out, tmp);
         });
     }
@@ -193,7 +196,7 @@ size_t ready_flags_offset(const PackedShape& s, const FloatKernels& fk) {
 }
 
 size_t packed_work_size(const Tensor* dst, int nth) {
-    const FloatKernels& fk = float_kernels();
+    const FloatKernels& fk = float_kernels(dst);
     const PackedShape s = packed_shape(dst, fk);
     const size_t flags = packed_in_one_chunk(s, fk) ? sizeof(std::atomic<uint32_t>) * size_t(total_panels(s, fk)) : 0;
     return kCounterBytes + sizeof(float) * size_t(nth) * a_block_floats(fk) + ready_flags_offset(s, fk) + flags;
@@ -424,13 +427,13 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
 
 void float_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     const Kernels& kr = kernels_for(simd::cpu_isa());
-    if (use_packed(dst)) packed_forward(p, dst, kr, float_kernels());
-    else direct_forward(p, dst, kr, float_kernels());
+    if (use_packed(dst)) packed_forward(p, dst, kr, float_kernels(dst));
+    else direct_forward(p, dst, kr, float_kernels(dst));
 }
 
 // The direct path with no shared conversion and the packed GEMM in one chunk have no barrier.
 bool float_mul_mat_barrier_free(const Tensor* dst) {
-    if (use_packed(dst)) return packed_in_one_chunk(packed_shape(dst, float_kernels()), float_kernels());
+    if (use_packed(dst)) return packed_in_one_chunk(packed_shape(dst, float_kernels(dst)), float_kernels(dst));
     return private_conversion(dst) || !needs_conversion(dst);
 }
 

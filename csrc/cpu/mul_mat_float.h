@@ -11,6 +11,8 @@
 //     zero-padded in both;
 //   - the block's value is the accumulator's horizontal sum by the set's fixed tree;
 //   - y = block 0, then y = y + block i, in order.
+// The avx512 set's bf16 weights on AVX512-BF16 CPUs use chunks of 32 values taken as 16 bf16
+// pairs per accumulator (simd/float_bf16_avx512.cpp), with b rounded to bf16 as above.
 // Only the instruction-level parallelism differs between paths: several rows and columns per
 // tile (never a split of one output's accumulator). b is first converted as ggml's CPU converts
 // it for these weights (rounded to f16 / bf16 for f16 / bf16 weights), once per column.
@@ -48,7 +50,7 @@ using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, floa
 using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
 // Packs one panel of nr columns for `bp`: cols[j] (j < nr) holds kq * lanes f32 values of column
 // j (zero past K), or is null for a column past the last (zeros).
-constexpr int kMaxFloatNR = 8;
+constexpr int kMaxFloatMR = 32, kMaxFloatNR = 12;
 using FloatPackBFn = void (*)(const float* const* cols, int64_t kq, float* bp);
 
 struct FloatKernels {
@@ -58,6 +60,9 @@ struct FloatKernels {
     int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
     FloatDirectFn direct[3];  // by FloatKind
     FloatDirectFn direct_f16b;
+    // bf16 weights with their columns stored as bf16 (the pair form of
+    // simd/float_bf16_avx512.cpp; null elsewhere): MUL_MAT converts their columns to bf16
+    FloatDirectFn direct_bf16b;
     FloatMicroFn micro;
     FloatPackAFn pack_a[3];   // by FloatKind
     FloatPackBFn pack_b;
@@ -68,12 +73,18 @@ struct FloatKernels {
 const FloatKernels& float_kernels_scalar();
 const FloatKernels& float_kernels_avx2();
 const FloatKernels& float_kernels_avx512();
+const FloatKernels& float_kernels_avx512_bf16();  // bf16 weights where simd::avx512_bf16()
 inline const FloatKernels& float_kernels_for(simd::Isa isa) {
     switch (isa) {
         case simd::Isa::Avx512: return float_kernels_avx512();
         case simd::Isa::Avx2: return float_kernels_avx2();
         default: return float_kernels_scalar();
     }
+}
+// The set that computes weights of type w at level isa (the current level: simd::cpu_isa()).
+inline const FloatKernels& float_kernels_for(simd::Isa isa, Type w) {
+    if (w == Type::BF16 && isa == simd::Isa::Avx512 && simd::avx512_bf16()) return float_kernels_avx512_bf16();
+    return float_kernels_for(isa);
 }
 
 }  // namespace pyggml::cpu::mm

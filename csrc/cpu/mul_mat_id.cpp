@@ -127,7 +127,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
 
     const QgSizes qg = qg_sizes(kr, w, K);
     const bool float_tiles = is_float_weight(w);
-    const FloatKernels& fk = float_kernels_for(simd::cpu_isa());
+    const FloatKernels& fk = float_kernels_for(simd::cpu_isa(), w);
     auto gemm_expert = [&](int64_t x) { return qg.on && count[x] >= kQgMinColumns; };
     const size_t colb = act_col_bytes(w, K);
     const Layout lay = layout(qg, U * T, E, colb);

@@ -288,6 +288,15 @@ void bind_core(py::module_& m) {
           "Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, "
           "as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the "
           "next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`.");
+    m.def("avx512_bf16", [](bool detected) {
+        return detected ? cpu::simd::detected_avx512_bf16() : cpu::simd::avx512_bf16();
+    }, py::arg("detected") = false,
+          "Whether bf16 weights are dotted as bf16 pairs (AVX512-BF16 vdpbf16ps) at the current level "
+          "(detected=True: whether the CPU has the instruction).");
+    m.def("set_avx512_bf16", &cpu::simd::set_avx512_bf16, py::arg("allowed"),
+          "Allow (default) or forbid the AVX512-BF16 pair dots of bf16 weights; forbidden, the avx512 "
+          "level dots them in f32 as on a CPU without BF16. Takes effect at the next compute. Returns "
+          "the previous setting.");
     m.def("set_debug", &set_debug, py::arg("on"),
           "Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise.");
     m.def("debug_enabled", &debug_enabled);

@@ -38,6 +38,9 @@ std::atomic<int>& cap_ref() {
 }
 
 thread_local int t_pinned = -1;
+thread_local int t_pinned_bf16 = -1;
+
+std::atomic<bool> g_bf16_allowed{true};
 
 }  // namespace
 
@@ -56,6 +59,23 @@ Isa cpu_isa() {
     return (Isa)(c < d ? c : d);
 }
 
+bool detected_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+    static const bool d = detected_isa() == Isa::Avx512 && __builtin_cpu_supports("avx512bf16");
+    return d;
+#else
+    return false;
+#endif
+}
+
+bool avx512_bf16_allowed() {
+    return t_pinned_bf16 >= 0 ? t_pinned_bf16 != 0 : g_bf16_allowed.load(std::memory_order_relaxed);
+}
+
+bool avx512_bf16() { return cpu_isa() == Isa::Avx512 && detected_avx512_bf16() && avx512_bf16_allowed(); }
+
+bool set_avx512_bf16(bool allowed) { return g_bf16_allowed.exchange(allowed, std::memory_order_relaxed); }
+
 const char* isa_name(Isa i) {
     return i == Isa::Avx512 ? "avx512" : i == Isa::Avx2 ? "avx2" : "scalar";
 }
@@ -66,7 +86,13 @@ bool parse_isa(const std::string& name, Isa* out) {
     return false;
 }
 
-IsaPin::IsaPin(Isa isa) : saved_(t_pinned) { t_pinned = (int)isa; }
-IsaPin::~IsaPin() { t_pinned = saved_; }
+IsaPin::IsaPin(Isa isa, bool bf16_allowed) : saved_(t_pinned), saved_bf16_(t_pinned_bf16) {
+    t_pinned = (int)isa;
+    t_pinned_bf16 = bf16_allowed;
+}
+IsaPin::~IsaPin() {
+    t_pinned = saved_;
+    t_pinned_bf16 = saved_bf16_;
+}
 
 }  // namespace pyggml::cpu::simd

@@ -20,19 +20,30 @@ Isa isa_cap();               // the current cap (Avx512 when uncapped)
 void set_isa_cap(Isa cap);
 Isa cpu_isa();               // min(detected, cap), or the pinned level inside a compute
 
+// AVX512-BF16 (vdpbf16ps), a sub-feature of the Avx512 level: where the CPU has it, the avx512
+// set dots bf16 weights as bf16 pairs (cpu/mul_mat_float.h). avx512_bf16(): detected, allowed
+// and the level in use is Avx512. set_avx512_bf16(false) turns the pair form off (the level's
+// f32 form then serves, as on an AVX-512 CPU without BF16; tests run both); it returns the
+// previous setting and takes effect at the next compute (a compute pins it with the level).
+bool detected_avx512_bf16();
+bool avx512_bf16();
+bool set_avx512_bf16(bool allowed);
+bool avx512_bf16_allowed();  // the setting (what a compute pins)
+
 const char* isa_name(Isa i);  // "scalar", "avx2", "avx512"
 // Parses a level name (case-sensitive, as isa_name spells it); false when unknown.
 bool parse_isa(const std::string& name, Isa* out);
 
-// Pins cpu_isa() on this thread for the pin's lifetime (one per compute thread).
+// Pins cpu_isa() and the AVX512-BF16 setting on this thread for the pin's lifetime (one per
+// compute thread, and one on the calling thread while it sizes the work buffer).
 class IsaPin {
 public:
-    explicit IsaPin(Isa isa);
+    IsaPin(Isa isa, bool bf16_allowed);
     ~IsaPin();
     IsaPin(const IsaPin&) = delete;
     IsaPin& operator=(const IsaPin&) = delete;
 private:
-    int saved_;
+    int saved_, saved_bf16_;
 };
 
 }  // namespace pyggml::cpu::simd

@@ -1,11 +1,14 @@
-// AVX-512 (F/BW/VL/DQ + VNNI) MUL_MAT kernels: 512-bit float dots, a 32 x 12 GEMM
-// micro-kernel, VNNI integer dots for the block types (q8_0, q4_0, nvfp4 here; the others, the
-// two-row dots and the GEMM tiles from simd/quant_*_avx512.cpp). Selected at run time (simd/isa.h).
+// AVX-512 (F/BW/VL/DQ + VNNI) MUL_MAT kernels: 512-bit float dots (direct tiles; the packed GEMM
+// is simd/float_gemm_avx512.cpp), VNNI integer dots for the block types (q8_0, q4_0, nvfp4 here;
+// the others, the two-row dots and the GEMM tiles from simd/quant_*_avx512.cpp). Selected at
+// run time (simd/isa.h).
 #include <algorithm>
 #include <cstring>
 
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
+#include "cpu/simd/float_bf16_avx512.h"
+#include "cpu/simd/float_gemm_avx512.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -33,41 +36,9 @@ namespace {
 
 // ---- Float weights in the canonical order (cpu/mul_mat_float.h): 16 lanes, blocks of kFloatKB.
 constexpr int kLanes = 16;
-constexpr int64_t kFloatKB = 512;
+constexpr int64_t kFloatKB = kFloatKB512;
 
-// Horizontal sums of four accumulators, lane r of the result from v_r, by one tree: the two
-// 256-bit halves added (u_i = v_i + v_{i+8}), then s_i = u_i + u_{i+4}; t_0 = s_0 + s_2,
-// t_1 = s_1 + s_3; y = t_0 + t_1.
-inline __m256 fold(__m512 v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); }
-inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
-    const __m256 ua = fold(a), ub = fold(b), uc = fold(c), ud = fold(d);
-    const __m256 ab = _mm256_add_ps(_mm256_permute2f128_ps(ua, ub, 0x20), _mm256_permute2f128_ps(ua, ub, 0x31));
-    const __m256 cd = _mm256_add_ps(_mm256_permute2f128_ps(uc, ud, 0x20), _mm256_permute2f128_ps(uc, ud, 0x31));
-    const __m256 t = _mm256_add_ps(_mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(1, 0, 1, 0)),
-                                   _mm256_shuffle_ps(ab, cd, _MM_SHUFFLE(3, 2, 3, 2)));
-    const __m256 y = _mm256_add_ps(_mm256_shuffle_ps(t, t, _MM_SHUFFLE(2, 0, 2, 0)),
-                                   _mm256_shuffle_ps(t, t, _MM_SHUFFLE(3, 1, 3, 1)));
-    return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
-}
-
-inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
-
-// 16 weights as f32 (`tail`: the first n < 16, the rest zero).
-struct WF32 {
-    static __m512 load(const char* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
-    static __m512 tail(const char* p, int64_t i, int n) { return _mm512_maskz_loadu_ps(tail_mask(n), (const float*)p + i); }
-};
-struct WF16 {
-    static __m512 load(const char* p, int64_t i) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
-    static __m512 tail(const char* p, int64_t i, int n) {
-        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i));
-    }
-};
-struct WBF16 {
-    static __m512 cvt(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
-    static __m512 load(const char* p, int64_t i) { return cvt(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
-    static __m512 tail(const char* p, int64_t i, int n) { return cvt(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i)); }
-};
+#include "cpu/simd/float_avx512.h"
 
 // R rows x C columns read in place; the smaller side is held in registers, the other streamed.
 template <class W, class B, int R, int C>
@@ -146,51 +117,6 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
     }
 }
 
-// 4 rows x 6 columns: 24 accumulators, 4 weight vectors, one column vector at a time.
-constexpr int kFloatMR = 4, kFloatNR = 6;
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
-                 const char*, int) {
-    __m512 acc[kFloatNR][kFloatMR];
-    for (int j = 0; j < kFloatNR; ++j)
-        for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_setzero_ps();
-    for (int64_t q = 0; q < nq; ++q, ap += kFloatMR * kLanes, bp += kFloatNR * kLanes) {
-        __m512 av[kFloatMR];
-        for (int r = 0; r < kFloatMR; ++r) av[r] = _mm512_loadu_ps(ap + r * kLanes);
-#pragma GCC unroll 6
-        for (int j = 0; j < kFloatNR; ++j) {
-            const __m512 bj = _mm512_loadu_ps(bp + j * kLanes);
-            for (int r = 0; r < kFloatMR; ++r) acc[j][r] = _mm512_fmadd_ps(av[r], bj, acc[j][r]);
-        }
-    }
-    for (int j = 0; j < nv; ++j) {
-        alignas(16) float h[4];
-        _mm_store_ps(h, hsum4(acc[j][0], acc[j][1], acc[j][2], acc[j][3]));
-        float* cj = c + j * ldc;
-        for (int r = 0; r < mv; ++r) cj[r] = accumulate ? cj[r] + h[r] : h[r];
-    }
-}
-
-template <class W>
-void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
-    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
-    const int tail = int(kc % kLanes);
-    for (int r = 0; r < kFloatMR; ++r) {
-        float* out = ap + r * kLanes;
-        if (r >= rows) {
-            for (int64_t q = 0; q < nq; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, _mm512_setzero_ps());
-            continue;
-        }
-        const char* row = (const char*)a + r * as;
-        for (int64_t q = 0; q < full; ++q) _mm512_storeu_ps(out + q * kFloatMR * kLanes, W::load(row, k0 + q * kLanes));
-        if (tail) _mm512_storeu_ps(out + full * kFloatMR * kLanes, W::tail(row, k0 + full * kLanes, tail));
-    }
-}
-void pack_b(const float* const* cols, int64_t kq, float* bp) {
-    for (int j = 0; j < kFloatNR; ++j)
-        for (int64_t q = 0; q < kq; ++q)
-            _mm512_storeu_ps(bp + (q * kFloatNR + j) * kLanes, cols[j] ? _mm512_loadu_ps(cols[j] + q * kLanes) : _mm512_setzero_ps());
-}
-
 // MUL_MAT_ID's dots on float weights, in the same order (one row; two rows).
 template <class W>
 void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float*) {
@@ -201,6 +127,15 @@ void dot_float(int64_t k, const void* a, const void* b, size_t bs, int nc, float
 template <class W>
 void dot2_float(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float*) {
     direct<W>(k, a, as, 2, b, bs, nc, o);
+}
+// bf16 weights: the pair form where the CPU has it (the order MUL_MAT uses, mul_mat_float.h)
+void dot_bf16(int64_t k, const void* a, const void* b, size_t bs, int nc, float* o, const float* aux) {
+    if (simd::avx512_bf16()) dot_bf16_pairs(k, a, b, bs, nc, o, aux);
+    else dot_float<WBF16>(k, a, b, bs, nc, o, aux);
+}
+void dot2_bf16(int64_t k, const void* a, size_t as, const void* b, size_t bs, int nc, float* o, const float* aux) {
+    if (simd::avx512_bf16()) dot2_bf16_pairs(k, a, as, b, bs, nc, o, aux);
+    else dot2_float<WBF16>(k, a, as, b, bs, nc, o, aux);
 }
 
 
@@ -238,10 +173,10 @@ const Kernels& kernels_avx512() {
         s.isa = simd::Isa::Avx512;
         s.dot[(int)Type::F32] = dot_float<WF32>;
         s.dot[(int)Type::F16] = dot_float<WF16>;
-        s.dot[(int)Type::BF16] = dot_float<WBF16>;
+        s.dot[(int)Type::BF16] = dot_bf16;
         s.dot2[(int)Type::F32] = dot2_float<WF32>;
         s.dot2[(int)Type::F16] = dot2_float<WF16>;
-        s.dot2[(int)Type::BF16] = dot2_float<WBF16>;
+        s.dot2[(int)Type::BF16] = dot2_bf16;
         s.dot[(int)Type::Q8_0] = mm_dot_q8_0_fn;
         s.dot[(int)Type::Q4_0] = mm_dot_q4_0_fn;
         s.dot[(int)Type::NVFP4] = mm_dot_nvfp4_fn;
@@ -260,19 +195,11 @@ const FloatKernels& float_kernels_avx512() {
         FloatKernels f{};
         f.lanes = kLanes;
         f.kb = kFloatKB;
-        f.mr = kFloatMR;
-        f.nr = kFloatNR;
-        f.mc = 24 * kFloatMR;   // 96 x 512 f32 weights: 192 KiB in L2
-        f.nc = 40 * kFloatNR;   // each packed weight block serves 240 columns
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
         f.direct_f16b = direct<WF16, WF16>;
-        f.micro = float_micro;
-        f.pack_a[kFloatF32] = pack_a<WF32>;
-        f.pack_a[kFloatF16] = pack_a<WF16>;
-        f.pack_a[kFloatBF16] = pack_a<WBF16>;
-        f.pack_b = pack_b;
+        float_gemm_avx512(f);
         const int rows[] = {0, 8, 8, 4, 4};
         f.direct_cols = 4;
         for (int c = 0; c <= kMaxDirectCols; ++c) f.direct_rows[c] = rows[c];

@@ -1,0 +1,123 @@
+"""The avx512 float kernels tuned on Zen 4: the 32 x 12 lane-pass GEMM tile
+(simd/float_gemm_avx512.cpp, simd/float_lanes_avx512.h) and the AVX512-BF16 pair form of bf16
+weights (simd/float_bf16_avx512.cpp), against float64 numpy, on the tile's edges: M not a
+multiple of 32 (rows past the panel), N not a multiple of 12 (columns past the panel), K not a
+multiple of the 16- / 32-value chunk or of the 512-value block, non-contiguous and broadcast b,
+f32 / f16 / bf16 activations, 1 / 2 / 3 threads, widths on both sides of the switch from the
+direct tiles to the packed GEMM (64 columns). Bounds: the peer NMSE 5e-4 against the float64
+product of the stored weights and b, and 1e-9 against the product with b rounded as ggml's CPU
+rounds it (any error in packing, the tile's edges or the lanes' tree is far above that).
+
+Each catches, for instance: a transpose that swaps two lanes or pairs in pack_a / pack_b
+(every output off); a tail mask one value short (K = 33, 513, 1055); a store mask that
+writes rows past mv or skips the second half of the panel (M = 17, 45); the last column panel
+losing its columns past nv (N = 67, 130); the pair form computing from f32 columns as if they
+were bf16 (bf16 b and f32 b disagree); the pair form not being selected at all (bits equal to
+the f32 form's)."""
+import numpy as np
+import pytest
+
+import pyggml as gg
+from references.mul_mat import act_like_cpu, mul_mat
+from util import assert_close, compute, new, values
+
+PEER = 5e-4
+WTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16}
+BTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16}
+
+needs_avx512 = pytest.mark.skipif(gg.isa(detected=True) != "avx512", reason="the CPU has no AVX-512")
+
+
+@pytest.fixture(params=["pairs", "f32-form"])
+def bf16_form(request):
+    """The avx512 level with the AVX512-BF16 pair form of bf16 weights on (skipped where the CPU
+    lacks it) or off; restores the level and the setting."""
+    if gg.isa(detected=True) != "avx512":
+        pytest.skip("the CPU has no AVX-512")
+    on = request.param == "pairs"
+    if on and not gg.avx512_bf16(detected=True):
+        pytest.skip("the CPU has no AVX512-BF16")
+    prev_isa, prev_bf16 = gg.set_isa("avx512"), gg.set_avx512_bf16(on)
+    assert gg.avx512_bf16() == on
+    yield request.param
+    gg.set_isa(prev_isa)
+    gg.set_avx512_bf16(prev_bf16)
+
+
+def _check(ctx, a, av, b, bv, wtype, n_threads, what):
+    out = gg.mul_mat(ctx, a, b)
+    compute(ctx, out, n_threads=n_threads)
+    got = values(out)
+    assert_close(got, mul_mat(av, bv), PEER, what=f"{what} exact")
+    assert_close(got, mul_mat(av, act_like_cpu(bv, wtype)), 1e-9, what=f"{what} cpu-emulation")
+    return got
+
+
+SHAPES = [(33, 17, 5), (513, 45, 13), (512, 32, 64), (1055, 33, 67), (96, 64, 130), (7, 50, 70)]
+
+
+@pytest.mark.parametrize("wtype", list(WTYPES))
+@pytest.mark.parametrize("K,M,N", SHAPES)
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_tile_edges(bf16_form, wtype, K, M, N, n_threads):
+    if wtype != "bf16" and bf16_form == "f32-form":
+        pytest.skip("the setting concerns bf16 weights only")
+    rng = np.random.default_rng(K * 7 + M * 3 + N)
+    ctx = gg.Context(mem_size=32 << 20)
+    a, av = new(ctx, WTYPES[wtype], [K, M], rng=rng)
+    b, bv = new(ctx, gg.F32, [K, N], rng=rng)
+    _check(ctx, a, av, b, bv, wtype, n_threads, f"{bf16_form} {wtype} K={K} M={M} N={N} t={n_threads}")
+
+
+@pytest.mark.parametrize("bt", list(BTYPES))
+@pytest.mark.parametrize("N", [3, 70])
+def test_bf16_activation_types(bf16_form, bt, N):
+    """bf16 weights with f32, f16 and bf16 b: bf16 b is read in place by the pair form's direct
+    tiles and widened for its GEMM; the others are rounded to bf16 first."""
+    rng = np.random.default_rng(N)
+    K, M = 545, 37
+    ctx = gg.Context(mem_size=32 << 20)
+    a, av = new(ctx, gg.BF16, [K, M], rng=rng)
+    b, bv = new(ctx, BTYPES[bt], [K, N], rng=rng)
+    _check(ctx, a, av, b, bv, "bf16", 2, f"{bf16_form} b={bt} N={N}")
+
+
+@pytest.mark.parametrize("wtype", list(WTYPES))
+@pytest.mark.parametrize("N", [4, 80])
+def test_noncontiguous_and_broadcast_b(bf16_form, wtype, N):
+    """b's rows padded (a view) and a [K, M, 2, 1] broadcast over b [K, N, 4, 3]."""
+    if wtype != "bf16" and bf16_form == "f32-form":
+        pytest.skip("the setting concerns bf16 weights only")
+    rng = np.random.default_rng(5 + N)
+    K, M = 529, 35
+    ctx = gg.Context(mem_size=64 << 20)
+    a, av = new(ctx, WTYPES[wtype], [K, M, 2, 1], rng=rng)
+    b0, b0v = new(ctx, gg.F32, [K + 5, N, 4, 3], rng=rng)
+    b = gg.view_4d(ctx, b0, K, N, 4, 3, b0.nb[1], b0.nb[2], b0.nb[3], 0)
+    _check(ctx, a, av, b, b0v[..., :K], wtype, 3, f"{bf16_form} {wtype} N={N} strided broadcast")
+
+
+@needs_avx512
+def test_pair_form_is_in_effect():
+    """With AVX512-BF16 the pair form sums each pair before the lane's accumulator: some
+    outputs differ in their last bits from the f32 form's (both within the bounds above)."""
+    if not gg.avx512_bf16(detected=True):
+        pytest.skip("the CPU has no AVX512-BF16")
+    K, M = 1000, 40
+    outs = {}
+    prev_isa = gg.set_isa("avx512")
+    try:
+        for on in (True, False):
+            prev = gg.set_avx512_bf16(on)
+            ctx = gg.Context(mem_size=32 << 20)
+            a, _ = new(ctx, gg.BF16, [K, M], rng=np.random.default_rng(3))
+            b, _ = new(ctx, gg.F32, [K, 100], rng=np.random.default_rng(4))
+            narrow = gg.mul_mat(ctx, a, gg.view_2d(ctx, b, K, 2, b.nb[1], 0))
+            wide = gg.mul_mat(ctx, a, b)
+            compute(ctx, narrow, wide)
+            outs[on] = (values(narrow).ravel(), values(wide).ravel())
+            gg.set_avx512_bf16(prev)
+    finally:
+        gg.set_isa(prev_isa)
+    for i, path in enumerate(("direct", "packed")):
+        assert not np.array_equal(outs[True][i].view(np.uint32), outs[False][i].view(np.uint32)), path
