@@ -19,6 +19,19 @@ inline __m128 hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
     return _mm_unpacklo_ps(_mm256_castps256_ps128(y), _mm256_extractf128_ps(y, 1));
 }
 
+// A direct tile's accumulators folded into its running sums, four rows per tree (one order
+// for every direct tile, so f32 and bf16 forms share it).
+template <int R, int C>
+inline void add_tile_sums(const __m512 (&acc)[R][C], float (&sum)[R][C], bool first) {
+    for (int c = 0; c < C; ++c)
+        for (int r0 = 0; r0 < R; r0 += 4) {
+            alignas(16) float h[4];
+            _mm_store_ps(h, hsum4(acc[r0][c], acc[std::min(r0 + 1, R - 1)][c], acc[std::min(r0 + 2, R - 1)][c],
+                                  acc[std::min(r0 + 3, R - 1)][c]));
+            for (int r = r0; r < std::min(r0 + 4, R); ++r) sum[r][c] = first ? h[r - r0] : sum[r][c] + h[r - r0];
+        }
+}
+
 inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
 
 struct WF32 {

@@ -73,13 +73,7 @@ void direct_tile(int64_t k, const char* a, size_t as, const char* b, size_t bs, 
             const int n = int(k1 - i);
             step([&](const char* w) { return W::tail(w, i, n); }, [&](const char* y) { return B::tail(y, i, n); });
         }
-        for (int c = 0; c < C; ++c)
-            for (int r0 = 0; r0 < R; r0 += 4) {
-                alignas(16) float h[4];
-                _mm_store_ps(h, hsum4(acc[r0][c], acc[std::min(r0 + 1, R - 1)][c], acc[std::min(r0 + 2, R - 1)][c],
-                                      acc[std::min(r0 + 3, R - 1)][c]));
-                for (int r = r0; r < std::min(r0 + 4, R); ++r) sum[r][c] = k0 == 0 ? h[r - r0] : sum[r][c] + h[r - r0];
-            }
+        add_tile_sums<R, C>(acc, sum, k0 == 0);
     }
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c) out[r * 4 + c] = sum[r][c];
