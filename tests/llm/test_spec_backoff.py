@@ -87,6 +87,25 @@ def test_losing_drafts_are_not_asked_for_every_round(tiny, general):
     assert gaps.max() <= QUIET + 1 and list(gaps[-3:]) == [QUIET + 1] * 3
 
 
+@pytest.mark.parametrize("ask, cap", [(None, QUIET), (0.001, QUIET), (0.6, 20),
+                                      (100.0, SpeculativeDecoder.MAX_QUIET_LONG)])
+def test_asks_dear_against_a_plain_step_are_spaced_further(tiny, ask, cap):
+    """The stretch between asks grows until one ask costs at most ASK_SHARE of the stretch's
+    plain steps (plain step 1 s here: an ask of 0.6 s allows 20 quiet rounds), never under
+    MAX_QUIET nor over MAX_QUIET_LONG; with the ask's cost unknown it stays MAX_QUIET."""
+    _, ctx, full = tiny
+    d = Scripted(full, switch=10 ** 6)
+    out, dec = _generate(ctx, d, n_max=4, cost_model=FixedCost(lambda w: float(w), ask=ask))
+    assert out == full[len(PROMPT):]
+    gaps = np.diff(d.asked)
+    assert gaps.max() == cap + 1
+
+
+def test_fixed_cost_refuses_a_bad_ask():
+    with pytest.raises(ValueError, match="ask must be seconds"):
+        FixedCost(lambda w: 1.0, ask=-1.0)
+
+
 def test_without_the_adaptive_length_every_round_asks(tiny):
     _, ctx, full = tiny
     d = Scripted(full, switch=10 ** 6, before="empty")

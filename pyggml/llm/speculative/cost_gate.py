@@ -41,6 +41,8 @@ target's own, so the stream is the same with any gate.
 """
 from __future__ import annotations
 
+import math
+
 __all__ = ["MeasuredCost", "FixedCost", "DraftGate", "as_cost_model"]
 
 
@@ -120,12 +122,14 @@ class MeasuredCost:
     """Costs measured as the decoder runs. cost(w): a target decode of w tokens (w = 1: a
     plain step, w = j + 1: a verify of j drafts). draft_cost(j): the draft side of a round
     that drafts j tokens with a draft model (its draft graphs and its processing of the
-    target's batch; j = 0: the processing of a plain step). Each is a _WidthTable (aged
+    target's batch; j = 0: the processing of a plain step). ask_cost(): one ask of the
+    drafter and the gate (a draft and the decision on it). Each is a _WidthTable (aged
     minimum, interpolated); None while unknown. drift: how fast a lowest time ages
     (default _WidthTable.DRIFT; 0: never)."""
 
     def __init__(self, drift: float | None = None):
         self._target, self._draft = _WidthTable(drift), _WidthTable(drift)
+        self._ask = _WidthTable(drift)
         self.seconds = self._target.seconds
         self.draft_seconds = self._draft.seconds    # keyed by j + 1
 
@@ -145,22 +149,31 @@ class MeasuredCost:
     def draft_cost(self, n_draft: int) -> float | None:
         return self._draft.cost(n_draft + 1)
 
+    def observe_ask(self, seconds: float) -> None:
+        self._ask.observe(1, seconds)
+
+    def ask_cost(self) -> float | None:
+        return self._ask.cost(1)
+
 
 class FixedCost:
     """c(w) = fn(w) (w = 1: a plain step) and, for draft models, draft_cost(j) = draft(j)
-    (default 0: drafting is free), ignoring what is measured: deterministic drafting for tests
-    and for callers who know their costs."""
+    (default 0: drafting is free) and ask_cost() = ask (seconds; None: unknown, so asks stay
+    MAX_QUIET rounds apart at the most), ignoring what is measured: deterministic drafting for
+    tests and for callers who know their costs."""
 
     version = 0
 
-    def __init__(self, fn, draft=None):
+    def __init__(self, fn, draft=None, ask=None):
         for name, f in (("fn", fn), ("draft", draft)):
             if f is not None and not callable(f):
                 raise ValueError(f"FixedCost: {name} must be a callable width -> seconds, "
                                  f"got {f!r}")
         if fn is None:
             raise ValueError("FixedCost: expected a callable width -> seconds, got None")
-        self.fn, self.draft = fn, draft
+        if ask is not None and (isinstance(ask, bool) or not isinstance(ask, (int, float)) or ask < 0):
+            raise ValueError(f"FixedCost: ask must be seconds >= 0 or None, got {ask!r}")
+        self.fn, self.draft, self.ask = fn, draft, ask
 
     def observe(self, width: int, seconds: float) -> None:
         pass
@@ -177,6 +190,12 @@ class FixedCost:
             return 0.0
         v = self.draft(n_draft)
         return None if v is None else float(v)
+
+    def observe_ask(self, seconds: float) -> None:
+        pass
+
+    def ask_cost(self) -> float | None:
+        return None if self.ask is None else float(self.ask)
 
 
 def as_cost_model(model):
@@ -256,6 +275,23 @@ class DraftGate:
     def observe_draft_cost(self, n_draft: int, seconds: float) -> None:
         if self._observe_draft is not None and self.count_draft:
             self._observe_draft(n_draft, seconds)
+
+    def observe_ask_cost(self, seconds: float) -> None:
+        observe = getattr(self.model, "observe_ask", None)
+        if observe is not None:
+            observe(seconds)
+
+    def quiet_cap(self, shortest: int, longest: int, share: float) -> int:
+        """The longest stretch of plain rounds between two asks: long enough that one ask
+        costs at most `share` of the stretch's plain steps (a small target's step is not
+        much dearer than an ask), within [shortest, longest]; shortest while a cost is
+        unknown."""
+        ask_cost = getattr(self.model, "ask_cost", None)
+        ask = ask_cost() if ask_cost is not None else None
+        plain = self._costs()[0]
+        if ask is None or not plain or plain <= 0:
+            return shortest
+        return max(shortest, min(longest, math.ceil(ask / (share * plain))))
 
     def observe_accept(self, cls, n_drafted: int, n_acc: int) -> None:
         if n_drafted <= 0:

@@ -119,7 +119,8 @@ class SpeculativeDecoder:
     fully accepted one) and skip drafting for 1, 2, 4 .. 16 steps when even one-token drafts
     fail, so a draft that never matches costs about plain decoding; after a round that asked
     the drafter (or the gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds
-    decode plainly without asking (stats "n_quiet_rounds"; an accepted draft asks every
+    (up to MAX_QUIET_LONG where an ask costs more than ASK_SHARE of the stretch's plain
+    steps) decode plainly without asking (stats "n_quiet_rounds"; an accepted draft asks every
     round again), their tokens handed to the drafter at the next round that asks; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
@@ -139,8 +140,12 @@ class SpeculativeDecoder:
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
     # longest stretch of plain rounds between two asks of the drafter: an ask costs a few
     # tens of us (a tenth to a third of a small target's step), and a copy that starts in
-    # the meantime is found this many tokens late
+    # the meantime is found this many tokens late. Where an ask costs more than ASK_SHARE of
+    # MAX_QUIET plain steps (measured, or the cost model's ask), the stretch grows until it
+    # does not, up to MAX_QUIET_LONG.
     MAX_QUIET = 8
+    MAX_QUIET_LONG = 32
+    ASK_SHARE = 0.03
     PLAIN_SAMPLE = 4      # the one-sequence loop times every 4th plain step for the gate
 
     def __init__(self, ctx, kind: str, draft=None, n_max: int = 4, n_min: int = 0,
@@ -322,7 +327,9 @@ class SpeculativeDecoder:
         if n_drafted == 0 and self._gate is not None and not self._gate.ready:
             return       # the gate declines while it learns a plain round's cost: no verdict
         if n_drafted == 0:
-            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), self.MAX_QUIET)
+            cap = self.MAX_QUIET if self._gate is None else self._gate.quiet_cap(
+                self.MAX_QUIET, self.MAX_QUIET_LONG, self.ASK_SHARE)
+            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), cap)
         elif n_acc > 0:
             lane.span = 0
 

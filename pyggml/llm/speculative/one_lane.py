@@ -66,6 +66,7 @@ def run_one(dec, lane, n: int, stop) -> None:
                 if fed:
                     drafter.process(np.asarray(fed, np.int32), pos0 - len(fed), {})
                     fed.clear()
+                ask0 = cpu() if gate is not None else 0.0
                 d = drafter.draft(lane.id_last, pos0, k_max)
                 if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
                     ids, _ = dec._take_draft(d, k_max)
@@ -74,6 +75,8 @@ def run_one(dec, lane, n: int, stop) -> None:
                         j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
                         if j < len(ids):
                             ids = ids[:j]
+                if gate is not None:
+                    gate.observe_ask_cost(cpu() - ask0)
             n_rounds += 1
             builds = ctx.timings["n_graph_build"]
             # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
