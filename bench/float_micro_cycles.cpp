@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cpu/mul_mat_float.h"
+#include "fma_chains.h"
 #include "pyggml/types.h"
 
 using namespace pyggml;
@@ -27,43 +28,18 @@ static double thread_seconds() {
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
-__attribute__((target("avx2,fma"))) static float chains256(int64_t iters) {
-    __m256 acc[12];
-    for (int j = 0; j < 12; ++j) acc[j] = _mm256_set1_ps(0.001f * j);
-    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
-    for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; ++j) acc[j] = _mm256_fmadd_ps(acc[j], a, b);
-    }
-    float s = 0;
-    for (int j = 0; j < 12; ++j) s += acc[j][0];
-    return s;
-}
-__attribute__((target("avx512f"))) static float chains512(int64_t iters) {
-    __m512 acc[12];
-    for (int j = 0; j < 12; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
-    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-    for (int64_t i = 0; i < iters; ++i) {
-#pragma GCC unroll 12
-        for (int j = 0; j < 12; ++j) acc[j] = _mm512_fmadd_ps(acc[j], a, b);
-    }
-    float s = 0;
-    for (int j = 0; j < 12; ++j) s += acc[j][0];
-    return s;
-}
-
 int main(int argc, char** argv) {
     const char* kind_name = argc > 1 ? argv[1] : "f32";
     const int kind = !strcmp(kind_name, "f16") ? mm::kFloatF16 : !strcmp(kind_name, "bf16") ? mm::kFloatBF16 : mm::kFloatF32;
     volatile float sink = 0;
     const int64_t iters = 20000000;
     double t0 = thread_seconds();
-    sink = sink + chains256(iters);
+    sink = sink + bench::fma_chains256(iters);
     const double p256 = 12.0 * 8 * 2 * iters / (thread_seconds() - t0) / 1e9;
     double p512 = 0;
     if (simd::detected_isa() == simd::Isa::Avx512) {
         t0 = thread_seconds();
-        sink = sink + chains512(iters / 2);
+        sink = sink + bench::fma_chains512(iters / 2);
         p512 = 12.0 * 16 * 2 * (iters / 2) / (thread_seconds() - t0) / 1e9;
     }
     printf("# FMA peak, one core (thread CPU time): 256-bit %.1f GFLOP/s, 512-bit %.1f GFLOP/s\n", p256, p512);

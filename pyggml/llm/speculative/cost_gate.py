@@ -289,7 +289,7 @@ class DraftGate:
         ask_cost = getattr(self.model, "ask_cost", None)
         ask = ask_cost() if ask_cost is not None else None
         plain = self._costs()[0]
-        if ask is None or not plain or plain <= 0:
+        if ask is None or plain is None or plain <= 0:
             return shortest
         return max(shortest, min(longest, math.ceil(ask / (share * plain))))
 

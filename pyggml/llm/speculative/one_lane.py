@@ -22,7 +22,7 @@ def run_one(dec, lane, n: int, stop) -> None:
     their tokens handed to the drafter in one process call at the next consult. On a
     small target a token costs ~150 us: a round's bookkeeping, lookup and gate cost a
     few tens of us, which a drafter that keeps proposing nothing pays only every
-    MAX_QUIET tokens."""
+    MAX_QUIET (or, where an ask is dear, up to MAX_QUIET_LONG) tokens."""
     ctx, st, drafter, out = dec.ctx, dec.stats, lane.drafter, lane.out
     seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
     adaptive, cost_rule = dec.adaptive, dec.adaptive == "cost"
@@ -78,22 +78,11 @@ def run_one(dec, lane, n: int, stop) -> None:
                 if gate is not None:
                     gate.observe_ask_cost(cpu() - ask0)
             n_rounds += 1
-            builds = ctx.timings["n_graph_build"]
-            # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
-            # lowest time needs few samples; on a small target the timing is ~1% of it)
-            timed = gate is not None and (ids or n_plain % dec.PLAIN_SAMPLE == 0)
-            tb = perf()
-            cb = cpu() if timed else 0.0
             if not ids:
-                tok = ctx.decode_greedy([lane.id_last], seq_id=seq)
-                if timed:
-                    cc = cpu()
-                tc = perf()
-                if ctx.timings["n_graph_build"] == builds:   # no graph built meanwhile
-                    if cost_rule:
-                        dec._length.observe_cost(1, tc - tb)
-                    if timed:
-                        gate.observe_cost(1, cc - cb)
+                # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
+                # lowest time needs few samples; on a small target the timing is ~1% of it)
+                timed = gate is not None and n_plain % dec.PLAIN_SAMPLE == 0
+                tok, tb, tc = timed_plain_step(dec, lane.id_last, seq, timed)
                 if k_max > 0:      # it drafted: the drafter sees the round and its end
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     drafter.accept(0)
@@ -110,6 +99,9 @@ def run_one(dec, lane, n: int, stop) -> None:
                 draft_s += (tb - ta) + (te - tc)
                 verify_s += tc - tb
                 continue
+            builds = ctx.timings["n_graph_build"]
+            tb = perf()
+            cb = cpu() if gate is not None else 0.0
             batch = [lane.id_last] + ids
             rows = decode_steps(ctx, [(seq, batch)], True, ())[0]
             if gate is not None:
@@ -167,16 +159,8 @@ def plain_run(dec, lane, m: int, stop, fed: list) -> int:
     ctx, out, seq = dec.ctx, lane.out, lane.seq
     decode = ctx.decode_greedy
     tok = lane.id_last
-    builds = ctx.timings["n_graph_build"]
-    tb, cb = time.perf_counter(), time.process_time()
     fed.append(tok)
-    tok = decode([tok], seq_id=seq)
-    cc, tc = time.process_time(), time.perf_counter()
-    if ctx.timings["n_graph_build"] == builds:
-        if dec.adaptive == "cost":
-            dec._length.observe_cost(1, tc - tb)
-        if dec._gate is not None:
-            dec._gate.observe_cost(1, cc - cb)
+    tok, _, _ = timed_plain_step(dec, tok, seq, dec._gate is not None)
     out.append(tok)
     k = 1
     if stop is not None and stop(tok):
@@ -192,3 +176,22 @@ def plain_run(dec, lane, m: int, stop, fed: list) -> int:
             break
     lane.id_last = tok
     return k
+
+
+def timed_plain_step(dec, token: int, seq: int, time_gate: bool):
+    """decode_greedy of one token; its cost goes to the draft length's cost rule and, with
+    time_gate, to the gate (in CPU seconds), unless a graph was built meanwhile. Returns the
+    id and the step's perf_counter start and end."""
+    ctx = dec.ctx
+    builds = ctx.timings["n_graph_build"]
+    tb = time.perf_counter()
+    cb = time.process_time() if time_gate else 0.0
+    tok = ctx.decode_greedy([token], seq_id=seq)
+    cc = time.process_time() if time_gate else 0.0
+    tc = time.perf_counter()
+    if ctx.timings["n_graph_build"] == builds:
+        if dec.adaptive == "cost":
+            dec._length.observe_cost(1, tc - tb)
+        if time_gate:
+            dec._gate.observe_cost(1, cc - cb)
+    return tok, tb, tc
