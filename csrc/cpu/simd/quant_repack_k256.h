@@ -2,8 +2,9 @@
 // bit-identical to the scalar tiles of quant_repack_scalar.cpp), built per instruction set by
 // quant_repack_k_avx2.cpp and quant_repack_k_avx512.cpp (integer dots: idot256.h). Per record
 // (one 256-value super-block of 8 rows) and sub-block of 32 values, the weight slots are
-// decoded once and serve up to kKCols columns (8 on VNNI, 4 on AVX2). The sub-block scales enter the integer dot exactly
-// (scaled_slots_acc: row r's slot sums times its scale, (sc, sc) in 32-bit lane r), so the 8
+// decoded once and serve up to kKCols columns (8 on VNNI, 4 on AVX2). The sub-block scales
+// enter the integer dot exactly (scaled_slots_acc: row r's slot sums times its scale, (sc, sc)
+// in 32-bit lane r), so the 8
 // sub-blocks add up in 32-bit lanes, and one convert + one or two fma per super-block and
 // column update 8 outputs. Defines fill_repack_k(Kernels&), outside the target region.
 #pragma once
