@@ -5,7 +5,8 @@
 // decoded once and serve up to kKCols columns (8 on VNNI, 4 on AVX2). The sub-block scales
 // enter the integer dot exactly (scaled_slots_acc: row r's slot sums times its scale, (sc, sc)
 // in 32-bit lane r), so the 8 sub-blocks add up in 32-bit lanes, and one convert + one or two
-// fma per super-block and column update 8 outputs. Defines fill_repack_k(Kernels&), outside the target region.
+// fma per super-block and column update 8 outputs. Defines fill_repack_k(Kernels&), outside
+// the target region.
 #pragma once
 #include <cstring>
 
