@@ -270,7 +270,6 @@ size_t conv_bytes(const Tensor* dst) {
 
 constexpr int64_t kColBlock = 64;      // columns per unit: their activations stay in L2
 constexpr int64_t kMaxGroupsPerUnit = 8;
-constexpr int kTileCols = 4;
 
 }  // namespace
 
@@ -351,6 +350,7 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
     const simd::Isa isa = simd::cpu_isa();
     const mm::Kernels& kr = mm::kernels_for(isa);
     const rp::TileFn tile = repack_kernels(isa).tile[(int)w];
+    const int tile_cols = repack_kernels(isa).tile_cols[(int)w] ? repack_kernels(isa).tile_cols[(int)w] : rp::kTileCols;
     const bool priv = mm::private_conversion(dst);
     const size_t colb = col_bytes(dst);
     char* conv = (char*)p.wdata + mm::kCounterBytes + (priv ? size_t(p.ith) * conv_bytes(dst) : 0);
@@ -372,13 +372,13 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
         const int64_t n0 = cb * kColBlock, n1 = std::min(N, n0 + kColBlock);
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
         const char* cbase = conv + bt * N * colb;
-        float out[kRows * kTileCols];
-        const void* cols[kTileCols];
+        float out[kRows * rp::kMaxTileCols];
+        const void* cols[rp::kMaxTileCols];
         for (int64_t g = g0; g < g1; ++g) {
             const char* grp = rw.group(i12 / r2, i13 / r3, g);
             const int rows = (int)std::min<int64_t>(kRows, M - g * kRows);
-            for (int64_t n = n0; n < n1; n += kTileCols) {
-                const int nc = (int)std::min<int64_t>(kTileCols, n1 - n);
+            for (int64_t n = n0; n < n1; n += tile_cols) {
+                const int nc = (int)std::min<int64_t>(tile_cols, n1 - n);
                 for (int c = 0; c < nc; ++c) cols[c] = cbase + (n + c) * colb;
                 tile(rw.blocks, grp, cols, nc, out);
                 for (int c = 0; c < nc; ++c) {

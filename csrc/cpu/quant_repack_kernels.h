@@ -73,12 +73,17 @@ struct alignas(16) ActK {
 };
 static_assert(sizeof(ActK) == 336, "activation block");
 
-// out[8 * c + r] = dot(row r of the group, column c) for c < nc (1..4); `group` holds the
+// out[8 * c + r] = dot(row r of the group, column c) for c < nc (1..tile_cols); `group` holds the
 // group's nb records, cols[c] the column's nb activation blocks (Act, or ActK for K-quants).
 using TileFn = void (*)(int64_t nb, const void* group, const void* const* cols, int nc, float* out);
 
+constexpr int kTileCols = 4;     // columns per tile call, unless tile_cols says more
+constexpr int kMaxTileCols = 8;
 struct Kernels {
     TileFn tile[kTypeIdLimit];  // by weight type; null: not repackable
+    // the columns one tile call takes at most (0: kTileCols): the VNNI build's K-quant tiles
+    // take 8, decoding each sub-block once for twice the columns (32 vector registers hold them)
+    int tile_cols[kTypeIdLimit];
 };
 const Kernels& kernels_scalar();
 const Kernels& kernels_avx2();    // empty where x86 SIMD is not compiled in

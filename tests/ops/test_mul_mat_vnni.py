@@ -105,9 +105,11 @@ def test_broadcast_and_strided_b(name, N):
 
 @needs_avx512
 @pytest.mark.parametrize("name", REPACKABLE)
-@pytest.mark.parametrize("N", [1, 3, 8, 13, 64])
+@pytest.mark.parametrize("N", [1, 3, 6, 7, 8, 13, 64, 130])
 def test_repacked_bits_match_avx2(name, N):
-    """Repacked weights (gg.repack_weights) of a row count that is not a multiple of 8."""
+    """Repacked weights (gg.repack_weights) of a row count that is not a multiple of 8. The
+    avx512 level's K-quant tiles take up to 8 columns per call (avx2's: 4): 6, 7 and 13 (8 + 5)
+    reach every partial width, 130 a partial column block."""
     rng = np.random.default_rng(3 * N)
     K, M = row_len(name), 21
     ctx = gg.Context(mem_size=64 << 20)

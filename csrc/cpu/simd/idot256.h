@@ -71,6 +71,15 @@ inline __m256i scaled_udot_acc(__m256i acc, __m256i u, __m256i s, __m256i sc16) 
 #endif
 }
 
+// acc + (per 32-bit lane, a16's two 16-bit values times b16's, summed): vpdpwssd, or madd + add.
+inline __m256i madd_acc(__m256i acc, __m256i a16, __m256i b16) {
+#if defined(PYGGML_IDOT_VNNI)
+    return _mm256_dpwssd_epi32(acc, a16, b16);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a16, b16));
+#endif
+}
+
 // ---- slots: u[k] times 4 activation bytes y[4k..4k+3] broadcast to every 32-bit lane ----
 inline __m256i bcast4(const int8_t* p) {
     int32_t v;

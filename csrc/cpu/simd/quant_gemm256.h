@@ -20,13 +20,20 @@
 //     takes the activations as unsigned bytes y + 128 and a signed, from o, which leaves the
 //     same integer a . y without the sign trick)
 //   with a min (q4_1, q5_1): u[32] levels, d, m (f32)                                40 bytes
-//   K-quants: u[256] levels, the chunk scales as dot_kquant shuffles them (16 x int16, even
-//     groups then odd), scales and mins (16 x int16 each), d, dmin (f32), padding     384 bytes
+//   K-quants: u[256] levels in pair order (below), the chunk scales as dot_kquant shuffles
+//     them (16 x int16, even groups then odd), scales and mins (16 x int16 each), d, dmin
+//     (f32), padding                                                                 384 bytes
 // Packed activation groups (per vec_dot block, 8 columns):
 //   q8_0: qs[lane][col][4], d[col] (f32)                                             288 bytes
 //     (VNNI build: qs + 128, as unsigned bytes)
 //   q8_1: qs[lane][col][4], d[col], s[col]                                           320 bytes
-//   q8_K: the 8 columns' q8_K rows one after the other (column c at c * row bytes)  2336 bytes
+//   q8_K: the 8 columns' q8_K rows one after the other (column c at c * row bytes), each
+//     block's qs in pair order                                                       2336 bytes
+// Pair order (K-quants): chunks 2p and 2p + 1 (values 64p..64p+63) become two vectors X, Y whose
+// 16-bit lane 2l + h holds values 4l, 4l + 1 (X) or 4l + 2, 4l + 3 (Y) of chunk 2p + h. The sum
+// of the two maddubs is then, in 32-bit lane l, (dot of group l of chunk 2p, of chunk 2p + 1) as
+// 16-bit, and one vpdpwssd / madd with the pair's scales adds the dot kernel's two chunk terms
+// of lane l: 3 multiplies per 64 values and column instead of 4 (the same integers).
 #pragma once
 #include <cstring>
 
@@ -93,12 +100,28 @@ void pack_act_legacy(const void* cols, size_t stride, int ncols, int64_t k, void
     }
 }
 
+// Chunks a (2p) and b (2p + 1) in pair order at out (X) and out + 32 (Y).
+inline void put_pair(uint8_t* out, __m256i a, __m256i b) {
+    _mm256_storeu_si256((__m256i*)out, _mm256_blend_epi16(a, _mm256_slli_epi32(b, 16), 0xAA));
+    _mm256_storeu_si256((__m256i*)(out + 32), _mm256_blend_epi16(_mm256_srli_epi32(a, 16), b, 0xAA));
+}
+
 void pack_act_q8_K(const void* cols, size_t stride, int ncols, int64_t k, void* outv) {
-    const size_t row = size_t(k / kQK_K) * sizeof(BlockQ8_K);
+    const int64_t nb = k / kQK_K;
+    const size_t row = size_t(nb) * sizeof(BlockQ8_K);
     for (int c = 0; c < kQgCols; ++c) {
         uint8_t* out = (uint8_t*)outv + c * row;
-        if (c < ncols) std::memcpy(out, (const char*)cols + c * stride, row);
-        else std::memset(out, 0, row);
+        if (c >= ncols) {
+            std::memset(out, 0, row);
+            continue;
+        }
+        std::memcpy(out, (const char*)cols + c * stride, row);
+        for (int64_t ib = 0; ib < nb; ++ib) {
+            int8_t* qs = ((BlockQ8_K*)out)[ib].qs;
+            for (int p = 0; p < 4; ++p)
+                put_pair((uint8_t*)qs + 64 * p, _mm256_loadu_si256((const __m256i*)(qs + 64 * p)),
+                         _mm256_loadu_si256((const __m256i*)(qs + 64 * p + 32)));
+        }
     }
 }
 
@@ -162,7 +185,7 @@ void pack_row_kquant(const void* row, int64_t k, void* outv, const float*) {
     KBlock w;
     for (int64_t ib = 0; ib < k / kQK_K; ++ib, out += kKRow) {
         Unp::run(x[ib], w);
-        for (int c = 0; c < 8; ++c) _mm256_storeu_si256((__m256i*)(out + 32 * c), w.u[c]);
+        for (int p = 0; p < 4; ++p) put_pair(out + 64 * p, w.u[2 * p], w.u[2 * p + 1]);
         const __m128i eo = _mm_shuffle_epi8(w.scales, even_odd);
         _mm256_storeu_si256((__m256i*)(out + 256),
                             _mm256_set_m128i(_mm_cvtepi8_epi16(_mm_srli_si128(eo, 8)), _mm_cvtepi8_epi16(eo)));
@@ -248,11 +271,14 @@ void tile_with_min_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8
     for (int r = 0; r < R; ++r) _mm256_storeu_ps(out + 8 * r, _mm256_add_ps(lane_sum(acc[r]), mins[r]));
 }
 
-// K-quants: dot_kquant's operations, NC columns, on R packed rows; out[8 * r + j].
+// K-quants: dot_kquant's integers and float operations, NC columns, on R packed rows (pair
+// order: 16-bit sums of two maddubs reach 4 * 63 * 128 < 2^15 for the largest levels, q6_K's);
+// out[8 * r + j].
 template <class Unp, int NC, int R>
 void kquant_columns(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* cols, size_t stride, float* out) {
-    __m256i pick[8];
-    for (int c = 0; c < 8; ++c) pick[c] = _mm256_set1_epi16((short)((2 * c) | ((2 * c + 1) << 8)));
+    // pair p's scales: 32-bit lane p of each 128-bit half (even groups low, odd high) broadcast
+    __m256i pick[4];
+    for (int p = 0; p < 4; ++p) pick[p] = _mm256_set1_epi32(0x03020100 + 0x04040404 * p);
     __m256 acc[R][NC];
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_setzero_ps();
@@ -269,17 +295,22 @@ void kquant_columns(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* 
             y[j] = (const BlockQ8_K*)(cols + j * stride) + ib;
             for (int r = 0; r < R; ++r) isum[r][j] = _mm256_setzero_si256();
         }
-#pragma GCC unroll 8
-        for (int c = 0; c < 8; ++c) {
-            __m256i sc[R], u[R];
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+            __m256i sc[R], ux[R], uy[R];
             for (int r = 0; r < R; ++r) {
-                sc[r] = _mm256_shuffle_epi8(lanes[r], pick[c]);
-                u[r] = _mm256_loadu_si256((const __m256i*)(wb[r] + 32 * c));
+                sc[r] = _mm256_shuffle_epi8(lanes[r], pick[p]);
+                ux[r] = _mm256_loadu_si256((const __m256i*)(wb[r] + 64 * p));
+                uy[r] = _mm256_loadu_si256((const __m256i*)(wb[r] + 64 * p + 32));
             }
 #pragma GCC unroll 4
             for (int j = 0; j < NC; ++j) {
-                const __m256i q = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 32 * c));
-                for (int r = 0; r < R; ++r) isum[r][j] = scaled_udot_acc(isum[r][j], u[r], q, sc[r]);
+                const __m256i qx = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 64 * p));
+                const __m256i qy = _mm256_loadu_si256((const __m256i*)(y[j]->qs + 64 * p + 32));
+                for (int r = 0; r < R; ++r) {
+                    const __m256i d16 = _mm256_add_epi16(_mm256_maddubs_epi16(ux[r], qx), _mm256_maddubs_epi16(uy[r], qy));
+                    isum[r][j] = madd_acc(isum[r][j], d16, sc[r]);
+                }
             }
         }
         for (int r = 0; r < R; ++r) {

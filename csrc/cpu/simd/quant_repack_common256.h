@@ -30,15 +30,27 @@ inline void add_bit4(const uint8_t* qh, __m256i* u) {
     u[7] = _mm256_or_si256(u[7], _mm256_and_si256(_mm256_srli_epi16(h, 3), bit));
 }
 
-// Calls run(std::integral_constant<int, NC>) for NC = nc in 1..4: the column count is a
-// template argument so a tile keeps its accumulators in registers.
-template <class Run>
+// Calls run(std::integral_constant<int, NC>) for NC = nc in 1..kMax (4 or 8): the column
+// count is a template argument so a tile keeps its accumulators in registers.
+template <int kMax = 4, class Run>
 inline void for_columns(int nc, Run&& run) {
+    static_assert(kMax == 4 || kMax == 8, "4 or 8 columns");
     switch (nc) {
         case 1: run(std::integral_constant<int, 1>{}); break;
         case 2: run(std::integral_constant<int, 2>{}); break;
         case 3: run(std::integral_constant<int, 3>{}); break;
-        default: run(std::integral_constant<int, 4>{}); break;
+        case 4: run(std::integral_constant<int, 4>{}); break;
+        default:
+            if constexpr (kMax == 8) {
+                switch (nc) {
+                    case 5: run(std::integral_constant<int, 5>{}); break;
+                    case 6: run(std::integral_constant<int, 6>{}); break;
+                    case 7: run(std::integral_constant<int, 7>{}); break;
+                    default: run(std::integral_constant<int, 8>{}); break;
+                }
+            } else {
+                run(std::integral_constant<int, 4>{});
+            }
     }
 }
 

@@ -2,10 +2,11 @@
 // bit-identical to the scalar tiles of quant_repack_scalar.cpp), built per instruction set by
 // quant_repack_k_avx2.cpp and quant_repack_k_avx512.cpp (integer dots: idot256.h). Per record
 // (one 256-value super-block of 8 rows) and sub-block of 32 values, the weight slots are
-// decoded once and serve up to 4 columns. The sub-block scales enter the integer dot exactly
-// (scaled_slots_acc: row r's slot sums times its scale, (sc, sc) in 32-bit lane r), so the 8
-// sub-blocks add up in 32-bit lanes, and one convert + one or two fma per super-block and
-// column update 8 outputs. Defines fill_repack_k(Kernels&), outside the target region.
+// decoded once and serve up to kKCols columns (8 on VNNI, 4 on AVX2). The sub-block scales
+// enter the integer dot exactly (scaled_slots_acc: row r's slot sums times its scale, (sc, sc)
+// in 32-bit lane r), so the 8 sub-blocks add up in 32-bit lanes, and one convert + one or two
+// fma per super-block and column update 8 outputs. Defines fill_repack_k(Kernels&), outside
+// the target region.
 #pragma once
 #include <cstring>
 
@@ -82,7 +83,7 @@ void tile_k4(int64_t nb, const void* group, const void* const* cols, float* out)
             nibbles(w.qs + 128 * j, u);
             if constexpr (five) add_bit4(w.qh + 32 * j, u);
             const __m256i sc = scales_u8(w.sc + 8 * j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int c = 0; c < NC; ++c) {
                 const int8_t* yq = y[c]->qs + 32 * j;
                 isum[c] = scaled_slots_acc<five ? 4 : 8>(isum[c], u, yq, 0, 8, sc);
@@ -126,7 +127,7 @@ void tile_q6_k(int64_t nb, const void* group, const void* const* cols, float* ou
             nibbles(w.qs + 128 * j, u);
             add_bits45(w.qh + 64 * j, u);
             const __m256i sa = scales_i8(w.sc + 8 * (2 * j)), sb = scales_i8(w.sc + 8 * (2 * j + 1));
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int c = 0; c < NC; ++c) {
                 const int8_t* yq = y[c]->qs + 32 * j;
                 isum[c] = scaled_slots_acc<2>(scaled_slots_acc<2>(isum[c], u, yq, 0, 4, sa), u, yq, 4, 8, sb);
@@ -153,12 +154,15 @@ void tile_q6_k(int64_t nb, const void* group, const void* const* cols, float* ou
     for (int c = 0; c < NC; ++c) _mm256_storeu_ps(out + kRows * c, acc[c]);
 }
 
+// Columns per call: 8 where the set has 32 vector registers (the VNNI build), so each
+// sub-block's decoded slots serve 8 columns; AVX2's 16 registers hold 4 columns' state.
+constexpr int kKCols = kIdotVnni ? 8 : 4;
 template <class Rec>
 void k4_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    for_columns(nc, [&](auto n) { tile_k4<Rec, decltype(n)::value>(nb, g, cols, out); });
+    for_columns<kKCols>(nc, [&](auto n) { tile_k4<Rec, decltype(n)::value>(nb, g, cols, out); });
 }
 void q6_k_dispatch(int64_t nb, const void* g, const void* const* cols, int nc, float* out) {
-    for_columns(nc, [&](auto n) { tile_q6_k<decltype(n)::value>(nb, g, cols, out); });
+    for_columns<kKCols>(nc, [&](auto n) { tile_q6_k<decltype(n)::value>(nb, g, cols, out); });
 }
 
 }  // namespace
@@ -173,6 +177,7 @@ void fill_repack_k(Kernels& k) {
     k.tile[(int)Type::Q4_K] = k4_dispatch<Q4_Kx8>;
     k.tile[(int)Type::Q5_K] = k4_dispatch<Q5_Kx8>;
     k.tile[(int)Type::Q6_K] = q6_k_dispatch;
+    for (Type t : {Type::Q4_K, Type::Q5_K, Type::Q6_K}) k.tile_cols[(int)t] = kKCols;
 }
 }  // namespace
 }  // namespace pyggml::cpu::rp
