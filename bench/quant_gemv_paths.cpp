@@ -171,6 +171,18 @@ int main(int argc, char** argv) {
                     y[m] = o[0], y[m + 1] = o[4];
                 }
             }});
+        // dot2 pairing row i of a unit's first half with row i of its second half: two
+        // contiguous streams that run on from one call to the next
+        if (kr.dot2[(int)t])
+            sides.push_back({"dot2h", [&](int64_t m0, int64_t m1) {
+                float o[8];
+                const int64_t h = (m1 - m0) / 2;
+                for (int64_t i = 0; i < h; ++i) {
+                    kr.dot2[(int)t](K, W + (m0 + i) * rs, h * rs, act.data(), 0, 1, o, aux);
+                    y[m0 + i] = o[0], y[m0 + h + i] = o[4];
+                }
+                if ((m1 - m0) & 1) kr.dot[(int)t](K, W + (m1 - 1) * rs, act.data(), 0, 1, &y[m1 - 1], aux);
+            }});
         if (g)
             sides.push_back({"ggml", [&](int64_t m0, int64_t m1) {
                 for (int64_t m = m0; m < m1; ++m) g->vec_dot((int)K, &y[m], 0, W + m * rs, 0, gact.data(), 0, 1);
