@@ -12,6 +12,8 @@
 //           (median), and thread 0's TSC bytes per cycle per 64-row unit (median and p90: the
 //           units last ~0.05 ms, so most run unpreempted on a loaded machine), and the per-thread
 //           skew (max / min busy time of the threads in one GEMV, median).
+// The prologue line: TSC cycles of the column's conversion, which every thread does before
+// its first unit, against its share of the GEMV.
 // A path whose cache cycles per block exceed (block bytes) / (stream bytes per cycle of "read")
 // cannot keep up with memory. Reported, never asserted.
 //   g++ -O2 -std=c++17 -pthread -Icsrc/include -Icsrc bench/quant_gemv_paths.cpp build/libpyggml_core.a -ldl -o build/quant_gemv_paths
@@ -209,6 +211,14 @@ int main(int argc, char** argv) {
             sides[s].rows(0, 64);
             if (memcmp(ref.data(), y.data(), 64 * sizeof(float))) differ += std::string(" ") + sides[s].name;
         }
+        // the prologue every thread runs before its first unit: the column's quantization (and extras)
+        std::vector<double> pro;
+        for (int r = 0; r < 201; ++r) {
+            const uint64_t t0 = __rdtsc();
+            kr.quantize[(int)vt](x.data(), act.data(), K);
+            if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)act.data(), K, act.data() + blocks_bytes);
+            pro.push_back(double(__rdtsc() - t0));
+        }
         // cache: 8 rows, cycles per block
         std::vector<std::vector<double>> cyc(sides.size());
         for (int r = 0; r < 201; ++r)
@@ -246,7 +256,9 @@ int main(int argc, char** argv) {
                    pct(cyc[s], 0.5), pct(cyc[s], 0.0), nb / pct(whole[s], 0.5) / 1e9, pct(per_unit[s], 0.5),
                    pct(per_unit[s], 0.9), rs / blocks / read_bpc, pct(skew[s], 0.5),
                    s == 0 && !differ.empty() ? ("  DIFFER:" + differ).c_str() : "");
-        printf("#   need cyc = block bytes / read's B/cyc (median): the cycles per block a path may take to keep up\n");
+        printf("#   need cyc = block bytes / read's B/cyc (median): the cycles per block a path may take to keep up;"
+               " prologue (quantize the column%s) %.0f TSC cycles = %.4f of the GEMV's dot cycles on %d threads\n",
+               kr.dot1x[(int)t] ? " + extras" : "", pct(pro, 0.5), pct(pro, 0.5) / (pct(cyc[0], 0.5) * blocks * M / T), T);
         fflush(stdout);
         free(W), free(W4);
     }
