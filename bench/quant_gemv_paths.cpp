@@ -35,6 +35,7 @@
 
 #include "cpu/mul_mat_common.h"
 #include "ggml_cpu_dl.h"
+#include "spin_pool.h"
 #include "pyggml/types.h"
 
 using namespace pyggml;
@@ -60,45 +61,6 @@ __attribute__((target("avx2"))) int read_rows(const char* p, size_t n) {
     return _mm256_extract_epi32(acc, 0);
 }
 
-// T threads (the caller is thread 0) running job(ith) on go(), spinning in between.
-struct Pool {
-    int n;
-    std::vector<std::thread> th;
-    std::atomic<int> gen{0}, done{0};
-    std::atomic<bool> quit{false};
-    std::function<void(int)> job;
-    std::vector<double> busy;
-    explicit Pool(int n_) : n(n_), busy(n_) {
-        for (int i = 1; i < n; ++i)
-            th.emplace_back([this, i] {
-                for (int seen = 0;;) {
-                    while (gen.load() == seen && !quit) _mm_pause();
-                    if (quit) return;
-                    seen = gen.load();
-                    run(i);
-                    done.fetch_add(1);
-                }
-            });
-    }
-    void run(int i) {
-        const double t0 = now();
-        job(i);
-        busy[i] = now() - t0;
-    }
-    double go(const std::function<void(int)>& f) {
-        job = f, done = 0;
-        const double t0 = now();
-        gen.fetch_add(1);
-        run(0);
-        while (done.load() != n - 1) _mm_pause();
-        return now() - t0;
-    }
-    ~Pool() {
-        quit = true;
-        for (auto& t : th) t.join();
-    }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +71,7 @@ int main(int argc, char** argv) {
     if (argc > 6 && !cpu::simd::parse_isa(argv[6], &level)) return fprintf(stderr, "unknown level %s\n", argv[6]), 1;
     const Kernels& kr = cpu::mm::kernels_for(level);
     const GetTraits gget = getenv("GGML_LIB_DIR") ? load_ggml_cpu_traits() : nullptr;
-    Pool pool(T);
+    SpinPool pool(T);
     const size_t cp_n = 64u << 20;
     char* cs = (char*)aligned_alloc(2u << 20, cp_n);
     char* cd = (char*)aligned_alloc(2u << 20, cp_n);
@@ -247,8 +209,8 @@ int main(int argc, char** argv) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
                 next = 0;
                 whole[cur].push_back(pool.go(job));
-                skew[cur].push_back(*std::max_element(pool.busy.begin(), pool.busy.end()) /
-                                    *std::min_element(pool.busy.begin(), pool.busy.end()));
+                skew[cur].push_back(*std::max_element(pool.secs.begin(), pool.secs.end()) /
+                                    *std::min_element(pool.secs.begin(), pool.secs.end()));
             }
         const double read_bpc = pct(per_unit.back(), 0.5);
         for (size_t s = 0; s < sides.size(); ++s)
