@@ -3,7 +3,8 @@
 // column: "dot" (one row), "dot1x" (one row with activation extras, where the type has one),
 // "dot2" (two rows per call, where it has one), against a read-only pass over the same bytes
 // ("read") and, with GGML_LIB_DIR set, ggml's vec_dot ("ggml").
-// "dot4K"/"dot1x4K" and "read4K": the driver's one-column path and the read pass on 4 KiB pages.
+// "dot4K"/"dot1x4K", "ggml4K" and "read4K": the driver's one-column path, ggml's vec_dot and the
+// read pass on 4 KiB pages.
 //   cache:  TSC cycles per weight block with 8 rows of K values resident (L1/L2), the sides
 //           alternating over 201 samples: median / minimum. "same bits": the paths agree.
 //   stream: an M x K weight (64 distinct rows tiled, 2 MiB pages) streamed by THREADS threads
@@ -160,6 +161,10 @@ int main(int argc, char** argv) {
                 if (d1x) d1x(K, W4 + m * rs, act.data(), act.data() + blocks_bytes, &y[m], aux);
                 else kr.dot[(int)t](K, W4 + m * rs, act.data(), 0, 1, &y[m], aux);
         }});
+        if (g)
+            sides.push_back({"ggml4K", [&](int64_t m0, int64_t m1) {
+                for (int64_t m = m0; m < m1; ++m) g->vec_dot((int)K, &y[m], 0, W4 + m * rs, 0, gact.data(), 0, 1);
+            }});
         const size_t n_compute = sides.size();
         sides.push_back({"read4K", [&](int64_t m0, int64_t m1) { y[m0] = (float)read_rows(W4 + m0 * rs, size_t(m1 - m0) * rs); }});
         sides.push_back({"read", [&](int64_t m0, int64_t m1) { y[m0] = (float)read_rows(W + m0 * rs, size_t(m1 - m0) * rs); }});
@@ -169,7 +174,7 @@ int main(int argc, char** argv) {
         std::copy(y.begin(), y.begin() + 64, ref.begin());
         std::string differ;
         for (size_t s = 1; s < n_compute; ++s) {
-            if (!strcmp(sides[s].name, "ggml")) continue;
+            if (!strncmp(sides[s].name, "ggml", 4)) continue;
             sides[s].rows(0, 64);
             if (memcmp(ref.data(), y.data(), 64 * sizeof(float))) differ += std::string(" ") + sides[s].name;
         }

@@ -49,8 +49,7 @@ void mm_dot_q8_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
+    for (; ib + 2 <= nb; ib += 2) {  // no software prefetch: the hardware's streams faster (quant_dot256.h)
         step(ib, accv);
         step(ib + 1, accv);
     }
@@ -87,8 +86,7 @@ void mm_dot_q4_0(int64_t k, const void* av, const void* bv, size_t bs, float* ou
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);  // weights stream from memory
+    for (; ib + 2 <= nb; ib += 2) {  // no software prefetch: the hardware's streams faster (quant_dot256.h)
         step(ib, accv);
         step(ib + 1, accv);
     }
