@@ -165,13 +165,8 @@ void dot1x_nvfp4(int64_t k, const void* av, const void*, const void* ev, float* 
     };
     const int64_t nb = k / 64;
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4) {
-        const char* pf = (const char*)(x + ib) + 1024;  // weights stream from memory: 144 bytes a step
-        _mm_prefetch(pf, _MM_HINT_T0);
-        _mm_prefetch(pf + 64, _MM_HINT_T0);
-        _mm_prefetch(pf + 128, _MM_HINT_T0);
+    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
         for (int i = 0; i < 4; ++i) block(ib + i);
-    }
     for (; ib < nb; ++ib) block(ib);
     // lo = (h0: g0 g1 g4 g5 | h1: g0 g1 g4 g5), hi the same with g2 g3 g6 g7: back to
     // acc0 = h0's g0..g7 and acc1 = h1's
