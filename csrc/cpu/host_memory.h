@@ -1,9 +1,10 @@
 // Host memory for the CPU backend's buffers and repacked weights. Large blocks sit on 2 MiB
 // transparent huge pages where the kernel offers them on request (THP "madvise", the usual
 // default): a weight streamed by a GEMV then crosses no 4 KiB page boundary, where the
-// hardware prefetchers stop and a TLB miss waits (bench/quant_gemv_paths.cpp: a read pass took
-// ~1.5x the cycles per byte on 4 KiB pages, the one-column dots up to 1.5x). numpy asks the
-// same for its large arrays, so the memcpy the benches compare against already has them.
+// hardware prefetchers stop and a TLB miss waits (bench/quant_gemv_paths.cpp, Zen 4: a read
+// pass took ~1.3x the cycles per byte on 4 KiB pages, one- and two-thread; the one-column dots
+// 1.05-1.4x, q6_K most). numpy asks the same for its large arrays, so the memcpy the benches
+// compare against already has them. Weights mapped from a GGUF file stay on the page cache's pages.
 // Free with std::free.
 #pragma once
 #include <cstddef>
