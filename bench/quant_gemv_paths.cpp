@@ -3,6 +3,9 @@
 // column: "dot" (one row), "dot1x" (one row with activation extras, where the type has one),
 // "dot2" (two rows per call, where it has one), against a read-only pass over the same bytes
 // ("read") and, with GGML_LIB_DIR set, ggml's vec_dot ("ggml").
+// COLS > 1: the dots take that many activation columns (the same column repeated; no dot1x or
+// ggml sides): "dot2" pairs neighbouring rows (2i, 2i+1), "dot2h" row i of a 64-row unit's first
+// half with row i of its second half (mul_mat's dot driver).
 // "dot4K"/"dot1x4K", "ggml4K" and "read4K": the driver's one-column path, ggml's vec_dot and the
 // read pass on 4 KiB pages.
 //   cache:  TSC cycles per weight block with 8 rows of K values resident (L1/L2), the sides
@@ -18,7 +21,7 @@
 // A path whose cache cycles per block exceed (block bytes) / (stream bytes per cycle of "read")
 // cannot keep up with memory. Reported, never asserted.
 //   g++ -O2 -std=c++17 -pthread -Icsrc/include -Icsrc bench/quant_gemv_paths.cpp build/libpyggml_core.a -ldl -o build/quant_gemv_paths
-//   GGML_LIB_DIR=... build/quant_gemv_paths [TYPES=q4_0,q5_0,q2_K,mxfp4,q6_K] [THREADS=2] [REPS=15] [K=4096] [M=14336] [LEVEL=detected]
+//   GGML_LIB_DIR=... build/quant_gemv_paths [TYPES=q4_0,q5_0,q2_K,mxfp4,q6_K] [THREADS=2] [REPS=15] [K=4096] [M=14336] [LEVEL=detected] [COLS=1]
 #include <sys/mman.h>
 #include <x86intrin.h>
 
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
     const std::string want = argc > 1 ? argv[1] : "q4_0,q5_0,q2_K,mxfp4,q6_K";
     const int T = argc > 2 ? atoi(argv[2]) : 2, reps = argc > 3 ? atoi(argv[3]) : 15;
     const int64_t K = argc > 4 ? atoll(argv[4]) : 4096, M = argc > 5 ? atoll(argv[5]) : 14336, kUnit = 64;
+    const int cols = argc > 7 ? std::clamp(atoi(argv[7]), 1, 4) : 1;  // activation columns (the same one)
     cpu::simd::Isa level = cpu::simd::cpu_isa();
     if (argc > 6 && !cpu::simd::parse_isa(argv[6], &level)) return fprintf(stderr, "unknown level %s\n", argv[6]), 1;
     const Kernels& kr = cpu::mm::kernels_for(level);
@@ -116,7 +120,7 @@ int main(int argc, char** argv) {
         std::vector<char> act(blocks_bytes + cpu::mm::act_extras_bytes(t, K) + 64);
         kr.quantize[(int)vt](x.data(), act.data(), K);
         if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)act.data(), K, act.data() + blocks_bytes);
-        const GTraits* g = gget ? gget((int)t) : nullptr;
+        const GTraits* g = gget && cols == 1 ? gget((int)t) : nullptr;
         std::vector<char> gact(row_size(Type(g ? g->vec_dot_type : 0), K) + 64);
         if (g) g->from_float(x.data(), gact.data(), K);
         std::vector<float> y(M + 8);
@@ -124,9 +128,13 @@ int main(int argc, char** argv) {
         struct Side { const char* name; std::function<void(int64_t, int64_t)> rows; };
         std::vector<Side> sides;
         sides.push_back({"dot", [&](int64_t m0, int64_t m1) {
-            for (int64_t m = m0; m < m1; ++m) kr.dot[(int)t](K, W + m * rs, act.data(), 0, 1, &y[m], aux);
+            for (int64_t m = m0; m < m1; ++m) {
+                float o[4];
+                kr.dot[(int)t](K, W + m * rs, act.data(), 0, cols, o, aux);
+                y[m] = o[0];
+            }
         }});
-        if (kr.dot1x[(int)t])
+        if (kr.dot1x[(int)t] && cols == 1)
             sides.push_back({"dot1x", [&](int64_t m0, int64_t m1) {
                 for (int64_t m = m0; m < m1; ++m) kr.dot1x[(int)t](K, W + m * rs, act.data(), act.data() + blocks_bytes, &y[m], aux);
             }});
@@ -134,7 +142,7 @@ int main(int argc, char** argv) {
             sides.push_back({"dot2", [&](int64_t m0, int64_t m1) {
                 float o[8];
                 for (int64_t m = m0; m < m1; m += 2) {
-                    kr.dot2[(int)t](K, W + m * rs, rs, act.data(), 0, 1, o, aux);
+                    kr.dot2[(int)t](K, W + m * rs, rs, act.data(), 0, cols, o, aux);
                     y[m] = o[0], y[m + 1] = o[4];
                 }
             }});
@@ -145,21 +153,28 @@ int main(int argc, char** argv) {
                 float o[8];
                 const int64_t h = (m1 - m0) / 2;
                 for (int64_t i = 0; i < h; ++i) {
-                    kr.dot2[(int)t](K, W + (m0 + i) * rs, h * rs, act.data(), 0, 1, o, aux);
+                    kr.dot2[(int)t](K, W + (m0 + i) * rs, h * rs, act.data(), 0, cols, o, aux);
                     y[m0 + i] = o[0], y[m0 + h + i] = o[4];
                 }
-                if ((m1 - m0) & 1) kr.dot[(int)t](K, W + (m1 - 1) * rs, act.data(), 0, 1, &y[m1 - 1], aux);
+                if ((m1 - m0) & 1) {
+                    kr.dot[(int)t](K, W + (m1 - 1) * rs, act.data(), 0, cols, o, aux);
+                    y[m1 - 1] = o[0];
+                }
             }});
         if (g)
             sides.push_back({"ggml", [&](int64_t m0, int64_t m1) {
                 for (int64_t m = m0; m < m1; ++m) g->vec_dot((int)K, &y[m], 0, W + m * rs, 0, gact.data(), 0, 1);
             }});
         // the driver's one-column path again, on 4 KiB pages
-        const Dot1xFn d1x = kr.dot1x[(int)t];
+        const Dot1xFn d1x = cols == 1 ? kr.dot1x[(int)t] : nullptr;
         sides.push_back({d1x ? "dot1x4K" : "dot4K", [&](int64_t m0, int64_t m1) {
             for (int64_t m = m0; m < m1; ++m)
                 if (d1x) d1x(K, W4 + m * rs, act.data(), act.data() + blocks_bytes, &y[m], aux);
-                else kr.dot[(int)t](K, W4 + m * rs, act.data(), 0, 1, &y[m], aux);
+                else {
+                    float o[4];
+                    kr.dot[(int)t](K, W4 + m * rs, act.data(), 0, cols, o, aux);
+                    y[m] = o[0];
+                }
         }});
         if (g)
             sides.push_back({"ggml4K", [&](int64_t m0, int64_t m1) {
