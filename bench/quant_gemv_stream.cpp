@@ -6,7 +6,7 @@
 // read), the copy bandwidth itself (read vs memcpy), thread imbalance (max / min per-thread
 // time of the dot side), and the kernels against ggml's. Threads are persistent and spin
 // between runs.
-//   g++ -O2 -std=c++17 -pthread -Icsrc/include -Icsrc bench/quant_gemv_stream.cpp build/libpyggml_core.a -ldl -o build/quant_gemv_stream
+//   g++ -O2 -std=c++17 -pthread -Icsrc/include -Icsrc -Ibench bench/quant_gemv_stream.cpp build/libpyggml_core.a -ldl -o build/quant_gemv_stream
 //   GGML_LIB_DIR=... build/quant_gemv_stream [K=4096] [M=14336] [THREADS=2] [REPS=31] [TYPES=q4_0,q5_0,...]
 #include <dlfcn.h>
 #include <sys/mman.h>
@@ -26,53 +26,13 @@
 #include <vector>
 
 #include "cpu/mul_mat_kernels.h"
+#include "spin_pool.h"
 #include "pyggml/types.h"
 
 using namespace pyggml;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// T threads (the caller is thread 0) that run job(ith) on go() and spin in between.
-struct Pool {
-    int n;
-    std::vector<std::thread> th;
-    std::atomic<int> gen{0}, done{0};
-    std::atomic<bool> quit{false};
-    std::function<void(int)> job;
-    std::vector<double> secs;
-    explicit Pool(int n_) : n(n_), secs(n_) {
-        for (int i = 1; i < n; ++i)
-            th.emplace_back([this, i] {
-                int seen = 0;
-                for (;;) {
-                    while (gen.load(std::memory_order_acquire) == seen && !quit) _mm_pause();
-                    if (quit) return;
-                    seen = gen.load();
-                    run(i);
-                    done.fetch_add(1);
-                }
-            });
-    }
-    void run(int i) {
-        auto t0 = Clock::now();
-        job(i);
-        secs[i] = std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-    double go(const std::function<void(int)>& f) {
-        job = f;
-        done = 0;
-        auto t0 = Clock::now();
-        gen.fetch_add(1, std::memory_order_release);
-        run(0);
-        while (done.load() != n - 1) _mm_pause();
-        return std::chrono::duration<double>(Clock::now() - t0).count();
-    }
-    ~Pool() {
-        quit = true;
-        for (auto& t : th) t.join();
-    }
-};
 
 void split(int64_t n, int i, int t, int64_t& a, int64_t& b) {
     a = n * i / t;
@@ -121,7 +81,7 @@ int main(int argc, char** argv) {
     const int T = argc > 3 ? atoi(argv[3]) : 2, reps = argc > 4 ? atoi(argv[4]) : 31;
     const std::string want = argc > 5 ? argv[5] : "q4_0,q5_0,iq4_nl,mxfp4,nvfp4,q8_0,q4_1,q5_1";
     const auto& kr = cpu::mm::kernels_for(cpu::simd::cpu_isa());
-    Pool pool(T);
+    SpinPool pool(T);
     const GetTraits gget = load_ggml();
     const size_t cp_n = 64u << 20;
     // on 2 MiB pages, as numpy's arrays of that size are (it asks for them; THP "madvise")

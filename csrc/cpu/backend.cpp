@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "cpu/host_memory.h"
 #include "cpu/kernels.h"
 #include "cpu/simd/isa.h"
 #include "pyggml/error.h"
@@ -176,8 +177,8 @@ DeviceInfo CpuBackend::info() const {
 }
 
 void* CpuBackend::alloc(size_t bytes) {
-    void* p = nullptr;
-    if (posix_memalign(&p, kMemAlign, bytes ? bytes : kMemAlign) != 0 || !p) {
+    void* p = host_alloc(bytes, kMemAlign);
+    if (!p) {
         std::ostringstream os;
         os << "cpu: cannot allocate " << bytes << " bytes";
         throw OutOfMemoryError(os.str());

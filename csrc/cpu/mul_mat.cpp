@@ -41,8 +41,8 @@ bool dot_needs_conversion(const Tensor* dst) {
 }
 
 // Rows per work unit: enough units for dynamic balance, at most 64 rows. Even, so the two-row
-// kernels always pair rows (2i, 2i+1) and every row gets the same kernel whatever the thread
-// count (results do not depend on it).
+// kernels pair every row of a unit but an odd M's last (the two-row and one-row kernels give the
+// same bits, so results never depend on the pairing or the thread count).
 int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     const int64_t want_units = int64_t(nth) * 16;
     const int64_t r = std::clamp<int64_t>(M * nbatch / want_units, 1, std::min<int64_t>(64, std::max<int64_t>(M, 1)));
@@ -98,8 +98,17 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
         const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
-            if (dot2 && m + 1 == m1) dot2 = nullptr;  // an odd last row: the one-row kernel
+        // the two-row kernel pairs row i of the chunk's first half with row i of its second
+        // half: two streams that each run on into the next call's rows. Pairing neighbours
+        // (2i, 2i+1) restarted one stream cold at every pair, 2-4x slower from memory
+        // (bench/quant_gemv_paths.cpp); each row's result is the same either way.
+        const int64_t half = dot2 ? (m1 - m0) / 2 : 0;
+        for (int64_t m = m0; m < m1; ++m) {
+            if (dot2 && m == m0 + half) {  // the pairs are done; an odd chunk's last row: the one-row kernel
+                dot2 = nullptr;
+                m = m0 + 2 * half;
+                if (m == m1) break;
+            }
             const char* arow = abase + m * a->nb[1];
             for (int64_t n = n0; n < n1; n += 4) {
                 const int nc = (int)std::min<int64_t>(4, n1 - n);
@@ -107,10 +116,10 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                 const size_t bs = convert ? colb : b->nb[1];
                 char* d = dbase + m * sizeof(float) + n * dst->nb[1];
                 if (dot2) {
-                    dot2(K, arow, a->nb[1], bp, bs, nc, out, nvfp4_scale);
+                    dot2(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
                     for (int j = 0; j < nc; ++j) {
                         ((float*)(d + j * dst->nb[1]))[0] = out[j];
-                        ((float*)(d + j * dst->nb[1]))[1] = out[4 + j];
+                        ((float*)(d + j * dst->nb[1]))[half] = out[4 + j];
                     }
                 } else if (dot1x && nc == 1) {
                     dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/host_memory.h"
 #include "cpu/mul_mat_common.h"
 #include "cpu/quant_repack_kernels.h"
 #include "pyggml/backend.h"
@@ -298,7 +299,7 @@ RepackHandle repack_weights(const Tensor* t) {
     rw->group_bytes = size_t(rw->blocks) * rp::record_bytes(t->type);
     rw->mat_bytes = size_t(rw->groups) * rw->group_bytes;
     const size_t total = rw->mat_bytes * size_t(t->ne[2] * t->ne[3]);
-    if (posix_memalign((void**)&rw->buf, 64, std::max<size_t>(total, 64)) != 0) rw->buf = nullptr;
+    rw->buf = (char*)host_alloc(total, 64);
     if (!rw->buf) throw OutOfMemoryError("repack_weights: cannot allocate " + std::to_string(total) + " bytes");
     std::memset(rw->buf, 0, total);  // padding rows
     const size_t rec = rp::record_bytes(t->type), src_block = type_traits(t->type).type_size;

@@ -41,10 +41,16 @@ inline __m256i lut16(const int8_t* table) {
     const __m128i t = _mm_loadu_si128((const __m128i*)table);
     return _mm256_set_m128i(t, t);
 }
+// 0x10 in byte j where bit j of qh4's 32 bits is set. AVX-512BW takes the bits as a byte
+// mask: one masked move instead of bits_to_bytes' broadcast, shuffle, and, compare and and.
 inline __m256i fifth_bits(const uint8_t* qh4) {
     uint32_t qh;
     std::memcpy(&qh, qh4, 4);
+#if defined(PYGGML_IDOT_VNNI)
+    return _mm256_maskz_mov_epi8((__mmask32)qh, _mm256_set1_epi8(0x10));
+#else
     return _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10));
+#endif
 }
 
 // ---- legacy blocks: signed values (scale(): d in lane 0) ----

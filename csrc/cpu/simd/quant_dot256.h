@@ -61,9 +61,10 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    // four blocks per prefetch: at least one per 64-byte line for blocks of 17+ bytes
+    // no software prefetch in the one-column dots: the hardware prefetchers alone streamed a
+    // 4096 x 14336 weight 5-25% faster per thread on 4 KiB pages, and no slower on 2 MiB
+    // ones, than with a prefetch 1 KiB (K-quants: 2 KiB) ahead (bench/quant_gemv_paths.cpp)
     for (; ib + 4 <= nb; ib += 4) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
         step(ib, accv[0]);
         step(ib + 1, accv[kPasses - 1]);
         step(ib + 2, accv[0]);
@@ -107,10 +108,8 @@ void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const void* ev, floa
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
         for (int i = 0; i < 4; ++i) step(ib + i);
-    }
     for (; ib < nb; ++ib) step(ib);  // block ib joins pass ib & 1 (an odd last block: the even one)
     out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
 }
@@ -132,10 +131,8 @@ void dot1x_iq4nl(int64_t k, const void* av, const void* bv, const void* ev, floa
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
         for (int i = 0; i < 4; ++i) step(ib + i);
-    }
     for (; ib < nb; ++ib) step(ib);
     out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
 }
@@ -168,13 +165,8 @@ void dot1x_nvfp4(int64_t k, const void* av, const void*, const void* ev, float* 
     };
     const int64_t nb = k / 64;
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4) {
-        const char* pf = (const char*)(x + ib) + 1024;  // weights stream from memory: 144 bytes a step
-        _mm_prefetch(pf, _MM_HINT_T0);
-        _mm_prefetch(pf + 64, _MM_HINT_T0);
-        _mm_prefetch(pf + 128, _MM_HINT_T0);
+    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
         for (int i = 0; i < 4; ++i) block(ib + i);
-    }
     for (; ib < nb; ++ib) block(ib);
     // lo = (h0: g0 g1 g4 g5 | h1: g0 g1 g4 g5), hi the same with g2 g3 g6 g7: back to
     // acc0 = h0's g0..g7 and acc1 = h1's
@@ -205,8 +197,7 @@ void dot_with_min(int64_t k, const void* av, const void* bv, size_t bs, float* o
     };
     const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 2 <= nb; ib += 2) {
-        _mm_prefetch((const char*)(x + ib) + 1024, _MM_HINT_T0);
+    for (; ib + 2 <= nb; ib += 2) {  // no software prefetch: see dot_signed
         step(ib, accv);
         step(ib + 1, accv);
     }
@@ -254,9 +245,6 @@ struct ScalePicks {
 template <class Unp, int NC, int R = 1>
 void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs, float* out) {
     using Block = typename Unp::Block;
-    // 2048 bytes ahead: one thread streaming a 4096 x 14336 weight ran 0-6% faster than at 1024
-    // (q3_K, q5_K and q6_K gained most; bench/quant_dot_cycles.cpp measures cache-resident rows only)
-    constexpr int kPrefetch = 2048, kLines = (sizeof(Block) + 63) / 64;
     const Block* x[R];
     for (int r = 0; r < R; ++r) x[r] = (const Block*)((const char*)av + r * as);
     const char* b = (const char*)bv;
@@ -274,8 +262,7 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
         __m256i chunk_src[R], scales[R], lanes_lo[R], lanes_hi[R], mins[R];  // per row
         for (int r = 0; r < R; ++r) {
             const Block& xb = x[r][ib];
-            // the weights stream from memory: fetch every line of the block kPrefetch bytes ahead
-            for (int l = 0; l < kLines; ++l) _mm_prefetch((const char*)&xb + kPrefetch + 64 * l, _MM_HINT_T0);
+            // no software prefetch (see dot_signed): without one, q6_K streamed ~25% faster from 4 KiB pages
             // each chunk's levels are built right before its products (Unp::level), not all 8 first:
             // fewer live vectors, no spills (q3_K and q6_K took 5-10% fewer cycles per block)
             Unp::run_scales(xb, w[r]);

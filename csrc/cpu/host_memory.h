@@ -1,0 +1,23 @@
+// Host memory for the CPU backend's buffers and repacked weights. Large blocks sit on 2 MiB
+// transparent huge pages where the kernel offers them on request (THP "madvise", the usual
+// default): a weight streamed by a GEMV then crosses no 4 KiB page boundary, where the
+// hardware prefetchers stop and a TLB miss waits (bench/quant_gemv_paths.cpp, Zen 4: a read
+// pass took ~1.3x the cycles per byte on 4 KiB pages, one- and two-thread; the one-column dots
+// 1.05-1.4x, q6_K most). numpy asks the same for its large arrays, so the memcpy the benches
+// compare against already has them. Weights mapped from a GGUF file stay on the page cache's pages.
+// Free with std::free.
+#pragma once
+#include <cstddef>
+
+namespace pyggml::cpu {
+
+// Blocks of at least this many bytes are 2 MiB aligned, rounded up to whole 2 MiB pages and
+// advised huge; smaller ones are plainly `align`-aligned.
+constexpr size_t kHugePageBytes = size_t(2) << 20;
+constexpr size_t kHugeAllocMin = size_t(4) << 20;
+
+// `bytes` (0 taken as `align`) aligned to `align` (a power of two, at least sizeof(void*)), or
+// null when out of memory.
+void* host_alloc(size_t bytes, size_t align);
+
+}  // namespace pyggml::cpu
