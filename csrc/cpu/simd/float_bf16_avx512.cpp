@@ -141,7 +141,7 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
                 else v[r] = (__m512)(q < full ? PBF16::load(p, k0 + q * kChunk) : PBF16::tail(p, k0 + q * kChunk, tail));
             }
             transpose16(v);
-            for (int l = 0; l < 16; ++l) _mm512_storeu_ps(ap + (slice_of(l) * nq + q) * kMR + r0, v[l]);
+            for (int l = 0; l < 16; ++l) _mm512_storeu_ps(ap + slice_of(l) * a_slice_floats(nq) + q * kMR + r0, v[l]);
         }
     }
 }

@@ -8,6 +8,12 @@
 #pragma once
 
 constexpr int kMR = 32, kNR = 12, kAcc = 2 * kNR;
+// A weight panel's 16 lane slices are a_slice_floats(nq) apart: one cache line past their
+// nq * 32 values, so that a packing step's 16 stores (one per slice) fall in 16 cache sets; with
+// slices of 4 KiB (blocks of 512 values) they shared one set of the 8-way L1 and the packing of
+// f16 weights took 1.6x as long (bench/float_micro_cycles.cpp).
+constexpr int64_t kSlicePad = 16;
+constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kSlicePad; }
 
 // Slice of lane l in a packed panel: the tree's pass order.
 constexpr int slice_of(int l) { return ((l & 1) << 3) | ((l & 2) << 1) | ((l & 4) >> 1) | ((l & 8) >> 3); }
@@ -41,7 +47,7 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* out, c
 template <class Mac>
 void micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
            const char* pf, int pf_lines) {
-    const int64_t as = nq * kMR, bs = nq * kNR;  // floats between two lanes' slices
+    const int64_t as = a_slice_floats(nq), bs = nq * kNR;  // floats between two lanes' slices
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
