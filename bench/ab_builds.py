@@ -1,6 +1,8 @@
 """A/B of two pyggml builds against ggml (or numpy): rounds of bench/compare_ggml.py, one process
 per build and round, the builds alternating, so both see the same load drift; each process's
-ratio is measured against the reference in that process. Prints the median ratio per row and build.
+ratio is measured against the reference in that process. Prints per row the median of pyggml's
+own figure per build and their quotient B / A (what to read on a loaded machine, where ggml's
+spinning threads can lose several times their idle speed), and the median ratio to the reference.
 
     python bench/ab_builds.py BUILD_A BUILD_B [--rounds R] [--reps N] [-t THREADS] FILTER ...
 
@@ -31,7 +33,7 @@ def one_run(build, args, filters):
         try:
             # name ... ours other unit ratio [of copy]
             i = next(k for k in range(len(parts)) if parts[k] in ("GB/s", "GFLOP/s"))
-            rows[" ".join(parts[:i - 2])] = float(parts[i + 1])
+            rows[" ".join(parts[:i - 2])] = (float(parts[i - 2]), float(parts[i + 1]))  # (ours, ratio)
         except (StopIteration, ValueError):
             continue
     return rows
@@ -54,11 +56,14 @@ def main():
                 seen[b].setdefault(k, []).append(v)
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     names = list(seen[a.builds[0]])
-    print(f"{'case':<44s} {'A median':>9s} {'B median':>9s}   (ratios to the reference; A={a.builds[0]}, B={a.builds[1]})")
+    med = lambda xs, i: statistics.median(x[i] for x in xs) if xs else float("nan")  # noqa: E731
+    print(f"{'case':<44s} {'ours A':>8s} {'ours B':>8s} {'B/A':>6s} {'ref A':>6s} {'ref B':>6s}"
+          f"   (A={a.builds[0]}, B={a.builds[1]}; medians of {a.rounds} rounds)")
     for n in names:
         ra, rb = seen[a.builds[0]].get(n, []), seen[a.builds[1]].get(n, [])
-        fmt = lambda xs: f"{statistics.median(xs):9.3f}" if xs else f"{'n/a':>9s}"  # noqa: E731
-        print(f"{n:<44s} {fmt(ra)} {fmt(rb)}   A {' '.join(f'{x:.2f}' for x in ra)} | B {' '.join(f'{x:.2f}' for x in rb)}")
+        oa, ob = med(ra, 0), med(rb, 0)
+        print(f"{n:<44s} {oa:8.2f} {ob:8.2f} {ob / oa:6.3f} {med(ra, 1):6.2f} {med(rb, 1):6.2f}"
+              f"   B/A per round {' '.join(f'{y[0] / x[0]:.2f}' for x, y in zip(ra, rb))}")
     return 0
 
 
