@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_run(build, args, filters):
     env = dict(os.environ, PYGGML_BUILD_DIR=build, PYTHONPATH=str(ROOT))
     cmd = [sys.executable, str(ROOT / "bench" / "compare_ggml.py"), "--quick", "--reps", str(args.reps),
-           "-t", str(args.threads), *filters]
+           "-t", str(args.threads), *(["--thread-cpu"] if args.thread_cpu else []), *filters]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
     rows = {}
     for line in out.splitlines():
@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--thread-cpu", action="store_true", help="passed on: -t 1 timed by the thread's CPU clock")
     ap.add_argument("filters", nargs="+")
     a = ap.parse_args()
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
