@@ -99,18 +99,11 @@ void direct_rows(int64_t k, const char* a, size_t as, int rows, const char* b, s
     }
 }
 
-// One column over long rows: one row at a time. A tile's rows stream from addresses a row stride
-// apart, which with power-of-two strides (rows of 4 or 8 KiB) ran MUL_MAT_ID's one-token f16
-// experts (K 2048 x M 1408, weights from L3) at 0.6-0.75 of the speed of one sequential stream
-// on Zen 4 (1 and 2 threads); a row's K blocks are independent sums, so the core overlaps them.
-// Side-by-side blocks of one row (four streams 1 KiB apart) ran at 0.4.
-constexpr int64_t kRowAtATimeMinK = 4 * kFloatKB;
-
 template <class W, class B = WF32>
 void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
-    if (cols == 1 && k >= kRowAtATimeMinK) {
+    if (cols == 1 && k >= kRowAtATimeMinK) {  // one row at a time (simd/float_gemm_avx512.h)
         for (int r = 0; r < rows; ++r) direct_tile<W, B, 1, 1>(k, ap + r * as, as, bp, bs, out + r * 4);
         return;
     }
