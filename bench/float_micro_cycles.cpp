@@ -62,10 +62,10 @@ int main(int argc, char** argv) {
         }
         const void* wa = kind == mm::kFloatF32 ? (const void*)w32.data() : (const void*)w16.data();
         const size_t as = size_t(K) * (kind == mm::kFloatF32 ? 4 : 2);
-        std::vector<float> ap(size_t(mp * nq * MR * V) + 64), bp(size_t(np * nq * NR * V) + 64);
+        std::vector<float> ap(size_t(mp) * mm::a_panel_floats(fk, nq) + 64), bp(size_t(np * nq * NR * V) + 64);
         std::vector<float> col(size_t(K) * NR), c(size_t(M * N));
         for (auto& v : col) v = u(rng);
-        for (int64_t ip = 0; ip < mp; ++ip) fk.pack_a[kind]((const char*)wa + ip * MR * as, as, MR, 0, K, ap.data() + ip * nq * MR * V);
+        for (int64_t ip = 0; ip < mp; ++ip) fk.pack_a[kind]((const char*)wa + ip * MR * as, as, MR, 0, K, ap.data() + ip * mm::a_panel_floats(fk, nq));
         for (int64_t jp = 0; jp < np; ++jp) {
             const float* cols[mm::kMaxFloatNR];
             for (int j = 0; j < NR; ++j) cols[j] = col.data() + j * K;
@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
         auto sweep = [&] {
             for (int64_t jp = 0; jp < np; ++jp)
                 for (int64_t ip = 0; ip < mp; ++ip)
-                    fk.micro(nq, ap.data() + ip * nq * MR * V, bp.data() + jp * nq * NR * V, c.data() + jp * NR * M + ip * MR,
+                    fk.micro(nq, ap.data() + ip * mm::a_panel_floats(fk, nq), bp.data() + jp * nq * NR * V, c.data() + jp * NR * M + ip * MR,
                              M, MR, NR, false, nullptr, 0);
         };
         auto pack = [&] {
-            for (int64_t ip = 0; ip < mp; ++ip) fk.pack_a[kind]((const char*)wa + ip * MR * as, as, MR, 0, K, ap.data() + ip * nq * MR * V);
+            for (int64_t ip = 0; ip < mp; ++ip) fk.pack_a[kind]((const char*)wa + ip * MR * as, as, MR, 0, K, ap.data() + ip * mm::a_panel_floats(fk, nq));
         };
         sweep();
         double best = 1e30, best_pack = 1e30;

@@ -184,7 +184,7 @@ size_t pack_budget_floats(const PackedShape& s, const FloatKernels& fk) {
     const size_t total = size_t(s.nbatch) * ((s.N + fk.nr - 1) / fk.nr) * one;
     return std::min(total, std::max(kPackBudget / sizeof(float), one));
 }
-size_t a_block_floats(const FloatKernels& fk) { return size_t(fk.mc) * fk.kb; }
+size_t a_block_floats(const FloatKernels& fk) { return size_t(fk.mc / fk.mr) * a_panel_floats(fk, fk.kb / fk.lanes); }
 int64_t total_panels(const PackedShape& s, const FloatKernels& fk) { return s.nbatch * ((s.N + fk.nr - 1) / fk.nr); }
 // All of b's panels fit the budget: one chunk, packed once, and no barrier is needed.
 bool packed_in_one_chunk(const PackedShape& s, const FloatKernels& fk) {
@@ -283,7 +283,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
             // the weight block: panels of MR rows, zero past row m1 and past K
             for (int64_t ip = 0; ip < mp; ++ip) {
                 const int64_t m = m0 + ip * MR;
-                pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * nq * MR * V);
+                pack_a(abase + m * a->nb[1], a->nb[1], (int)std::min<int64_t>(MR, m1 - m), k0, kc, apack + ip * a_panel_floats(fk, nq));
             }
             // Each sweep of the weight panels also prefetches, a slice per tile spread over the
             // tile's run, the next column panel's values (from L3: all of a K block's columns
@@ -302,7 +302,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                     float* c = cbase + n * ldc + m;
                     const int64_t l0 = std::min(b_lines, ip * lines_per_tile);
                     const int pf_lines = has_next ? (int)(std::min(b_lines, l0 + lines_per_tile) - l0) : 0;
-                    fk.micro(nq, apack + ip * nq * MR * V, bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
+                    fk.micro(nq, apack + ip * a_panel_floats(fk, nq), bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
                 }
             }
         }

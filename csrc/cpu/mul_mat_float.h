@@ -46,7 +46,8 @@ using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int ro
 using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv,
                               bool accumulate, const char* pf, int pf_lines);
 // Packs one panel of mr weight rows for `ap`: values [k0, k0 + kc) of rows r < rows (a + r *
-// a_stride bytes) widened to f32, zero past kc (to a whole chunk) and for rows >= rows.
+// a_stride bytes) widened to f32, zero past kc (to a whole chunk) and for rows >= rows; the
+// panel takes a_panel_floats(nq) floats (a set may pad its layout).
 using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
 // Packs one panel of nr columns for `bp`: cols[j] (j < nr) holds kq * lanes f32 values of column
 // j (zero past K), or is null for a column past the last (zeros).
@@ -58,6 +59,7 @@ struct FloatKernels {
     int64_t kb;             // the canonical K block: a multiple of lanes
     int mr, nr;             // packed tile
     int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
+    int64_t a_panel_pad;    // floats a packed weight panel takes past its nq * mr * lanes values
     FloatDirectFn direct[3];  // by FloatKind
     FloatDirectFn direct_f16b;
     // bf16 weights with their columns stored as bf16 (the pair form of
@@ -69,6 +71,9 @@ struct FloatKernels {
     int direct_cols;                      // columns per direct tile (at most kMaxDirectCols)
     int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
 };
+
+// Floats of one packed weight panel of nq chunks.
+inline size_t a_panel_floats(const FloatKernels& fk, int64_t nq) { return size_t(nq) * fk.mr * fk.lanes + fk.a_panel_pad; }
 
 const FloatKernels& float_kernels_scalar();
 const FloatKernels& float_kernels_avx2();

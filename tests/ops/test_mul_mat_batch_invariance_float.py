@@ -34,7 +34,7 @@ def _bitwise_equal(got, want, what):
 
 @pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
-@pytest.mark.parametrize("K,M", [(7, 37), (67, 41), (520, 19), (1031, 53)])
+@pytest.mark.parametrize("K,M", [(7, 37), (67, 41), (520, 19), (1024, 29), (1031, 53), (2048, 13)])
 def test_column_is_independent_of_batch_width(simd, wtype, K, M):
     rng = np.random.default_rng(K + M)
     ctx = gg.Context(mem_size=96 << 20)
@@ -125,11 +125,13 @@ def test_permuted_b_matches_single_columns(simd, wtype):
 
 @pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
-def test_mul_mat_id_float_matches_mul_mat(simd, wtype):
+@pytest.mark.parametrize("K,T", [(300, 9), (2048, 9), (2048, 1)])
+def test_mul_mat_id_float_matches_mul_mat(simd, wtype, K, T):
     """Tokens routed to one expert are dotted together: each output equals that expert's
-    1-column mul_mat."""
+    1-column mul_mat (K 2048: f16 / bf16 rows 4 KiB apart, which the avx512 tiles dot one row at
+    a time for one column; one token: every expert a single column)."""
     rng = np.random.default_rng(13)
-    K, M, E, U, T = 300, 23, 3, 2, 9
+    M, E, U = 23, 3, 2
     ctx = gg.Context(mem_size=32 << 20)
     as_, _ = new(ctx, WTYPES[wtype], [K, M, E], rng=rng)
     b, _ = new(ctx, gg.F32, [K, 1, T], rng=rng)

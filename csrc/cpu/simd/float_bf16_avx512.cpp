@@ -110,6 +110,10 @@ template <class B>
 void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
+    if (cols == 1 && as == kRowAtATimeStride) {  // one row at a time (simd/float_gemm_avx512.h)
+        for (int r = 0; r < rows; ++r) direct_tile<B, 1, 1>(k, ap + r * as, as, bp, bs, out + r * 4);
+        return;
+    }
     switch (cols) {
         case 1: direct_rows<B, 1>(k, ap, as, rows, bp, bs, out); break;
         case 2: direct_rows<B, 2>(k, ap, as, rows, bp, bs, out); break;
@@ -141,7 +145,7 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
                 else v[r] = (__m512)(q < full ? PBF16::load(p, k0 + q * kChunk) : PBF16::tail(p, k0 + q * kChunk, tail));
             }
             transpose16(v);
-            for (int l = 0; l < 16; ++l) _mm512_storeu_ps(ap + (slice_of(l) * nq + q) * kMR + r0, v[l]);
+            for (int l = 0; l < 16; ++l) _mm512_storeu_ps(ap + slice_of(l) * a_slice_floats(nq) + q * kMR + r0, v[l]);
         }
     }
 }

@@ -9,7 +9,8 @@
 // block (Zen 4, one core: 0.85 of the FMA peak against 0.93-0.95 for this form, bench/float_micro_cycles.cpp).
 // The 16 lane results of a block are then added by the dot tiles' tree, 16 outputs per vector:
 // u_i = v_i + v_{i+8}, s_i = u_i + u_{i+4}, t_0 = s_0 + s_2, t_1 = s_1 + s_3, y = t_0 + t_1.
-// Packed layouts (per K block of nq chunks): a weight panel ap[(p(l) * nq + q) * 32 + r], a column
+// Packed layouts (per K block of nq chunks): a weight panel ap[p(l) * (nq * 32 + 16) + q * 32 + r]
+// (float_lanes_avx512.h: a_slice_floats), a column
 // panel bp[(p(l) * nq + q) * 12 + j], so one lane's pass reads both contiguously; p(l) (4-bit
 // reversal) puts the slices in the order the tree takes the lanes (0, 8, 4, 12, 2, ...), so a
 // micro-kernel call reads both panels front to back, one stream for the hardware prefetcher.
@@ -58,7 +59,7 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
                 else v[r] = W::tail(p, k0 + q * kLanes, tail);
             }
             transpose16(v);
-            for (int l = 0; l < kLanes; ++l) _mm512_storeu_ps(ap + (slice_of(l) * nq + q) * kMR + r0, v[l]);
+            for (int l = 0; l < kLanes; ++l) _mm512_storeu_ps(ap + slice_of(l) * a_slice_floats(nq) + q * kMR + r0, v[l]);
         }
     }
 }
@@ -93,6 +94,7 @@ void float_gemm_avx512(FloatKernels& f) {
     f.nr = kNR;
     f.mc = 4 * kMR;     // 128 x 512 f32 weights: 256 KiB in L2
     f.nc = 170 * kNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
+    f.a_panel_pad = 16 * kSlicePad;
     f.micro = micro<MacF32>;
     f.pack_a[kFloatF32] = pack_a<WF32>;
     f.pack_a[kFloatF16] = pack_a<WF16>;
