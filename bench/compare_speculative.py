@@ -20,7 +20,8 @@
     draft position / block (batch_draft=True) against each sequence drafting alone
     (batch_draft=False); tokens/s of both, their ratio, draft graph runs per round.
 (o) the overhead of (c) on the tiny model taken apart in CPU seconds of one compute thread:
-    host work per token (outside the graph computes) and extra decoded tokens.
+    host work per token (outside the graph computes) and extra decoded tokens; then the host
+    work alone (computes skipped) projected onto an idle token (--idle-token-us).
 (g) with --eagle3-draft PATH (a draft written by tools/train_eagle3.py): that EAGLE3 draft of
     SmolLM2 on the prompts of (a) and the fresh prompt, against plain decoding.
 
@@ -505,6 +506,66 @@ def part_o(args, tiny):
                   f"tokens  (verify steps {s['n_verify_steps']}, asks "
                   f"{s['n_gated'] + s['n_verify_steps']}, quiet {s['n_quiet_rounds']}, identical "
                   f"{same})  load {load():.1f}")
+    host_alone(args, tiny)
+
+
+def host_alone(args, tiny):
+    """The host work of (o)'s rejected-drafts case with the graph computes skipped (both
+    sides run the same Python and host code, on stale argmax ids): thread CPU per token in
+    cache, which load barely moves, projected onto an idle token of --idle-token-us with
+    each extra decoded token counted as a whole token (an upper bound: a verify row costs
+    less than a plain step)."""
+    from pyggml.llm import Context
+    from pyggml.llm.speculative import FixedCost, SpeculativeDecoder
+    prompt, n = list(range(10, 42)), args.gen * 4
+    ctx = Context(tiny, n_ctx=len(prompt) + n + 16, n_threads=1)
+    clock = ComputeClock(ctx)
+    ctx.generate(prompt[:4], 4)
+    # the decisions of a real run need its costs: the idle tiny target's, injected
+    idle = args.idle_token_us * 1e-6
+    cost = FixedCost(lambda w: idle * (1 + 0.5 * (w - 1)), ask=15e-6)
+    dec = SpeculativeDecoder(ctx, rejected_drafter(tiny.hparams.n_vocab), n_max=4,
+                             cost_model=cost)
+    dec.generate(prompt[:4], 6)
+    # every graph either side may run is computed once for real first: a skipped compute
+    # leaves the previous ids in a graph's output, and a graph never computed has none
+    from pyggml.llm.speculative.target import decode_steps
+    ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, 12)
+    ctx.generate(prompt, 8)
+    dec.generate(prompt, 8)
+    for w in range(1, dec.n_max + 2):
+        ctx.reset()
+        ctx.decode_greedy(prompt)
+        decode_steps(ctx, [(0, prompt[:w])], True)
+    host, decoded = Paired(), []
+    real = clock.cls.compute
+    clock.cls.compute = lambda gf, n_threads: None
+    try:
+        for r in range(args.pairs + 1):
+            side = {}
+            for which in (("plain", "spec") if r % 2 else ("spec", "plain")):
+                obj = ctx if which == "plain" else dec
+                obj.reset()
+                k0, t0 = ctx.timings["n_tokens"], time.thread_time()
+                out = ctx.generate(prompt, n) if which == "plain" else dec.generate(prompt, n)
+                per = len(out) - 1
+                side[which] = ((time.thread_time() - t0) / per,
+                               (ctx.timings["n_tokens"] - k0 - len(prompt)) / per)
+            if r:
+                host.add(side["plain"][0], side["spec"][0])
+                decoded.append(side["spec"][1] / side["plain"][1] - 1.0)
+    finally:
+        clock.cls.compute = real
+    hd, hlo, hhi, cover = host.difference()
+    extra = statistics.median(decoded)
+    s = dec.stats
+    print(f"  host alone, rejected n_max 4 default (computes skipped, idle costs injected): "
+          f"{statistics.median(host.a) * 1e6:.2f} -> {statistics.median(host.b) * 1e6:.2f} "
+          f"us/token, difference {hd * 1e6:+.2f} [{hlo * 1e6:+.2f}, {hhi * 1e6:+.2f}] "
+          f"({cover * 100:.0f}% interval); decoded {extra * 100:+.2f}% tokens; projected on an "
+          f"idle {args.idle_token_us:.0f} us token: {(hd / idle + extra) * 100:+.1f}% "
+          f"(upper {(hhi / idle + extra) * 100:+.1f}%), goal <= +10%  (verify steps "
+          f"{s['n_verify_steps']}, quiet {s['n_quiet_rounds']})  load {load():.1f}")
 
 
 def host_argmax(row):
@@ -639,6 +700,9 @@ def main() -> int:
                     help="part c: the targets (tiny, smollm2)")
     ap.add_argument("--pairs", type=int, default=31,
                     help="parts c, o: alternating plain/speculative pairs per case")
+    ap.add_argument("--idle-token-us", type=float, default=72.0,
+                    help="part o: a tiny-model token on an idle machine (2 threads), which "
+                         "the host work alone is projected onto")
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--eagle3-draft", default="",
                     help="part g: an EAGLE3 draft GGUF of SmolLM2 (tools/train_eagle3.py)")
