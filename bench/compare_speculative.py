@@ -1,6 +1,6 @@
 """Speculative decoding against plain decoding, same process, sides alternated.
 
-    python bench/compare_speculative.py [--part a,b,c,d,e,w,m,g] [--repeats 3] [-t 2]
+    python bench/compare_speculative.py [--part a,b,c,d,e,w,m,o,g] [--repeats 3] [-t 2]
 
 (a) SmolLM2-135M-Instruct Q4_1 (fetched once into the cache folder like the demo) with the
     n-gram (prompt lookup) draft on copy-heavy prompts: acceptance, decode tokens/s with and
@@ -19,11 +19,18 @@
     tiny writers (real drafts, n_max 3 every step): one draft graph for all sequences per
     draft position / block (batch_draft=True) against each sequence drafting alone
     (batch_draft=False); tokens/s of both, their ratio, draft graph runs per round.
+(o) the overhead of (c) on the tiny model taken apart in CPU seconds of one compute thread:
+    host work per token (outside the graph computes) and extra decoded tokens; then the host
+    work alone (computes skipped) projected onto an idle token (--idle-token-us).
 (g) with --eagle3-draft PATH (a draft written by tools/train_eagle3.py): that EAGLE3 draft of
     SmolLM2 on the prompts of (a) and the fresh prompt, against plain decoding.
 
-Figures are medians over the repeats (--stat min: minima); the machine's load
-(os.getloadavg) is printed with them.
+Speedups and slowdowns are medians of per-pair ratios: each pair runs the plain side and the
+speculative side back to back, which goes first alternating, and the bracket after a figure
+is the distribution-free ~95% interval of that median (order statistics; bench/paired_stats.py):
+on a shared machine trust the interval, not the point. Part (c) runs --pairs pairs (the tiny
+model 4x --gen tokens); the other parts --repeats. Absolute tokens/s are medians over the
+runs of each side (--stat min: minima); the machine's load (os.getloadavg) is printed with them.
 """
 from __future__ import annotations
 
@@ -37,6 +44,9 @@ import time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paired_stats import Paired  # noqa: E402
 
 CODE = '''def merge_sorted(a, b):
     """Merge two sorted lists into one sorted list."""
@@ -135,41 +145,77 @@ def _prompt_cpu(ctx, prompt) -> float:
     return CLOCK["prompt_cpu"][key]
 
 
-def timed_generate(ctx, prompt, n):
+def _host_seconds(ctx, wall: float, t0: dict) -> float:
+    """Wall seconds of a call spent outside the graphs' compute and builds (the Python and
+    host work of the loop): on a loaded machine the compute of a small model swings with the
+    cache the other processes leave it, the host part much less."""
+    tm = ctx.timings
+    return wall - (tm["t_compute_s"] - t0["t_compute_s"]) - (tm["t_build_s"] - t0["t_build_s"])
+
+
+def timed_generate(ctx, prompt, n, host=None):
+    """(ids, seconds per generated token); host: a list that gets the host seconds per token."""
     p_cpu = _prompt_cpu(ctx, prompt) if CLOCK["kind"] == "cpu" else 0.0
     ctx.reset()
+    tm0, w0 = dict(ctx.timings), time.perf_counter()
     t0 = time.process_time()
     out = ctx.generate(prompt, n)
     cpu = time.process_time() - t0
+    per = max(len(out) - 1, 1)
+    if host is not None:
+        host.append(_host_seconds(ctx, time.perf_counter() - w0, tm0) / per)
     if CLOCK["kind"] == "cpu":
-        return out, max(cpu - p_cpu, 0.0) / max(len(out) - 1, 1)
-    return out, ctx.last_timings["gen_s"] / max(len(out) - 1, 1)
+        return out, max(cpu - p_cpu, 0.0) / per
+    return out, ctx.last_timings["gen_s"] / per
 
 
-def timed_spec(dec, prompt, n):
+def timed_spec(dec, prompt, n, host=None):
     p_cpu = _prompt_cpu(dec.ctx, prompt) if CLOCK["kind"] == "cpu" else 0.0
     dec.reset()
+    tm0, w0 = dict(dec.ctx.timings), time.perf_counter()
     t0 = time.process_time()
     out = dec.generate(prompt, n)
     cpu = time.process_time() - t0
+    per = max(len(out) - 1, 1)
+    if host is not None:
+        host.append(_host_seconds(dec.ctx, time.perf_counter() - w0, tm0) / per)
     s = dec.stats
     if CLOCK["kind"] == "cpu":
-        return out, max(cpu - p_cpu, 0.0) / max(len(out) - 1, 1), s
-    return out, s["gen_s"] / max(len(out) - 1, 1), s
+        return out, max(cpu - p_cpu, 0.0) / per, s
+    return out, s["gen_s"] / per, s
 
 
 def alternate(ctx, dec, prompt, n, repeats):
-    """(base s/token, spec s/token, last stats, identical streams) with sides alternated."""
+    """(base s/token, spec s/token, last stats, identical streams, Paired spec/base ratios):
+    `repeats` pairs, each a plain run and a speculative run back to back, which one goes
+    first alternating from pair to pair (a drift of the load moves both runs of a pair). pairs.host: the
+    same pairs' host seconds per token (outside compute and graph builds)."""
     base, spec, same, stats = [], [], True, None
+    pairs, hosts = Paired(), Paired()
+    hb, hs = [], []
     timed_generate(ctx, prompt, n)      # untimed round: every graph of both sides is built
     timed_spec(dec, prompt, n)
-    for _ in range(repeats):
-        ref, tb = timed_generate(ctx, prompt, n)
-        out, ts, stats = timed_spec(dec, prompt, n)
+    for r in range(repeats):
+        if r % 2:
+            out, ts, stats = timed_spec(dec, prompt, n, hs)
+            ref, tb = timed_generate(ctx, prompt, n, hb)
+        else:
+            ref, tb = timed_generate(ctx, prompt, n, hb)
+            out, ts, stats = timed_spec(dec, prompt, n, hs)
         base.append(tb)
         spec.append(ts)
+        pairs.add(tb, ts)
+        hosts.add(hb[-1], hs[-1])
         same &= list(out) == list(ref)
-    return CLOCK["stat"](base), CLOCK["stat"](spec), stats, same
+    pairs.host = hosts
+    return CLOCK["stat"](base), CLOCK["stat"](spec), stats, same, pairs
+
+
+def speedup_text(pairs) -> str:
+    """The median paired speedup base/spec with its interval (the inverse of the spec/base
+    ratio's: inverting keeps the order statistics)."""
+    med, lo, hi, cover = pairs.ratio()
+    return f"speedup {1 / med:5.2f}x [{1 / hi:.2f}, {1 / lo:.2f}]"
 
 
 def part_a(args):
@@ -191,10 +237,10 @@ def part_a(args):
         for n_max, adaptive in ((4, False), (4, True), (8, False), (8, True), (8, "cost")):
             dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, adaptive=adaptive)
             dec.generate(prompt[:8], 8)               # warm-up: verify graphs
-            tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
+            tb, ts, s, same, pairs = alternate(ctx, dec, prompt, args.gen, args.repeats)
             mode = {False: "fixed", True: "default", "cost": "cost"}[adaptive]
             print(f"  {name:20s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
-                  f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
+                  f"{speedup_text(pairs)}  accept len {s['mean_acceptance_length']:.2f}  "
                   f"rate {s['acceptance_rate']:.2f}  verify steps {s['n_verify_steps']}  "
                   f"plain steps {s['n_plain_steps']}  identical {same}  load {load():.1f}")
 
@@ -222,8 +268,8 @@ def part_e(args):
             for label, opt in rules:
                 dec = SpeculativeDecoder(ctx, "ngram", n_max=n_max, **opt)
                 dec.generate(prompt[:8], 8)
-                tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
-                print(f"  {name:20s} n_max {n_max} {label:18s}: speedup {tb / ts:5.2f}x  "
+                tb, ts, s, same, pairs = alternate(ctx, dec, prompt, args.gen, args.repeats)
+                print(f"  {name:20s} n_max {n_max} {label:18s}: {speedup_text(pairs)}  "
                       f"accept len {s['mean_acceptance_length']:.2f}  drafted {s['n_drafted']}  "
                       f"accepted {s['n_accepted']}  verify steps {s['n_verify_steps']}  "
                       f"plain steps {s['n_plain_steps']}  identical {same}  load {load():.1f}")
@@ -282,10 +328,10 @@ def part_g(args):
         for n_max, adaptive in ((4, False), (4, True)):
             dec = SpeculativeDecoder(ctx, "eagle3", draft=draft, n_max=n_max, adaptive=adaptive)
             dec.generate(prompt[:8], 8)
-            tb, ts, s, same = alternate(ctx, dec, prompt, args.gen, args.repeats)
+            tb, ts, s, same, pairs = alternate(ctx, dec, prompt, args.gen, args.repeats)
             mode = "default" if adaptive else "fixed"
             print(f"  {name:20s} n_max {n_max} {mode:7s}: base {1 / tb:6.2f} tok/s  spec {1 / ts:6.2f} tok/s  "
-                  f"speedup {tb / ts:5.2f}x  accept len {s['mean_acceptance_length']:.2f}  "
+                  f"{speedup_text(pairs)}  accept len {s['mean_acceptance_length']:.2f}  "
                   f"verify steps {s['n_verify_steps']}  draft {s['draft_s'] * 1e3:.0f} ms  "
                   f"verify {s['verify_s'] * 1e3:.0f} ms  identical {same}  load {load():.1f}")
 
@@ -307,7 +353,7 @@ def part_b(args, model):
     ctx.generate(prompt[:4], 4)
     dec = SpeculativeDecoder(ctx, "synthetic", n_max=n_max, synth_rates=rates, seed=0)
     dec.generate(prompt[:4], 8)
-    tb, ts, s, _ = alternate(ctx, dec, prompt, n, args.repeats)
+    tb, ts, s, _, pairs = alternate(ctx, dec, prompt, n, args.repeats)
     steps = s["n_verify_steps"]
     t_draft, t_verify = s["draft_s"] / steps, s["verify_s"] / steps
     tau = s["mean_acceptance_length"]
@@ -338,13 +384,19 @@ def part_c(args, tiny):
     from pyggml.llm import Context, Model
     from pyggml.llm.speculative import SpeculativeDecoder
     targets = [("tiny llama", tiny, list(range(10, 42)))]
-    path, _ = demo.fetch_smollm2()
+    path, _ = demo.fetch_smollm2() if "smollm2" in args.c_models else (None, None)
     if path is not None:
         m = Model.load(path, progress=False)
         targets.append(("SmolLM2 Q4_1", m, m.tokenize(FRESH_PROMPT)))
-    print("(c) nothing accepted: slowdown per generated token against no speculation")
+    targets = [t for t in targets if t[0] != "tiny llama" or "tiny" in args.c_models]
+    print(f"(c) nothing accepted: time per generated token ({CLOCK['kind']} clock) with "
+          f"speculation against without, median of the per-pair ratios over {args.pairs} "
+          f"alternating pairs, [distribution-free interval of that median]; goal <= +10%: "
+          f"'goal met' when the interval's upper end is <= +10% (the default modes: the "
+          f"fixed ones verify every step by design)")
     for name, model, prompt in targets:
-        n = args.gen
+        # a tiny-model run of --gen tokens lasts a few ms: a longer one averages the scheduler
+        n = args.gen * 4 if model is tiny else args.gen
         ctx = Context(model, n_ctx=len(prompt) + n + 16, n_threads=args.threads,
                       flash_attn=args.flash_attn)
         ctx.generate(prompt[:4], 4)
@@ -357,11 +409,172 @@ def part_c(args, tiny):
         for label, kw in cases:
             dec = SpeculativeDecoder(ctx, **kw)
             dec.generate(prompt[:4], 6)
-            tb, ts, s, same = alternate(ctx, dec, prompt, n, args.repeats)
-            print(f"  {name:13s} {label:24s}: {(ts / tb - 1) * 100:+6.1f}% per token  "
+            tb, ts, s, same, pairs = alternate(ctx, dec, prompt, n, args.pairs)
+            hi = pairs.ratio()[2]
+            verdict = "goal met" if hi <= 1.10 else "goal not shown"
+            hd, hlo, hhi, _ = pairs.host.difference()
+            print(f"  {name:13s} {label:24s}: {pairs.summary()} per token, spec/plain  "
+                  f"[{verdict}{' (fixed: no goal)' if 'fixed' in label else ''}]  "
+                  f"host {hd * 1e6:+.1f} us/token [{hlo * 1e6:+.1f}, {hhi * 1e6:+.1f}] over "
+                  f"plain's {statistics.median(pairs.host.a) * 1e6:.1f}, plain token "
+                  f"{tb * 1e6:.0f} us  "
                   f"(accepted {s['n_accepted']}/{s['n_drafted']}, verify steps "
-                  f"{s['n_verify_steps']}, plain {s['n_plain_steps']}, identical {same})  "
-                  f"load {load():.1f}")
+                  f"{s['n_verify_steps']}, plain {s['n_plain_steps']}, quiet "
+                  f"{s['n_quiet_rounds']}, identical {same})  load {load():.1f}")
+
+
+class ComputeClock:
+    """Thread CPU seconds spent inside the target's graph computes (the graph class's compute
+    wrapped while `with`): with one compute thread, the calling thread's CPU time less this is
+    the host work of a decode loop, measured in CPU seconds whatever the load."""
+
+    def __init__(self, ctx):
+        ctx.decode_greedy([0])                  # a graph to find the class through
+        self.cls, self.seconds = type(ctx._last.gf), 0.0
+        ctx.reset()
+
+    def __enter__(self):
+        real, clock = self.cls.compute, self
+
+        def compute(gf, n_threads):
+            t0 = time.thread_time()
+            try:
+                return real(gf, n_threads)
+            finally:
+                clock.seconds += time.thread_time() - t0
+        self.real, self.cls.compute = real, compute
+        return self
+
+    def __exit__(self, *exc):
+        self.cls.compute = self.real
+
+
+def part_o(args, tiny):
+    """The overhead of speculating when nothing is accepted, taken apart in CPU seconds of
+    one compute thread: the host work per generated token (the thread's CPU time outside the
+    graph computes) and the extra target tokens the verifies decode, each side measured in
+    alternating pairs. A tiny model's token costs ~72 us at 2 threads on an idle machine, on
+    a loaded one many times that (its weights no longer stay in cache); this splits the
+    ratio of whole runs into the host difference and the
+    extra decoded tokens' share. Under load both parts run cold (the host work after a
+    compute that streamed the weights, the weights out of cache) and swell many times: the
+    split says where the overhead lies, the idle ratio is (c)'s at idle."""
+    from pyggml.llm import Context
+    from pyggml.llm.speculative import SpeculativeDecoder
+    prompt, n = list(range(10, 42)), args.gen * 4
+    ctx = Context(tiny, n_ctx=len(prompt) + n + 16, n_threads=1)
+    clock = ComputeClock(ctx)
+    ctx.generate(prompt[:4], 4)
+    rej = rejected_drafter(tiny.hparams.n_vocab)
+    cases = [("rejected n_max 4 default", dict(kind=rej, n_max=4)),
+             ("n-gram fresh, default", dict(kind="ngram", n_max=4))]
+    print(f"(o) tiny llama, nothing accepted, {n} tokens, 1 compute thread, {args.pairs} "
+          f"alternating pairs: host CPU us per generated token (outside the graph computes), "
+          f"and the extra target tokens the verifies decode")
+    with clock:
+        for label, kw in cases:
+            dec = SpeculativeDecoder(ctx, **kw)
+            dec.generate(prompt[:4], 6)
+            host, comp, decoded, same = Paired(), Paired(), [], True
+            for r in range(args.pairs + 1):
+                side = {}
+                for which in (("plain", "spec") if r % 2 else ("spec", "plain")):
+                    obj = ctx if which == "plain" else dec
+                    obj.reset()
+                    c0, k0, t0 = clock.seconds, ctx.timings["n_tokens"], time.thread_time()
+                    out = ctx.generate(prompt, n) if which == "plain" else dec.generate(prompt, n)
+                    cpu, k = time.thread_time() - t0, ctx.timings["n_tokens"] - k0
+                    per = len(out) - 1
+                    side[which] = ((cpu - (clock.seconds - c0)) / per,
+                                   (clock.seconds - c0) / per, (k - len(prompt)) / per, list(out))
+                if r:                            # pair 0 builds every graph
+                    host.add(side["plain"][0], side["spec"][0])
+                    comp.add(side["plain"][1], side["spec"][1])
+                    decoded.append(side["spec"][2] / side["plain"][2])
+                    same &= side["plain"][3] == side["spec"][3]
+            hd, hlo, hhi, cover = host.difference()
+            extra = statistics.median(decoded) - 1.0
+            total = Paired()
+            for ha, hb, ca, cb in zip(host.a, host.b, comp.a, comp.b):
+                total.add(ha + ca, hb + cb)
+            s = dec.stats
+            print(f"  {label:24s}: thread CPU per token {total.summary()} spec/plain; host "
+                  f"{statistics.median(host.a) * 1e6:5.2f} -> {statistics.median(host.b) * 1e6:5.2f}"
+                  f" us/token, difference {hd * 1e6:+.2f} [{hlo * 1e6:+.2f}, {hhi * 1e6:+.2f}]; "
+                  f"compute {statistics.median(comp.a) * 1e6:.0f} -> "
+                  f"{statistics.median(comp.b) * 1e6:.0f} us/token; decoded {extra * 100:+.2f}% "
+                  f"tokens  (verify steps {s['n_verify_steps']}, asks "
+                  f"{s['n_gated'] + s['n_verify_steps']}, quiet {s['n_quiet_rounds']}, identical "
+                  f"{same})  load {load():.1f}")
+    host_alone(args, tiny)
+
+
+def host_alone(args, tiny):
+    """The host work of (o)'s rejected-drafts case with the graph computes skipped (both
+    sides run the same Python and host code, on stale argmax ids): thread CPU per token in
+    cache, which load barely moves, projected onto an idle token of --idle-token-us with
+    each extra decoded token counted as a whole token (an upper bound: a verify row costs
+    less than a plain step)."""
+    from pyggml.llm import Context
+    from pyggml.llm.speculative import FixedCost, SpeculativeDecoder
+    prompt, n = list(range(10, 42)), args.gen * 4
+    ctx = Context(tiny, n_ctx=len(prompt) + n + 16, n_threads=1)
+    clock = ComputeClock(ctx)
+    ctx.generate(prompt[:4], 4)
+    # the decisions of a real run need its costs: the idle tiny target's, injected
+    idle = args.idle_token_us * 1e-6
+    cost = FixedCost(lambda w: idle * (1 + 0.5 * (w - 1)), ask=15e-6)
+    dec = SpeculativeDecoder(ctx, rejected_drafter(tiny.hparams.n_vocab), n_max=4,
+                             cost_model=cost)
+    dec.generate(prompt[:4], 6)
+    # every graph either side may run is computed once for real (here, or at its first use
+    # below): a skipped compute leaves the previous ids in a graph's output, and a graph
+    # never computed has none
+    from pyggml.llm.speculative.target import decode_steps
+    ctx.MAX_GRAPHS = max(ctx.MAX_GRAPHS, 12)
+    ctx.generate(prompt, 8)
+    dec.generate(prompt, 8)
+    for w in range(1, dec.n_max + 2):
+        ctx.reset()
+        ctx.decode_greedy(prompt)
+        decode_steps(ctx, [(0, prompt[:w])], True)
+    host, decoded = Paired(), []
+    real, ran = clock.cls.compute, {}
+
+    def first_only(gf, n_threads):
+        # a graph built meanwhile (a KV size, an evicted width) runs once for real; kept in
+        # `ran` so that its id is not reused by another
+        if id(gf) not in ran:
+            ran[id(gf)] = gf
+            return real(gf, n_threads)
+        return None
+    clock.cls.compute = first_only
+    try:
+        for r in range(args.pairs + 1):
+            side = {}
+            for which in (("plain", "spec") if r % 2 else ("spec", "plain")):
+                obj = ctx if which == "plain" else dec
+                obj.reset()
+                k0, t0 = ctx.timings["n_tokens"], time.thread_time()
+                out = ctx.generate(prompt, n) if which == "plain" else dec.generate(prompt, n)
+                per = len(out) - 1
+                side[which] = ((time.thread_time() - t0) / per,
+                               (ctx.timings["n_tokens"] - k0 - len(prompt)) / per)
+            if r:
+                host.add(side["plain"][0], side["spec"][0])
+                decoded.append(side["spec"][1] / side["plain"][1] - 1.0)
+    finally:
+        clock.cls.compute = real
+    hd, hlo, hhi, cover = host.difference()
+    extra = statistics.median(decoded)
+    s = dec.stats
+    print(f"  host alone, rejected n_max 4 default (computes skipped, idle costs injected): "
+          f"{statistics.median(host.a) * 1e6:.2f} -> {statistics.median(host.b) * 1e6:.2f} "
+          f"us/token, difference {hd * 1e6:+.2f} [{hlo * 1e6:+.2f}, {hhi * 1e6:+.2f}] "
+          f"({cover * 100:.0f}% interval); decoded {extra * 100:+.2f}% tokens; projected on an "
+          f"idle {args.idle_token_us:.0f} us token: {(hd / idle + extra) * 100:+.1f}% "
+          f"(upper {(hhi / idle + extra) * 100:+.1f}%), goal <= +10%  (verify steps "
+          f"{s['n_verify_steps']}, quiet {s['n_quiet_rounds']})  load {load():.1f}")
 
 
 def host_argmax(row):
@@ -492,6 +705,13 @@ def main() -> int:
     ap.add_argument("--part", default="a,b,c,d")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--gen", type=int, default=96)
+    ap.add_argument("--c-models", default="tiny,smollm2",
+                    help="part c: the targets (tiny, smollm2)")
+    ap.add_argument("--pairs", type=int, default=31,
+                    help="parts c, o: alternating plain/speculative pairs per case")
+    ap.add_argument("--idle-token-us", type=float, default=72.0,
+                    help="part o: a tiny-model token on an idle machine (2 threads), which "
+                         "the host work alone is projected onto")
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--eagle3-draft", default="",
                     help="part g: an EAGLE3 draft GGUF of SmolLM2 (tools/train_eagle3.py)")
@@ -513,7 +733,7 @@ def main() -> int:
     parts = set(args.part.split(","))
     print(f"load average {os.getloadavg()}, clock {args.clock}")
     with tempfile.TemporaryDirectory() as folder:
-        tiny = tiny_target(folder) if parts & {"b", "c", "d"} else None
+        tiny = tiny_target(folder) if parts & {"b", "c", "d", "o"} else None
         if "a" in parts:
             part_a(args)
         if "b" in parts:
@@ -522,6 +742,8 @@ def main() -> int:
             part_c(args, tiny)
         if "d" in parts:
             part_d(args, tiny)
+        if "o" in parts:
+            part_o(args, tiny)
         if "e" in parts:
             part_e(args)
         if "w" in parts:

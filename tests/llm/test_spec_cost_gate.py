@@ -384,3 +384,21 @@ def test_the_gate_never_verifies_fewer_than_n_min(tiny):
         out, s = generate(ctx, WrongThenRight(full, 45), n_max=4, n_min=2, cost_model=model)
         assert out == full[len(PROMPT):]
         assert s["steps"] and all(len(x["draft"]) >= 2 for x in s["steps"])
+
+
+def test_an_unmeasured_width_ages_a_bounded_amount():
+    # a width the gate stopped verifying is never measured again: thousands of plain steps
+    # later its estimate is its lowest aged by at most MAX_AGE observations, so a verify of
+    # it can still beat a plain step (unbounded, 1.005^5000 ~ 7e10 would gate it off forever)
+    m = MeasuredCost()
+    t = m._target
+    m.observe(1, 1.0)
+    m.observe(3, 1.5)
+    for _ in range(5000):
+        m.observe(1, 1.0)
+    assert m.cost(1) == pytest.approx(1.0, rel=0.05)
+    assert m.cost(3) == pytest.approx(1.5 * (1 + t.drift) ** t.MAX_AGE)
+    gate = DraftGate(4, m)
+    st = gate._state(0)
+    st.accepted1 = st.trials1 = st.accepted2 = st.trials2 = 10.0   # drafts always accepted
+    assert gate.choose(2, 0, 100) == 2

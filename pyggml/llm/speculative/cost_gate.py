@@ -50,7 +50,8 @@ class _WidthTable:
     """Seconds per width w >= 1. On a shared machine a step is only ever slowed (preempted,
     cache-thrashed), never sped up, so the least disturbed step is the cost itself: each width
     keeps the lowest time seen, which creeps up by DRIFT per observation of any width (so all
-    widths age alike, however rarely one is measured) until a new observation is lower; a
+    widths age alike, however rarely one is measured), for at most MAX_AGE observations,
+    until a new observation is lower; a
     mean would follow the other load, and widths measured at different times would disagree.
     Unmeasured widths >= 2 are interpolated between measured ones (below the narrowest, from
     w = 1; above the widest, by the last slope); None while nothing tells (no w = 1 and no
@@ -58,6 +59,10 @@ class _WidthTable:
 
     DRIFT = 0.005      # 1.38x in 64 steps: a context that grows is followed, noise is not
     AGE_EVERY = 8      # the estimates are re-aged every this many observations (or lowered)
+    # a lowest time ages for at most this many observations: a width the gate stopped
+    # verifying is not measured again, and aged without bound (1.005^3000 ~ 3e6 after a few
+    # thousand plain steps) it would look too dear ever to be verified again
+    MAX_AGE = 64
 
     def __init__(self, drift: float | None = None):
         self.drift = self.DRIFT if drift is None else float(drift)
@@ -70,13 +75,13 @@ class _WidthTable:
         self.tick += 1
         seen = self._seen.get(width)
         s = float(seconds)
-        grow = 1.0 + self.drift
-        lower = seen is None or s < seen[0] * grow ** (self.tick - seen[1])
+        grow, cap = 1.0 + self.drift, self.MAX_AGE
+        lower = seen is None or s < seen[0] * grow ** min(self.tick - seen[1], cap)
         if lower:
             self._seen[width] = (s, self.tick)
         if lower or self.tick % self.AGE_EVERY == 0:
             self.seconds.clear()
-            self.seconds.update({w: v * grow ** (self.tick - t)
+            self.seconds.update({w: v * grow ** min(self.tick - t, cap)
                                  for w, (v, t) in self._seen.items()})
             self.version += 1
 

@@ -140,7 +140,8 @@ class SpeculativeDecoder:
     MAX_BACKOFF = DraftLength.MAX_BACKOFF
     # longest stretch of plain rounds between two asks of the drafter: an ask costs a few
     # tens of us (a tenth to a third of a small target's step), and a copy that starts in
-    # the meantime is found this many tokens late. Where an ask costs more than ASK_SHARE of
+    # the meantime is found this many tokens late (but by a drafter with a per-token hook,
+    # Drafter.absorb: the n-gram drafter ends the stretch when the stream starts repeating). Where an ask costs more than ASK_SHARE of
     # MAX_QUIET plain steps (measured, or the cost model's ask), the stretch grows until it
     # does not, up to MAX_QUIET_LONG.
     MAX_QUIET = 8
@@ -544,11 +545,20 @@ class SpeculativeDecoder:
             if pos0 >= ctx.n_ctx:
                 lane.out.stop_reason = "n_ctx"
                 continue
+            # a drafter that takes plain rounds' tokens one at a time (Drafter.absorb) sees
+            # id_last now, and may end a pause or a back-off before this round (as run_one)
+            absorb = lane.drafter.absorb if self.adaptive else None
+            absorbed = absorb is not None and (lane.skip > 0 or lane.quiet > 0)
+            if absorbed and absorb(lane.id_last, pos0):
+                lane.skip = lane.quiet = 0
             # a pause or a back-off: the round's batch may wait for the next consult
             resting = bool(self.adaptive and (lane.skip > 0 or lane.quiet > 0))
             # at most what is still wanted (k drafts commit up to k + 1 ids) and what fits
             k_max = min(self._budget_for(lane), n - len(lane.out) - 1, ctx.n_ctx - pos0 - 1)
-            plan.append([lane, pos0, k_max, k_max > 0, resting])
+            if absorb is not None and k_max <= 0 and not absorbed:
+                absorb(lane.id_last, pos0)
+                absorbed = True
+            plan.append([lane, pos0, k_max, k_max > 0, resting, absorbed and k_max <= 0])
         if not plan:
             return
         self._flush([p[0] for p in plan if p[3]], gate if gate_before else None)
@@ -559,11 +569,11 @@ class SpeculativeDecoder:
                 if p[2] > 0:      # a draft model's graphs cost time: decide before drafting
                     p[2] = gate.choose(p[2], p[0].drafter.draft_class, round_no)
                     p[4] = p[2] == 0
-        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, _, _ in plan if k > 0]
+        drafting = [(lane, (lane.id_last, pos0, k)) for lane, pos0, k, *_ in plan if k > 0]
         drafts = dict(zip((id(ln) for ln, _ in drafting),
                           self._drafts([ln for ln, _ in drafting], [it for _, it in drafting])))
         batches, work = [], []
-        for lane, pos0, k_max, consulted, may_wait in plan:
+        for lane, pos0, k_max, consulted, may_wait, absorbed in plan:
             ids, probs = [], None
             if k_max > 0:
                 ids, probs = self._take_draft(drafts[id(lane)], k_max)
@@ -574,7 +584,7 @@ class SpeculativeDecoder:
             batch = [lane.id_last] + ids        # a short list: decode's quick id check
             batches.append((lane.seq, batch))
             work.append((lane, pos0, ids, probs, batch, consulted, k_max > 0,
-                         k_max == 0 and (may_wait or bool(lane.pending))))
+                         k_max == 0 and (may_wait or bool(lane.pending)), absorbed))
         st["n_rounds"] += 1
         builds = ctx.timings["n_graph_build"]
         tb = time.perf_counter()
@@ -595,6 +605,8 @@ class SpeculativeDecoder:
         seen = []
         for w, rows in zip(work, all_rows):
             lane, pos0, batch, waits = w[0], w[1], w[4], w[7]
+            if w[8]:
+                continue            # the drafter took the round's token (absorb)
             if waits:
                 lane.pending.append((batch, pos0, rows.taps))
             else:
@@ -603,7 +615,7 @@ class SpeculativeDecoder:
             self._process([ln for ln, _ in seen], [it for _, it in seen])
         t_draft = time.perf_counter() - tc
         accepted = []
-        for (lane, pos0, ids, probs, batch, consulted, _, _), rows in zip(work, all_rows):
+        for (lane, pos0, ids, probs, batch, consulted, _, _, _), rows in zip(work, all_rows):
             result = self._verify(lane, rows, ids, probs)
             if stop is not None:
                 hit = next((j for j, t in enumerate(result) if stop(t)), None)

@@ -57,6 +57,12 @@ class Drafter:
     # acceptance estimate per class (n-gram: substitution, short, medium, long match)
     draft_class = 0
 
+    # None, or a cheap per-token hook absorb(token, pos) -> bool for the one-sequence loop's
+    # plain rounds: the drafter takes each token as it is decoded (instead of in one process
+    # call at the next ask) and returns True when the stream has just become worth an ask
+    # (the n-gram drafter: its end repeats an earlier place), which ends a quiet stretch early
+    absorb = None
+
     def class_prior(self, cls):
         """The cost gate's prior (q1, q2) for draft class cls: the chances that a draft's
         first token is accepted, and a later one after accepted ones; None: the gate's."""

@@ -195,5 +195,7 @@ class Eagle3Drafter(Drafter):
             i = min(int(n_accepted), len(st.verify_g) - 1)
             st.pending_pos = st.verify_pos + i
             st.pending_g = st.verify_g[i].copy()
-            if st.pos0 >= 0:
-                self.ctx.seq_rm(seq, st.pos0 + int(n_accepted) + 1, -1)
+            # the pair at the new pending position holds the first rejected draft token,
+            # not the token the target put there: it goes with everything after it (a
+            # draft() would rewrite it, but plain rounds may come first and build on it)
+            self.ctx.seq_rm(seq, st.pending_pos, -1)

@@ -53,6 +53,10 @@ SUB_WINDOW = 8       # tokens compared by the one-substitution rule
 # depends on where it came from far more than on its position
 CLASS_OTHER, CLASS_SUB, CLASS_SHORT, CLASS_MEDIUM, CLASS_LONG = range(5)
 MEDIUM_MATCH = 4     # an exact match this long or longer is "medium" (LONG_MATCH: "long")
+# a plain round whose stream ends in a WAKE_MATCH-token window seen before ends the decoder's
+# quiet stretch (absorb): a copy starting between two asks is asked about after at most
+# WAKE_MATCH of its tokens, not after the rest of the stretch (up to MAX_QUIET_LONG)
+WAKE_MATCH = MEDIUM_MATCH
 # the gate's prior (q1, q2) per class: a long verbatim match is most likely a copy
 CLASS_PRIOR = {CLASS_MEDIUM: (0.6, 0.85), CLASS_LONG: (0.8, 0.9)}
 
@@ -231,6 +235,8 @@ class NgramDrafter(Drafter):
         # (when the window holds them; otherwise the numpy search runs)
         self._sub_pairs = (self.ngram_min + 2 <= SUB_WINDOW)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._wake = KeyIndex(WAKE_MATCH)
+        self._hit = False              # absorb: the last window it looked at occurred before
         self._ix = self._indexes()
         # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
         self._renames: set = set()
@@ -247,10 +253,10 @@ class NgramDrafter(Drafter):
 
     def _indexes(self):
         if self.lookup != "longest":
-            return ()
+            return (self._wake,)
         if self._pairs is self._keys or not (self.substitute and self._sub_pairs):
-            return (self._keys,)
-        return (self._keys, self._pairs)
+            return (self._keys, self._wake)
+        return (self._keys, self._pairs, self._wake)
 
     def _seq(self) -> np.ndarray:
         """The history as an int64 array (a view of the growing buffer, brought up to date
@@ -280,6 +286,31 @@ class NgramDrafter(Drafter):
             self._buf_n = pos0
         hist[pos0:] = tokens
 
+    def absorb(self, token, pos):
+        """A plain round's token at pos (see Drafter.absorb): written to the history, and True
+        when the history's last WAKE_MATCH tokens occur earlier with a token after them and
+        the window before it (or at the last draft()) did not: a copy wakes the decoder once,
+        at its start, and a run of matches the asks declined does not keep waking it. A dict look-up of one window, the
+        index extended by the windows since the last call."""
+        hist = self._hist
+        n = len(hist)
+        if pos == n:
+            hist.append(token)
+        elif not (pos == n - 1 and hist[pos] == token):
+            self._put(pos, [token])
+        hit = self._window_hit()
+        woke, self._hit = hit and not self._hit, hit
+        return woke
+
+    def _window_hit(self) -> bool:
+        """Whether the history's last WAKE_MATCH tokens occur earlier (with a token after)."""
+        hist, w = self._hist, self._wake.width
+        L = len(hist)
+        if L <= w:
+            return False
+        self._wake.extend(hist, L - 1)
+        return bool(self._wake.get(tuple(hist[L - w:])))
+
     def process(self, tokens, pos0, taps):
         self._pos0 = pos0
         hist = self._hist
@@ -290,6 +321,8 @@ class NgramDrafter(Drafter):
     def draft(self, id_last, pos0, n_max):
         # id_last sits at pos0 (the next process() writes it there again)
         self._put(pos0, [int(id_last)])
+        # this ask has seen the stream's end: only a later start of a repeat wakes (absorb)
+        self._hit = self._window_hit()
         # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
         # every draft but an exact match of LONG_MATCH tokens or more
         hint = min(self.length_hint or n_max, n_max)
@@ -428,5 +461,7 @@ class NgramDrafter(Drafter):
         self._renames, self._probe = set(), None
         self._keys = KeyIndex(self.ngram_min)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
+        self._wake = KeyIndex(WAKE_MATCH)
+        self._hit = False
         self._ix = self._indexes()
         self._buf_n = 0

@@ -19,7 +19,8 @@ def run_one(dec, lane, n: int, stop) -> None:
     without its per-sequence lists. A plain round decodes id_last through decode_greedy's
     one-token shortcut; rounds that ask nobody (a pause of the draft length, the
     consultation back-off) run back to back as in ctx.generate's loop (`plain_run`),
-    their tokens handed to the drafter in one process call at the next consult. On a
+    their tokens handed to the drafter in one process call at the next consult, or one at
+    a time to a drafter with an absorb hook, which may end the stretch early. On a
     small target a token costs ~150 us: a round's bookkeeping, lookup and gate cost a
     few tens of us, which a drafter that keeps proposing nothing pays only every
     MAX_QUIET (or, where an ask is dear, up to MAX_QUIET_LONG) tokens."""
@@ -27,6 +28,8 @@ def run_one(dec, lane, n: int, stop) -> None:
     seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
     adaptive, cost_rule = dec.adaptive, dec.adaptive == "cost"
     gate = dec._gate
+    # a drafter that takes plain rounds' tokens one at a time may end a quiet stretch early
+    absorb = drafter.absorb if adaptive else None
     own_length = bool(drafter.own_length)
     if own_length and not adaptive:
         drafter.length_hint = 0
@@ -42,12 +45,14 @@ def run_one(dec, lane, n: int, stop) -> None:
                 break
             if adaptive and (lane.skip or lane.quiet):
                 m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
-                k = plain_run(dec, lane, m, stop, fed)
+                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0)
                 if lane.skip:
                     lane.skip -= k
                 else:
                     lane.quiet -= k
                     n_quiet += k
+                if woke:            # the stream just started repeating: ask next round
+                    lane.skip = lane.quiet = 0
                 n_rounds += k
                 n_plain += k
                 pos0 += k
@@ -87,6 +92,8 @@ def run_one(dec, lane, n: int, stop) -> None:
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
                     drafter.accept(0)
                     dec._after_consult(lane, 0, 0)
+                elif absorb is not None:
+                    absorb(lane.id_last, pos0)
                 else:
                     fed.append(lane.id_last)
                 if stop is not None and stop(tok):
@@ -152,22 +159,32 @@ def run_one(dec, lane, n: int, stop) -> None:
         st["draft_s"] += draft_s
         st["verify_s"] += verify_s
 
-def plain_run(dec, lane, m: int, stop, fed: list) -> int:
+def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
     """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
     decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
-    timed for the cost models. The decoded tokens go to fed; returns the rounds run."""
+    timed for the cost models. Each decoded token goes to fed, or with `absorb` (the
+    drafter's hook, see Drafter.absorb) to the drafter at its position (id_last sits at
+    pos), and the run stops before a token on which absorb says to ask. Returns (the rounds
+    run, whether absorb stopped it)."""
     ctx, out, seq = dec.ctx, lane.out, lane.seq
     decode = ctx.decode_greedy
     tok = lane.id_last
-    fed.append(tok)
+    if absorb is None:
+        fed.append(tok)
+    elif absorb(tok, pos):
+        return 0, True
     tok, _, _ = timed_plain_step(dec, tok, seq, dec._gate is not None)
     out.append(tok)
-    k = 1
+    k, woke = 1, False
     if stop is not None and stop(tok):
         out.stop_reason = "stop"
         m = 0
     while k < m:
-        fed.append(tok)
+        if absorb is None:
+            fed.append(tok)
+        elif absorb(tok, pos + k):
+            woke = True
+            break
         tok = decode([tok], seq_id=seq)
         out.append(tok)
         k += 1
@@ -175,7 +192,7 @@ def plain_run(dec, lane, m: int, stop, fed: list) -> int:
             out.stop_reason = "stop"
             break
     lane.id_last = tok
-    return k
+    return k, woke
 
 
 def timed_plain_step(dec, token: int, seq: int, time_gate: bool):

@@ -1,0 +1,56 @@
+"""The paired-ratio statistics of bench/compare_speculative.py (bench/paired_stats.py),
+against direct binomial sums and hand-computed order statistics."""
+import math
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from paired_stats import Paired, binomial_cdf_half, median_interval  # noqa: E402
+
+
+def test_binomial_cdf_half():
+    assert binomial_cdf_half(-1, 5) == 0.0
+    assert binomial_cdf_half(5, 5) == pytest.approx(1.0)
+    assert binomial_cdf_half(1, 5) == pytest.approx((1 + 5) / 32)
+    assert binomial_cdf_half(10, 21) == pytest.approx(0.5)     # symmetric, odd n
+
+
+def test_median_interval_ranks():
+    xs = list(range(100, 0, -1))                  # 1..100, unsorted
+    med, lo, hi, cover = median_interval(xs, 0.95)
+    assert med == 50.5
+    # the widest-coverage-first rank j with 1 - 2 P(B <= j-1) >= 0.95 is j = 41 for n = 100
+    # (the textbook 95% interval of a median of 100: x_(40)..x_(61), 1-based)
+    j = lo
+    assert hi == 101 - j
+    assert 1 - 2 * binomial_cdf_half(int(j) - 1, 100) == pytest.approx(cover)
+    assert cover >= 0.95 and 1 - 2 * binomial_cdf_half(int(j), 100) < 0.95
+    assert (lo, hi) == (40, 61)
+
+
+def test_small_samples_take_the_range():
+    med, lo, hi, cover = median_interval([3.0, 1.0, 2.0], 0.95)
+    assert (med, lo, hi) == (2.0, 1.0, 3.0)
+    assert cover == pytest.approx(1 - 2 / 8)
+    with pytest.raises(ValueError, match="no values"):
+        median_interval([])
+    with pytest.raises(ValueError, match="confidence"):
+        median_interval([1.0], 1.5)
+
+
+def test_paired_ratios_and_differences():
+    p = Paired()
+    for a, b in ((1.0, 1.1), (2.0, 2.4), (4.0, 4.0), (1.0, 1.05), (0.5, 0.6)):
+        p.add(a, b)
+    assert p.ratios == pytest.approx([1.1, 1.2, 1.0, 1.05, 1.2])
+    assert p.ratio()[0] == pytest.approx(1.1)
+    assert p.difference()[0] == pytest.approx(0.1)
+    text = p.summary()
+    assert "+10.0%" in text and "5 pairs" in text
+    with pytest.raises(ValueError):
+        p.add(0.0, 1.0)
+    with pytest.raises(ValueError):
+        p.add(float("nan"), 1.0)
+    assert not math.isnan(p.ratio()[1])
