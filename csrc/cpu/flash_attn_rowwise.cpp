@@ -31,6 +31,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "cpu/flash_attn_rowwise.h"
 #include "cpu/flash_attn_rowwise_plan.h"

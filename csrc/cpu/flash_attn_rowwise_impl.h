@@ -41,6 +41,10 @@ struct Item {
 
 template <bool Wide>
 class Rowwise {
+    // dims per step of the score dots (four accumulators of 8 or 16 lanes); the rest go one
+    // by one in f64
+    static constexpr int64_t kDotStep = Wide ? 64 : 32;
+
 public:
     Rowwise(const ComputeParams& p, Tensor* dst) : p_(p), dst_(dst), plan_(dst, p.nth) {
         q_ = dst->src[0]; k_ = dst->src[1]; v_ = dst->src[2]; mask_ = dst->src[3]; sinks_ = dst->src[4];
@@ -229,6 +233,10 @@ private:
             sum_plain(nq, na);
             // A vector without a rescale in the block weighs every column in order: its
             // accumulator skips the per-step checks and reads the block's V rows.
+            if constexpr (Wide) {
+                accumulate_wide(nq, na);
+                continue;
+            }
             int64_t i = 0;
             if (all_full && Dv == 32)
                 // Two vectors over the same V rows at once: twice the chains in flight for
@@ -306,6 +314,7 @@ private:
     // a0..a0+n8-1 into usum_; columns n8..7 get zeros (their lanes are never read).
     template <int G>
     void dots(int64_t i, int a0, int n8) {
+        if constexpr (Wide) return dots_wide<G>(i, a0, n8);
         const int64_t D = plan_.D, np = D & ~int64_t(31);
         const float* q[G];
         for (int g = 0; g < G; ++g) q[g] = qf_ + (i + g) * D;
@@ -334,7 +343,7 @@ private:
     // Vector v's scores of columns a0..a0+n8-1 from its sums u: cross-lane adds, the D % 32
     // tail, scale, soft cap and mask.
     void finish_scores(int64_t v, int a0, int n8) {
-        const int64_t D = plan_.D, np = D & ~int64_t(31);
+        const int64_t D = plan_.D, np = D & ~(kDotStep - 1);
         const float* q = qf_ + v * D;
         const float* mv = mvs_used_ + v * kBlock;
         float* sc = score_ + v * kBlock;
@@ -345,6 +354,9 @@ private:
             const __m256 u0 = _mm256_load_ps(us + 8 * c), u1 = _mm256_load_ps(us + 8 * (c + 4));
             t[c] = _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
         }
+        // AVX2's last four lanes sum as (0 + 1) + (2 + 3), AVX-512's as (0 + 2) + (1 + 3)
+        if constexpr (Wide)
+            for (int c = 0; c < 4; ++c) t[c] = _mm256_permute_ps(t[c], 0xD8);  // lanes 0 2 1 3
         const __m256 r = _mm256_hadd_ps(_mm256_hadd_ps(t[0], t[1]), _mm256_hadd_ps(t[2], t[3]));
         if (np == D && cap_ == 0.0f && n8 == 8) {  // the loop below, eight columns at once
             const __m256 m = _mm256_loadu_ps(mv + a0);
@@ -553,6 +565,134 @@ private:
             }
         }
         for (int r = 0; r < NR; ++r) _mm256_storeu_ps(acc + d + 8 * r, y[r]);
+    }
+
+    // ---- the AVX-512 level (Wide): 16-lane registers ----
+
+    static __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u); }
+    static __m512 round_f16_wide(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, 0)); }
+    static __m512 load_f16_wide(const uint16_t* p, __mmask16 m) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+    }
+
+    // dots() in ggml's AVX-512 order: lanes j*16..j*16+15 of every 64 dims go to accumulator
+    // j, then (a0 + a2) + (a1 + a3), and the 16 lanes folded to 8 (lane l + lane l + 8), the
+    // first step of that build's reduction; finish_scores does the rest.
+    template <int G>
+    void dots_wide(int64_t i, int a0, int n8) {
+        const int64_t D = plan_.D, np = D & ~(kDotStep - 1);
+        const float* q[G];
+        for (int g = 0; g < G; ++g) q[g] = qf_ + (i + g) * D;
+        for (int c = 0; c < 8; ++c) {
+            float* us = usum_ + (i * 8 + c) * 8;  // vector i + g at us + g * 64
+            if (c >= n8) {
+                for (int g = 0; g < G; ++g) _mm256_store_ps(us + g * 64, _mm256_setzero_ps());
+                continue;
+            }
+            const uint16_t* kr = krow_[a0 + c];
+            __m512 acc[G][4];
+            for (int g = 0; g < G; ++g)
+                for (int j = 0; j < 4; ++j) acc[g][j] = _mm512_setzero_ps();
+            for (int64_t d = 0; d < np; d += 64) {
+                __m512 kv[4];
+                for (int j = 0; j < 4; ++j)
+                    kv[j] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(kr + d + 16 * j)));
+                for (int g = 0; g < G; ++g)
+                    for (int j = 0; j < 4; ++j)
+                        acc[g][j] = _mm512_fmadd_ps(kv[j], _mm512_loadu_ps(q[g] + d + 16 * j), acc[g][j]);
+            }
+            for (int g = 0; g < G; ++g) {
+                const __m512 u = _mm512_add_ps(_mm512_add_ps(acc[g][0], acc[g][2]), _mm512_add_ps(acc[g][1], acc[g][3]));
+                _mm256_store_ps(us + g * 64, _mm256_add_ps(_mm512_extractf32x8_ps(u, 1), _mm512_castps512_ps256(u)));
+            }
+        }
+    }
+
+    // f(d, NR, mask) over the V dims in pieces of up to 64 (NR registers, the last one's lanes
+    // in mask), so any Dv runs in registers without a scalar tail (same bits per lane).
+    template <class F>
+    void over_dims_wide(F&& f) const {
+        const int64_t Dv = plan_.Dv;
+        for (int64_t d = 0; d < Dv; d += 64) {
+            const int64_t left = std::min<int64_t>(Dv - d, 64);
+            const __mmask16 last = lanes(left - 16 * ((left - 1) / 16));
+            switch ((left + 15) / 16) {
+                case 4: f(d, std::integral_constant<int, 4>(), last); break;
+                case 3: f(d, std::integral_constant<int, 3>(), last); break;
+                case 2: f(d, std::integral_constant<int, 2>(), last); break;
+                default: f(d, std::integral_constant<int, 1>(), last); break;
+            }
+        }
+    }
+
+    // The V accumulators after the block's recurrences: the vectors without a rescale go up to
+    // three at a time over the block's V rows (each row widened once for all of them, their
+    // accumulators in registers); the others step by step through their recorded steps.
+    void accumulate_wide(int64_t nq, int na) {
+        int64_t plain[kMaxVectors];
+        int n = 0;
+        for (int64_t i = 0; i < nq; ++i) {
+            if (!step_n_[i]) continue;
+            if (rescales_[i]) {
+                over_dims_wide([&](int64_t d, auto nr, __mmask16 last) { steps_wide<nr()>(i, d, last); });
+            } else {
+                plain[n++] = i;
+            }
+        }
+        int k = 0;
+        for (; k + 3 <= n; k += 3)
+            over_dims_wide([&](int64_t d, auto nr, __mmask16 last) { shared_wide<3, nr()>(plain + k, na, d, last); });
+        if (n - k == 2)
+            over_dims_wide([&](int64_t d, auto nr, __mmask16 last) { shared_wide<2, nr()>(plain + k, na, d, last); });
+        else if (n - k == 1)
+            over_dims_wide([&](int64_t d, auto nr, __mmask16 last) { shared_wide<1, nr()>(plain + k, na, d, last); });
+    }
+
+    // acc = f16(acc + v * vs) over the block's na columns for the vectors idx[0..G-1], dims
+    // d..d+16*NR-1 (the last register's lanes in last).
+    template <int G, int NR>
+    void shared_wide(const int64_t* idx, int na, int64_t d, __mmask16 last) {
+        const int64_t Dv = plan_.Dv;
+        __m512 y[G][NR];
+        float* acc[G];
+        const float* vs[G];
+        for (int g = 0; g < G; ++g) {
+            acc[g] = acc_ + idx[g] * Dv + d;
+            vs[g] = step_vs_ + idx[g] * kBlock;
+            for (int r = 0; r < NR; ++r) y[g][r] = _mm512_maskz_loadu_ps(r == NR - 1 ? last : 0xFFFF, acc[g] + 16 * r);
+        }
+        for (int a = 0; a < na; ++a) {
+            const uint16_t* vr = vrow_[a] + d;
+            __m512 w[G];
+            for (int g = 0; g < G; ++g) w[g] = _mm512_set1_ps(vs[g][a]);
+            for (int r = 0; r < NR; ++r) {
+                const __m512 xv = load_f16_wide(vr + 16 * r, r == NR - 1 ? last : 0xFFFF);
+                for (int g = 0; g < G; ++g) y[g][r] = round_f16_wide(_mm512_fmadd_ps(xv, w[g], y[g][r]));
+            }
+        }
+        for (int g = 0; g < G; ++g)
+            for (int r = 0; r < NR; ++r) _mm512_mask_storeu_ps(acc[g] + 16 * r, r == NR - 1 ? last : 0xFFFF, y[g][r]);
+    }
+
+    // acc = f16(acc * ms) where a step rescales, then acc = f16(acc + v * vs), over the
+    // step_n_[i] recorded steps of vector i, dims as shared_wide.
+    template <int NR>
+    void steps_wide(int64_t i, int64_t d, __mmask16 last) {
+        const int64_t o = i * kBlock;
+        float* acc = acc_ + i * plan_.Dv + d;
+        __m512 y[NR];
+        for (int r = 0; r < NR; ++r) y[r] = _mm512_maskz_loadu_ps(r == NR - 1 ? last : 0xFFFF, acc + 16 * r);
+        for (int a = 0; a < step_n_[i]; ++a) {
+            if (step_rs_[o + a]) {
+                const __m512 ms = _mm512_set1_ps(step_ms_[o + a]);
+                for (int r = 0; r < NR; ++r) y[r] = round_f16_wide(_mm512_mul_ps(y[r], ms));
+            }
+            const __m512 vs = _mm512_set1_ps(step_vs_[o + a]);
+            const uint16_t* vr = step_v_[o + a] + d;
+            for (int r = 0; r < NR; ++r)
+                y[r] = round_f16_wide(_mm512_fmadd_ps(load_f16_wide(vr + 16 * r, r == NR - 1 ? last : 0xFFFF), vs, y[r]));
+        }
+        for (int r = 0; r < NR; ++r) _mm512_mask_storeu_ps(acc + 16 * r, r == NR - 1 ? last : 0xFFFF, y[r]);
     }
 
     // Sinks, normalisation and the permuted output row [D_v, H, N, S].
