@@ -39,11 +39,44 @@ struct Item {
     int64_t s, t0, t1, h0, h1, nh, nq, hk, hv;
 };
 
+// A register of a level: 8 lanes (AVX2) or 16 (AVX-512).
+template <bool Wide>
+struct VecOf {
+    using type = __m256;
+};
+template <>
+struct VecOf<true> {
+    using type = __m512;
+};
+
 template <bool Wide>
 class Rowwise {
     // dims per step of the score dots (four accumulators of 8 or 16 lanes); the rest go one
     // by one in f64
     static constexpr int64_t kDotStep = Wide ? 64 : 32;
+
+    // one register of the level's width (member functions: only the level's own are compiled)
+    using Vec = typename VecOf<Wide>::type;
+    static Vec vzero() {
+        if constexpr (Wide) return _mm512_setzero_ps(); else return _mm256_setzero_ps();
+    }
+    static Vec vload(const float* p) {
+        if constexpr (Wide) return _mm512_loadu_ps(p); else return _mm256_loadu_ps(p);
+    }
+    static Vec vload_f16(const uint16_t* p) {
+        if constexpr (Wide) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p));
+        else return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p));
+    }
+    static Vec vadd(Vec a, Vec b) {
+        if constexpr (Wide) return _mm512_add_ps(a, b); else return _mm256_add_ps(a, b);
+    }
+    static Vec vfma(Vec a, Vec b, Vec c) {
+        if constexpr (Wide) return _mm512_fmadd_ps(a, b, c); else return _mm256_fmadd_ps(a, b, c);
+    }
+    static __m256 fold8(Vec u) {
+        if constexpr (Wide) return _mm256_add_ps(_mm512_extractf32x8_ps(u, 1), _mm512_castps512_ps256(u));
+        else return u;
+    }
 
 public:
     Rowwise(const ComputeParams& p, Tensor* dst) : p_(p), dst_(dst), plan_(dst, p.nth) {
@@ -306,9 +339,9 @@ private:
     }
 
     // Scores of every vector against the block's na visible columns (K rows krow_, F16).
-    // Each dot is ggml's F16 dot term for term: lanes j*8..j*8+7 of every 32 go to
-    // accumulator j, then (a0 + a2) + (a1 + a3), halves, two horizontal adds; the last
-    // n % 32 products are added one by one in f64. Each K row is converted once for up to
+    // Each dot is ggml's F16 dot term for term: lanes j*8..j*8+7 of every 32 (AVX-512:
+    // j*16..j*16+15 of every 64) go to accumulator j, then (a0 + a2) + (a1 + a3), halves, two
+    // horizontal adds; the last D % 32 (D % 64) products are added one by one in f64. Each K row is converted once for up to
     // three vectors; eight columns go through the cross-lane adds together (the same pairs
     // added in the same order, one transposed reduction instead of eight horizontal ones).
     void score_all(int64_t nq, int na) {
@@ -323,11 +356,13 @@ private:
     }
 
     // The per-column sums u (before the cross-lane adds) of vectors i..i+G-1 for columns
-    // a0..a0+n8-1 into usum_; columns n8..7 get zeros (their lanes are never read).
+    // a0..a0+n8-1 into usum_, 8 lanes each; columns n8..7 get zeros (their lanes are never
+    // read). AVX-512 accumulates 16 lanes and folds them to 8 (lane l + lane l + 8, the first
+    // step of its build's reduction).
     template <int G>
     void dots(int64_t i, int a0, int n8) {
-        if constexpr (Wide) return dots_wide<G>(i, a0, n8);
-        const int64_t D = plan_.D, np = D & ~int64_t(31);
+        constexpr int W = Wide ? 16 : 8;  // lanes of a register
+        const int64_t D = plan_.D, np = D & ~(kDotStep - 1);
         const float* q[G];
         for (int g = 0; g < G; ++g) q[g] = qf_ + (i + g) * D;
         for (int c = 0; c < 8; ++c) {
@@ -336,19 +371,18 @@ private:
                 continue;
             }
             const uint16_t* kr = krow_[a0 + c];
-            __m256 acc[G][4];
+            Vec acc[G][4];
             for (int g = 0; g < G; ++g)
-                for (int j = 0; j < 4; ++j) acc[g][j] = _mm256_setzero_ps();
-            for (int64_t d = 0; d < np; d += 32) {
-                __m256 kv[4];
-                for (int j = 0; j < 4; ++j) kv[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(kr + d + 8 * j)));
+                for (int j = 0; j < 4; ++j) acc[g][j] = vzero();
+            for (int64_t d = 0; d < np; d += kDotStep) {
+                Vec kv[4];
+                for (int j = 0; j < 4; ++j) kv[j] = vload_f16(kr + d + W * j);
                 for (int g = 0; g < G; ++g)
-                    for (int j = 0; j < 4; ++j)
-                        acc[g][j] = _mm256_fmadd_ps(kv[j], _mm256_loadu_ps(q[g] + d + 8 * j), acc[g][j]);
+                    for (int j = 0; j < 4; ++j) acc[g][j] = vfma(kv[j], vload(q[g] + d + W * j), acc[g][j]);
             }
             for (int g = 0; g < G; ++g)
                 _mm256_store_ps(usum_ + ((i + g) * 8 + c) * 8,
-                                _mm256_add_ps(_mm256_add_ps(acc[g][0], acc[g][2]), _mm256_add_ps(acc[g][1], acc[g][3])));
+                                fold8(vadd(vadd(acc[g][0], acc[g][2]), vadd(acc[g][1], acc[g][3]))));
         }
     }
 
@@ -585,39 +619,6 @@ private:
     static __m512 round_f16_wide(__m512 x) { return _mm512_cvtph_ps(_mm512_cvtps_ph(x, 0)); }
     static __m512 load_f16_wide(const uint16_t* p, __mmask16 m) {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
-    }
-
-    // dots() in ggml's AVX-512 order: lanes j*16..j*16+15 of every 64 dims go to accumulator
-    // j, then (a0 + a2) + (a1 + a3), and the 16 lanes folded to 8 (lane l + lane l + 8), the
-    // first step of that build's reduction; finish_scores does the rest.
-    template <int G>
-    void dots_wide(int64_t i, int a0, int n8) {
-        const int64_t D = plan_.D, np = D & ~(kDotStep - 1);
-        const float* q[G];
-        for (int g = 0; g < G; ++g) q[g] = qf_ + (i + g) * D;
-        for (int c = 0; c < 8; ++c) {
-            float* us = usum_ + (i * 8 + c) * 8;  // vector i + g at us + g * 64
-            if (c >= n8) {
-                for (int g = 0; g < G; ++g) _mm256_store_ps(us + g * 64, _mm256_setzero_ps());
-                continue;
-            }
-            const uint16_t* kr = krow_[a0 + c];
-            __m512 acc[G][4];
-            for (int g = 0; g < G; ++g)
-                for (int j = 0; j < 4; ++j) acc[g][j] = _mm512_setzero_ps();
-            for (int64_t d = 0; d < np; d += 64) {
-                __m512 kv[4];
-                for (int j = 0; j < 4; ++j)
-                    kv[j] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(kr + d + 16 * j)));
-                for (int g = 0; g < G; ++g)
-                    for (int j = 0; j < 4; ++j)
-                        acc[g][j] = _mm512_fmadd_ps(kv[j], _mm512_loadu_ps(q[g] + d + 16 * j), acc[g][j]);
-            }
-            for (int g = 0; g < G; ++g) {
-                const __m512 u = _mm512_add_ps(_mm512_add_ps(acc[g][0], acc[g][2]), _mm512_add_ps(acc[g][1], acc[g][3]));
-                _mm256_store_ps(us + g * 64, _mm256_add_ps(_mm512_extractf32x8_ps(u, 1), _mm512_castps512_ps256(u)));
-            }
-        }
     }
 
     // f(d, NR, mask) over the V dims in pieces of up to 64 (NR registers, the last one's lanes
