@@ -233,7 +233,6 @@ private:
         const size_t k_stride = k_->nb[1], v_stride = v_->nb[1];
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
-            prefetch_block(k_base, k_stride, plan_.D, v_base, v_stride, plan_.Dv, jb + kBlock, j1);
             // every vector's mask values over the block (slope times the F16 entry, as ggml),
             // and the columns some vector sees
             const uint32_t all = nb == 32 ? ~0u : (1u << nb) - 1;
@@ -289,17 +288,6 @@ private:
                 if (rescales_[i]) accumulate<true>(acc_ + i * Dv, i, Dv, step_n_[i]);
                 else accumulate<false>(acc_ + i * Dv, i, Dv, step_n_[i]);
             }
-        }
-    }
-
-    // The K and V rows of the next block toward L1 while this block computes: a cache that
-    // interleaves the heads puts them at a stride the hardware prefetchers follow poorly.
-    static void prefetch_block(const char* k_base, size_t k_stride, int64_t D, const char* v_base, size_t v_stride,
-                               int64_t Dv, int64_t j0, int64_t j1) {
-        const int64_t j_end = std::min(j1, j0 + kBlock);
-        for (int64_t j = j0; j < j_end; ++j) {
-            for (int64_t b = 0; b < D * 2; b += 64) _mm_prefetch(k_base + j * k_stride + b, _MM_HINT_T0);
-            for (int64_t b = 0; b < Dv * 2; b += 64) _mm_prefetch(v_base + j * v_stride + b, _MM_HINT_T0);
         }
     }
 
