@@ -20,7 +20,8 @@
 // F16 after each update, in registers across a block of columns), which gives ggml's bits
 // with fewer conversions and memory round trips.
 //
-// The kernel itself is cpu/flash_attn_rowwise_impl.h, compiled once per level: here for AVX2
+// The kernel itself is cpu/flash_attn_rowwise_impl.h (its V accumulators in
+// cpu/flash_attn_rowwise_steps.h), compiled once per level: here for AVX2
 // (ggml's AVX2 build's bits), in simd/flash_attn_rowwise_avx512.cpp for AVX-512 (16-lane
 // registers; the dots in ggml's AVX-512 build's sum order). Used at the default precision when
 // the op has no sparse hint; flash_attn.cpp is the general kernel (F32 accumulation, which
