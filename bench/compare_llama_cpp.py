@@ -2,7 +2,7 @@
 decode tokens/s, same threads, in one run, the two engines alternating.
 
     python bench/compare_llama_cpp.py [-t THREADS] [--rounds 3] [--only tiny-f16 ...]
-                                      [--long 4096] [--no-long | --long-only]
+                                      [--long 4096] [--no-long | --long-only] [--cpu-time]
 
 Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
 SmolLM2-135M Q4_1 when the demo has fetched it and, made from it by llama.cpp's own quantizer
@@ -167,6 +167,10 @@ class Theirs:
 # needs; in an alternating run that is the other engine's first case. Every timed part starts
 # after this pause, so each engine starts from sleeping workers and neither pays for the other.
 SETTLE_S = 0.02
+# what the figures time: wall seconds, or with --cpu-time the process's CPU seconds (every
+# thread's), which other processes on a busy machine hardly move: with -t 1 a robust ratio of
+# the work each engine does per token (with more threads it also counts their spin-waits)
+clock = time.perf_counter
 
 
 def run_case(engine, prompts, n_gen):
@@ -176,16 +180,16 @@ def run_case(engine, prompts, n_gen):
     for name, toks in prompts.items():
         engine.reset()
         time.sleep(SETTLE_S)
-        t0 = time.perf_counter()
+        t0 = clock()
         engine.prompt(toks)
-        out[name] = len(toks) / (time.perf_counter() - t0)
+        out[name] = len(toks) / (clock() - t0)
     engine.reset()
     tok = engine.prompt(prompts["pp128"][:16])
     time.sleep(SETTLE_S)
-    t0 = time.perf_counter()
+    t0 = clock()
     for _ in range(n_gen):
         tok = engine.step(tok)
-    out[f"tg{n_gen}"] = n_gen / (time.perf_counter() - t0)
+    out[f"tg{n_gen}"] = n_gen / (clock() - t0)
     return out
 
 
@@ -203,9 +207,9 @@ def run_case_long(engine, prompts, long_ctx, n_gen=16):
     time.sleep(SETTLE_S)
     times = []
     for _ in range(n_gen):
-        t0 = time.perf_counter()
+        t0 = clock()
         tok = engine.step(tok)
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return {f"tg@{long_ctx}": times}
 
 
@@ -226,14 +230,19 @@ def main():
     ap.add_argument("--long-only", action="store_true", help="only the tg@LONG column")
     ap.add_argument("--only", choices=list(CASES), action="append")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "pyggml-bench"))
+    ap.add_argument("--cpu-time", action="store_true", help="time CPU seconds, not wall (see `clock`)")
     a = ap.parse_args()
+    global clock
+    if a.cpu_time:
+        clock = time.process_time
     os.makedirs(a.dir, exist_ok=True)
     try:
         import llama_cpp  # noqa: F401
     except ImportError:
         sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
     print(f"# {uptime()}")
-    print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s")
+    print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s"
+          + (" of CPU time" if a.cpu_time else ""))
     print(f"{'case':<26s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
     for name in a.only or DEFAULT:
         # each case draws its prompts from its own seed: a case sees the same tokens whether it

@@ -68,6 +68,8 @@ class Ggml:
             (base, "ggml_gated_delta_net"): (P, [P, P, P, P, P, P, P, I64]),
             (base, "ggml_ssm_scan"): (P, [P, P, P, P, P, P, P, P, I64]),
             (base, "ggml_flash_attn_ext"): (P, [P, P, P, P, P, ctypes.c_float, ctypes.c_float, ctypes.c_float]),
+            (base, "ggml_view_3d"): (P, [P, P, I64, I64, I64, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t]),
+            (base, "ggml_permute"): (P, [P, P, I, I, I, I]),
             (base, "ggml_new_graph"): (P, [P]),
             (base, "ggml_build_forward_expand"): (None, [P, P]),
             (base, "ggml_threadpool_params_init"): (None, [P, I]),
@@ -130,11 +132,12 @@ class _Context:
         return np.frombuffer(buf, dtype=np.float32, count=count).copy()
 
     def graph(self, out, n_threads):
-        """A callable computing the graph of `out` on n_threads (plan and work buffer made once);
-        its `out` attribute is the output tensor."""
+        """A callable computing the graph of `out` (a tensor, or a list of them) on n_threads
+        (plan and work buffer made once); its `out` attribute is `out`."""
         g = self.g
         gf = g.ggml_new_graph(self.ptr)
-        g.ggml_build_forward_expand(gf, out)
+        for o in out if isinstance(out, list) else [out]:
+            g.ggml_build_forward_expand(gf, o)
         pool = g.threadpool(n_threads)
         plan = g.ggml_graph_plan(gf, n_threads, pool)
         work = ctypes.create_string_buffer(max(1, plan.work_size) + 64)

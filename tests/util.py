@@ -127,9 +127,12 @@ def check_spec_stat_sums(s, out):
     assert s["draft_s"] >= 0 and (s["verify_s"] > 0) == (s["n_rounds"] > 0)
 
 
-def require_ggml_bits_comparable():
+def require_ggml_bits_comparable(avx512_kernels: bool = False):
     """Skip a bit-exact oracle test when llama.cpp's ggml is an AVX-512 build: its sums run in
-    another order than its AVX2 build's, whose arithmetic pyggml's plain kernels reproduce."""
+    another order than its AVX2 build's, whose arithmetic pyggml's plain kernels reproduce.
+    avx512_kernels: the kernels under test also reproduce the AVX-512 build at pyggml's avx512
+    level, so an AVX-512 build is compared there (when this CPU has the level).
+    Returns the pyggml level to run the test at ("avx2" or "avx512")."""
     import os
     import sys
     bench = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
@@ -137,5 +140,9 @@ def require_ggml_bits_comparable():
         sys.path.insert(0, bench)
     import ggml_ref
     reason = ggml_ref.avx512_flavour_reason()
-    if reason:
-        pytest.skip(reason)
+    if not reason:
+        return "avx2"
+    import pyggml as gg
+    if avx512_kernels and gg.isa(True) == "avx512":
+        return "avx512"
+    pytest.skip(reason)

@@ -10,5 +10,7 @@ namespace pyggml::cpu {
 bool fa_rowwise_applies(const Tensor* dst);
 void fa_rowwise_forward(const ComputeParams& p, Tensor* dst);
 size_t fa_rowwise_work_size(const Tensor* dst, int n_threads);
+// The AVX-512 level's kernel (simd/flash_attn_rowwise_avx512.cpp); fa_rowwise_forward picks it.
+void fa_rowwise_forward_avx512(const ComputeParams& p, Tensor* dst);
 
 }  // namespace pyggml::cpu

@@ -1,6 +1,8 @@
 """The row-wise F16 flash-attention kernel (csrc/cpu/flash_attn_rowwise.cpp) against ggml's
 own CPU kernel (llama-cpp-python's bundled libggml, through bench/ggml_ref.py): over one KV
-chunk (<= 512 columns) the two must give the same bits, on any thread count of ours. The cases reach every path of the
+chunk (<= 512 columns) the two must give the same bits, on any thread count of ours; an AVX2
+ggml at pyggml's avx2 level, an AVX-512 one at the avx512 level (dots 64 dims a step, 16-lane
+V accumulators: the D % 64 tails, masked V lanes). The cases reach every path of the
 kernel: score groups of 1, 2 and 3 vectors per converted K row, a D % 32 tail, soft cap,
 blocks with and without a new maximum (and pairs of vectors where only one rescales), -inf
 holes that drop columns, masks that differ per token, an all-masked row, short last blocks.
@@ -26,8 +28,8 @@ def ref():
     g = ggml_ref.load()
     if g is None:
         pytest.skip("llama_cpp's ggml libraries are not there")
-    require_ggml_bits_comparable()
-    return g
+    # an AVX2 ggml is reproduced at pyggml's avx2 level, an AVX-512 one at the avx512 level
+    return g, require_ggml_bits_comparable(avx512_kernels=True)
 
 
 def _inputs(rng, D, H, Hkv, KV, N, q_scale, holes, trend):
@@ -70,6 +72,7 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: "D{}_h{}x{}_kv{}_n{}_s{}_holes{}_cap{}_{}".format(
     *c[:8], "drift" if c[8] else "flat"))
 def test_rowwise_gives_ggml_bits_over_one_chunk(ref, case, threads):
+    ref, level = ref
     D, H, Hkv, KV, N, q_scale, holes, cap, trend = case
     rng = np.random.default_rng(D * 1000 + KV + N)
     q, k, v, m = _inputs(rng, D, H, Hkv, KV, N, q_scale, holes, trend)
@@ -83,7 +86,11 @@ def test_rowwise_gives_ggml_bits_over_one_chunk(ref, case, threads):
     out = gg.flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, cap)
     g = gg.Graph(ctx)
     g.build_forward_expand(out)
-    g.compute(n_threads=threads)
+    previous = gg.set_isa(level)
+    try:
+        g.compute(n_threads=threads)
+    finally:
+        gg.set_isa(previous)
     mine = out.numpy().reshape(-1)
 
     rc = ref.context(size)
