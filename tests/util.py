@@ -146,3 +146,18 @@ def require_ggml_bits_comparable(avx512_kernels: bool = False):
     if avx512_kernels and gg.isa(True) == "avx512":
         return "avx512"
     pytest.skip(reason)
+
+
+def tiny_qwen3_target(folder, name="t.gguf", **kw):
+    """The speculative tests' tiny qwen3 target (4 layers, 64 wide, 16-wide heads): the shape
+    the tiny EAGLE3 / DFlash / DSpark drafts are written for. Returns the written path."""
+    from pyggml.llm import write_tiny_llama
+    return write_tiny_llama(folder / name, arch="qwen3", qk_norm=True, n_layer=4, n_embd=64,
+                            head_dim=16, **kw)
+
+
+def tiny_eagle3_draft(folder, name="e.gguf"):
+    """A tiny EAGLE3 draft reading target layers 0, 1 and 3 of tiny_qwen3_target."""
+    from pyggml.llm.tiny import write_tiny_eagle3
+    return write_tiny_eagle3(folder / name, target_layers=(0, 1, 3))
+

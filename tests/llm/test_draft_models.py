@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 
 import pyggml as gg
-from pyggml.llm import Model, write_tiny_llama
+from pyggml.llm import Model
 from pyggml.llm.context import Context
 from pyggml.llm.context_draft import DraftContext
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
 from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3
+from util import tiny_qwen3_target
 
 MAX_NMSE = 1e-6
 DRAFTS = {
@@ -32,8 +33,7 @@ DRAFTS = {
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("draft_models")
-    out = {"target": write_tiny_llama(d / "target.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                      n_embd=64, head_dim=16, n_head=4, n_head_kv=2)}
+    out = {"target": tiny_qwen3_target(d, "target.gguf", n_head=4, n_head_kv=2)}
     for name, kw in DRAFTS.items():
         writer = write_tiny_eagle3 if name.startswith("eagle3") else write_tiny_dflash
         out[name] = writer(d / f"{name}.gguf", **kw)

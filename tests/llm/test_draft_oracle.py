@@ -15,6 +15,7 @@ from pyggml.llm.tiny import write_tiny_dflash, write_tiny_dspark_dsv4, write_tin
 from pyggml.llm.context import Context
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
+from util import tiny_qwen3_target
 
 llama_cpp = pytest.importorskip("llama_cpp")
 pytestmark = pytest.mark.oracle
@@ -51,8 +52,7 @@ TIED = {"dflash_tied", "eagle3_tied"}   # drafts of a target with tied embedding
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("drafts")
-    out = {"target": write_tiny_llama(d / "target.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                      n_embd=64, head_dim=16, n_head=4, n_head_kv=2),
+    out = {"target": tiny_qwen3_target(d, "target.gguf", n_head=4, n_head_kv=2),
            "target_tied": write_tiny_llama(d / "target_tied.gguf", arch="qwen3", qk_norm=True,
                                            n_layer=4, n_embd=64, head_dim=16, tied_embeddings=True,
                                            seed=4)}

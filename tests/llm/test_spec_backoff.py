@@ -21,8 +21,8 @@ from pyggml.llm.speculative.eagle3 import Eagle3Drafter
 from pyggml.llm.speculative.mtp import MtpDrafter
 from pyggml.llm.speculative.ngram import NgramDrafter
 from pyggml.llm.speculative.synthetic import SyntheticDrafter
-from pyggml.llm.tiny import write_tiny_dflash, write_tiny_eagle3, write_tiny_step35
-from util import check_spec_stat_sums
+from pyggml.llm.tiny import write_tiny_dflash, write_tiny_step35
+from util import check_spec_stat_sums, tiny_eagle3_draft, tiny_qwen3_target
 
 PROMPT = [5, 9, 14, 27, 9, 14, 33, 60, 5, 9, 14, 71, 88, 3, 40, 41, 42, 5, 9]
 N = 100
@@ -186,13 +186,12 @@ N_CTX = 192
 @pytest.fixture(scope="module")
 def kinds(tmp_path_factory):
     d = tmp_path_factory.mktemp("backoff_kinds")
-    qwen3 = Model.load(write_tiny_llama(d / "q.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                        n_embd=64, head_dim=16))
+    qwen3 = Model.load(tiny_qwen3_target(d, "q.gguf"))
     return {
         "ngram": (Model.load(write_tiny_llama(d / "t.gguf", seed=3)), None, NgramDrafter, {}),
         "mtp": (Model.load(write_tiny_step35(d / "s35.gguf", bigram=0.5, seed=1, n_nextn=1)),
                 None, MtpDrafter, {}),
-        "eagle3": (qwen3, Model.load(write_tiny_eagle3(d / "e.gguf", target_layers=(0, 1, 3))),
+        "eagle3": (qwen3, Model.load(tiny_eagle3_draft(d)),
                    Eagle3Drafter, {"kind": "eagle3"}),
         "dflash": (qwen3, Model.load(write_tiny_dflash(d / "f.gguf", kind="dflash",
                                                        target_layers=(1, 3))),

@@ -19,13 +19,14 @@ from collections import defaultdict
 import pytest
 
 
-from pyggml.llm import Context, Model, write_tiny_llama
+from pyggml.llm import Context, Model
 from pyggml.llm.speculative import SpeculativeDecoder
 from pyggml.llm.speculative.dflash import DFlashDrafter
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
 from pyggml.llm.speculative.mtp import MtpDrafter
 from pyggml.llm.tiny import (write_tiny_dflash, write_tiny_dspark_dsv4, write_tiny_eagle3,
                              write_tiny_qwen35, write_tiny_step35)
+from util import tiny_eagle3_draft, tiny_qwen3_target
 
 PROMPTS = [[1, 5, 17, 42, 9, 77, 130, 4, 8],
            [3, 3, 60, 61, 62],
@@ -84,10 +85,9 @@ def _steered(base):
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("bd")
-    qwen3 = Model.load(write_tiny_llama(d / "t.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                        n_embd=64, head_dim=16))
+    qwen3 = Model.load(tiny_qwen3_target(d))
     return {
-        "eagle3": (qwen3, Model.load(write_tiny_eagle3(d / "e.gguf", target_layers=(0, 1, 3)))),
+        "eagle3": (qwen3, Model.load(tiny_eagle3_draft(d))),
         "dflash": (qwen3, Model.load(write_tiny_dflash(d / "f.gguf", kind="dflash",
                                                        target_layers=(1, 3)))),
         "dspark": (qwen3, Model.load(write_tiny_dflash(d / "s.gguf", kind="dspark",

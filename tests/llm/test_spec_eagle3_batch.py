@@ -4,9 +4,9 @@ then be compared exactly with drafts of a decoder that asked every round)."""
 import numpy as np
 import pytest
 
-from pyggml.llm import Context, Model, write_tiny_llama
+from pyggml.llm import Context, Model
 from pyggml.llm.speculative.eagle3 import Eagle3Drafter
-from pyggml.llm.tiny import write_tiny_eagle3
+from util import tiny_eagle3_draft, tiny_qwen3_target
 
 N = 12
 
@@ -14,9 +14,8 @@ N = 12
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
     d = tmp_path_factory.mktemp("e3batch")
-    target = Model.load(write_tiny_llama(d / "t.gguf", arch="qwen3", qk_norm=True, n_layer=4,
-                                         n_embd=64, head_dim=16))
-    draft = Model.load(write_tiny_eagle3(d / "e.gguf", target_layers=(0, 1, 3)))
+    target = Model.load(tiny_qwen3_target(d))
+    draft = Model.load(tiny_eagle3_draft(d))
     return target, draft
 
 
