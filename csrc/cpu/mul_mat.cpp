@@ -91,32 +91,21 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const int64_t chunks = (M + rows - 1) / rows, units = chunks * col_blocks * ne12 * ne13;
     float out[8];
     auto run_unit = [&](int64_t u) {
-        Dot2Fn dot2 = dot2_rows;
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * rows, m1 = std::min(M, m0 + rows);
         const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        // the two-row kernel pairs row i of the chunk's first half with row i of its second
-        // half: two streams that each run on into the next call's rows. Pairing neighbours
-        // (2i, 2i+1) restarted one stream cold at every pair, 2-4x slower from memory
-        // (bench/quant_gemv_paths.cpp); each row's result is the same either way.
-        const int64_t half = dot2 ? (m1 - m0) / 2 : 0;
-        for (int64_t m = m0; m < m1; ++m) {
-            if (dot2 && m == m0 + half) {  // the pairs are done; an odd chunk's last row: the one-row kernel
-                dot2 = nullptr;
-                m = m0 + 2 * half;
-                if (m == m1) break;
-            }
+        visit_row_pairs(m0, m1, dot2_rows != nullptr, [&](int64_t m, int64_t half) {
             const char* arow = abase + m * a->nb[1];
             for (int64_t n = n0; n < n1; n += 4) {
                 const int nc = (int)std::min<int64_t>(4, n1 - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
                 char* d = dbase + m * sizeof(float) + n * dst->nb[1];
-                if (dot2) {
-                    dot2(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
+                if (half) {
+                    dot2_rows(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
                     for (int j = 0; j < nc; ++j) {
                         ((float*)(d + j * dst->nb[1]))[0] = out[j];
                         ((float*)(d + j * dst->nb[1]))[half] = out[4 + j];
@@ -129,7 +118,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                     for (int j = 0; j < nc; ++j) *(float*)(d + j * dst->nb[1]) = out[j];
                 }
             }
-        }
+        });
     };
     if (priv || !convert) run_barrier_free_units(p, units, run_unit);
     else run_mul_mat_units(p, units, false, run_unit);

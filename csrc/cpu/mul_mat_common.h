@@ -79,6 +79,18 @@ void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run
     for (int64_t u; (u = p.share_slots[0].fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
 }
 
+// Visits rows [m0, m1) for a two-row kernel: row i of the range's first half together with row i
+// of its second half (visit(m, half)), two weight streams that each run on into the next call's
+// rows; pairing neighbours (2i, 2i+1) restarted one stream cold at every pair, 2-4x slower from
+// memory (bench/quant_gemv_paths.cpp). An odd range's last row, and every row when !paired, is
+// visited alone (visit(m, 0)). The two-row and one-row kernels give the same bits.
+template <class Visit>
+void visit_row_pairs(int64_t m0, int64_t m1, bool paired, Visit&& visit) {
+    const int64_t half = paired ? (m1 - m0) / 2 : 0;
+    for (int64_t m = m0; m < m0 + half; ++m) visit(m, half);
+    for (int64_t m = m0 + 2 * half; m < m1; ++m) visit(m, int64_t(0));
+}
+
 inline void round_bf16_row(const float* x, float* y, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = bf16_to_fp32(fp32_to_bf16(x[i]));
 }

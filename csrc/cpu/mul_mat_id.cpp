@@ -35,7 +35,7 @@ namespace {
 constexpr int64_t kColBlock = 64;
 
 // Rows per unit: enough units for dynamic balance, at most `max_rows` (even, at least 2); even,
-// so the two-row kernels pair rows (2i, 2i+1), and a multiple of the float tiles' 8 rows where
+// so the two-row kernels pair every row of a unit (visit_row_pairs), and a multiple of the float tiles' 8 rows where
 // it can be.
 int64_t rows_per_unit(int64_t M, int64_t n_groups, int nth, int64_t max_rows) {
     const int64_t want_units = int64_t(nth) * 16;
@@ -162,20 +162,19 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     // Dot kernels over slots [s0, s1) of expert x, rows [m0, m1).
     auto run_dots = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
         float out[8];
-        Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
-        for (int64_t m = m0; m < m1; m += dot2 ? 2 : 1) {
-            if (dot2 && m + 1 == m1) dot2 = nullptr;
+        const Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
+        visit_row_pairs(m0, m1, dot2 != nullptr, [&](int64_t m, int64_t half) {
             const char* arow = abase + m * as->nb[1];
             for (int64_t s = s0; s < s1; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, s1 - s);
-                if (dot2) dot2(K, arow, as->nb[1], conv + s * colb, colb, nc, out, scale);
+                if (half) dot2(K, arow, half * as->nb[1], conv + s * colb, colb, nc, out, scale);
                 else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
                 for (int j = 0; j < nc; ++j) {
                     store(m, s + j, out[j]);
-                    if (dot2) store(m + 1, s + j, out[4 + j]);
+                    if (half) store(m + half, s + j, out[4 + j]);
                 }
             }
-        }
+        });
     };
     auto run_float = [&](const char* abase, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
         float out[kMaxDirectRows * 4];
