@@ -81,7 +81,8 @@ size_t fa_rowwise_work_size(const Tensor* dst, int n_threads) {
 namespace pyggml::cpu {
 
 void fa_rowwise_forward(const ComputeParams& p, Tensor* dst) {
-    if (simd::cpu_isa() == simd::Isa::Avx512) return fa_rowwise_forward_avx512(p, dst);
+    if (simd::cpu_isa() == simd::Isa::Avx512 && fa_rowwise_wide_dots(dst->src[1]->ne[0]))
+        return fa_rowwise_forward_avx512(p, dst);
     Rowwise<false>(p, dst).run();
 }
 

@@ -97,3 +97,20 @@ def test_levels_differ_only_in_the_dot_order():
             gg.set_isa(previous)
     err = float(np.sum((got["avx2"] - got["avx512"]) ** 2) / np.sum(got["avx2"] ** 2))
     assert 0 < err < 1e-6  # last-bit differences from the dots' sum order, nothing more
+
+
+@pytest.mark.parametrize("D,differ", [(32, False), (40, False), (96, False), (80, True), (64, True)])
+def test_avx512_level_keeps_8_lanes_where_the_64_step_leaves_32_dims(D, differ):
+    """The 16-lane dots step 64 dims and sum the rest one by one in f64 (ggml's AVX-512 order);
+    where that rest is 32 dims or more the avx512 level runs the 8-lane kernel (up to 4x faster
+    there), so its bits are the avx2 level's; elsewhere the 16-lane kernel's order shows."""
+    if gg.isa(detected=True) != "avx512":
+        pytest.skip("the CPU has no AVX-512")
+    got = {}
+    for lv in LEVELS:
+        previous = gg.set_isa(lv)
+        try:
+            got[lv] = fa_case(N=1, KV=1500, H=8, Hkv=2, D=D, mask="causal", seed=D)[1]
+        finally:
+            gg.set_isa(previous)
+    assert bool(np.any(got["avx2"] != got["avx512"])) == differ
