@@ -186,6 +186,49 @@ struct UnpQ2_K {
         w.dmin = f16(b.dmin);
         w.d_dmin = f16_pair_at(&b.d);
     }
+#if defined(PYGGML_IDOT_VNNI)
+    // Scaled levels (VNNI): chunk c's bytes scale * level, by one in-lane table lookup, so one
+    // vpdpbusd per chunk gives the same 32-bit sums as maddubs then vpdpwssd by the scale (the
+    // sum of scale * (u * y) over the same 4 values; scale * u <= 45). Chunk 4h + k takes group
+    // 8h + 2k in its low lane, 8h + 2k + 1 in its high one (L = 0, 1 below). tab[2h]: byte
+    // 4j + u = u * scale of group 8h + 4j + L (chunks k = 0, 2 as j = 0, 1; index: the level
+    // in bits 0..1). tab[2h + 1]: byte 4u + j = u * scale of group 8h + 4j + 2 + L (chunks
+    // k = 1, 3 as j = 0, 1; index: the level in bits 2..3). Each table is one byte shuffle of
+    // the scales and one multiply (no carries: every product fits its byte).
+    static constexpr bool kScaledLevels = true;
+    struct ScaleTableShuffles {
+        alignas(32) int8_t v[4][32];
+        constexpr ScaleTableShuffles() : v() {
+            for (int h = 0; h < 2; ++h)
+                for (int i = 0; i < 32; ++i) {
+                    const int lane = i / 16, p = i % 16, g = 8 * h + lane;
+                    v[2 * h][i] = int8_t(p % 4 == 0 && p < 8 ? g + p : -128);        // dword j: scale, zero-extended
+                    v[2 * h + 1][i] = int8_t(p % 4 < 2 ? g + 2 + 4 * (p % 4) : -128);  // dword u: scales j = 0, 1
+                }
+        }
+    };
+    static void scaled_tables(const Block& b, __m256i tab[4]) {
+        static constexpr ScaleTableShuffles kShuffles{};
+        const __m256i sc = _mm256_and_si256(_mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i*)b.scales)),
+                                            _mm256_set1_epi8(0xF));
+        for (int h = 0; h < 2; ++h) {
+            const __m256i even = _mm256_shuffle_epi8(sc, _mm256_load_si256((const __m256i*)kShuffles.v[2 * h]));
+            const __m256i odd = _mm256_shuffle_epi8(sc, _mm256_load_si256((const __m256i*)kShuffles.v[2 * h + 1]));
+            tab[2 * h] = _mm256_mullo_epi32(even, _mm256_set1_epi32(0x03020100));
+            tab[2 * h + 1] = _mm256_mullo_epi16(odd, _mm256_setr_epi16(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 1, 1, 2, 2, 3, 3));
+        }
+    }
+    static __m256i scaled_level(const Block& b, const __m256i tab[4], int c) {
+        const int h = c / 4, k = c % 4;
+        const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * h));
+        const __m256i src = k < 2 ? q : _mm256_srli_epi16(q, 4);
+        // (src & mask) | j: bit 7 clear, so the shuffle never zeroes a byte
+        const __m256i mask = _mm256_set1_epi8(k % 2 ? 0x0C : 0x03);
+        const __m256i idx = k < 2 ? _mm256_and_si256(src, mask)
+                                  : _mm256_ternarylogic_epi32(src, mask, _mm256_set1_epi8(k == 2 ? 4 : 1), 0xEA);
+        return _mm256_shuffle_epi8(tab[2 * h + k % 2], idx);
+    }
+#endif
 };
 struct UnpQ3_K {
     using Block = BlockQ3_K;
