@@ -85,16 +85,22 @@ def test_thread_counts_give_the_same_bits(level, KV):
         np.testing.assert_array_equal(check(threads=threads, **kw), base)
 
 
-def test_levels_differ_only_in_the_dot_order():
+def at_both_levels(**kw):
+    """The same case's output at each level (skipped without AVX-512)."""
     if gg.isa(detected=True) != "avx512":
         pytest.skip("the CPU has no AVX-512")
     got = {}
     for lv in LEVELS:
         previous = gg.set_isa(lv)
         try:
-            got[lv] = fa_case(N=2, KV=2000, H=8, Hkv=2, D=128, mask="causal", seed=1)[1]
+            got[lv] = fa_case(**kw)[1]
         finally:
             gg.set_isa(previous)
+    return got
+
+
+def test_levels_differ_only_in_the_dot_order():
+    got = at_both_levels(N=2, KV=2000, H=8, Hkv=2, D=128, mask="causal", seed=1)
     err = float(np.sum((got["avx2"] - got["avx512"]) ** 2) / np.sum(got["avx2"] ** 2))
     assert 0 < err < 1e-6  # last-bit differences from the dots' sum order, nothing more
 
@@ -104,13 +110,5 @@ def test_avx512_level_keeps_8_lanes_where_the_64_step_leaves_32_dims(D, differ):
     """The 16-lane dots step 64 dims and sum the rest one by one in f64 (ggml's AVX-512 order);
     where that rest is 32 dims or more the avx512 level runs the 8-lane kernel (up to 4x faster
     there), so its bits are the avx2 level's; elsewhere the 16-lane kernel's order shows."""
-    if gg.isa(detected=True) != "avx512":
-        pytest.skip("the CPU has no AVX-512")
-    got = {}
-    for lv in LEVELS:
-        previous = gg.set_isa(lv)
-        try:
-            got[lv] = fa_case(N=1, KV=1500, H=8, Hkv=2, D=D, mask="causal", seed=D)[1]
-        finally:
-            gg.set_isa(previous)
+    got = at_both_levels(N=1, KV=1500, H=8, Hkv=2, D=D, mask="causal", seed=D)
     assert bool(np.any(got["avx2"] != got["avx512"])) == differ
