@@ -350,8 +350,9 @@ void repack_mul_mat_forward(const ComputeParams& p, Tensor* dst, const RepackedW
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
     const simd::Isa isa = simd::cpu_isa();
     const mm::Kernels& kr = mm::kernels_for(isa);
-    const rp::TileFn tile = repack_kernels(isa).tile[(int)w];
-    const int tile_cols = repack_kernels(isa).tile_cols[(int)w] ? repack_kernels(isa).tile_cols[(int)w] : rp::kTileCols;
+    const rp::Kernels& rk = repack_kernels(isa);
+    const rp::TileFn tile = rk.tile[(int)w];
+    const int tile_cols = rk.tile_cols[(int)w] ? rk.tile_cols[(int)w] : rp::kTileCols;
     const bool priv = mm::private_conversion(dst);
     const size_t colb = col_bytes(dst);
     char* conv = (char*)p.wdata + mm::kCounterBytes + (priv ? size_t(p.ith) * conv_bytes(dst) : 0);

@@ -141,9 +141,9 @@ class SpeculativeDecoder:
     # longest stretch of plain rounds between two asks of the drafter: an ask costs a few
     # tens of us (a tenth to a third of a small target's step), and a copy that starts in
     # the meantime is found this many tokens late (but by a drafter with a per-token hook,
-    # Drafter.absorb: the n-gram drafter ends the stretch when the stream starts repeating). Where an ask costs more than ASK_SHARE of
-    # MAX_QUIET plain steps (measured, or the cost model's ask), the stretch grows until it
-    # does not, up to MAX_QUIET_LONG.
+    # Drafter.absorb: the n-gram drafter ends the stretch when the stream starts repeating).
+    # Where an ask costs more than ASK_SHARE of MAX_QUIET plain steps (measured, or the cost
+    # model's ask), the stretch grows until it does not, up to MAX_QUIET_LONG.
     MAX_QUIET = 8
     MAX_QUIET_LONG = 32
     ASK_SHARE = 0.03

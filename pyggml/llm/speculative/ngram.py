@@ -290,8 +290,8 @@ class NgramDrafter(Drafter):
         """A plain round's token at pos (see Drafter.absorb): written to the history, and True
         when the history's last WAKE_MATCH tokens occur earlier with a token after them and
         the window before it (or at the last draft()) did not: a copy wakes the decoder once,
-        at its start, and a run of matches the asks declined does not keep waking it. A dict look-up of one window, the
-        index extended by the windows since the last call."""
+        at its start, and a run of matches the asks declined does not keep waking it. One dict
+        look-up of one window, the index extended by the windows since the last call."""
         hist = self._hist
         n = len(hist)
         if pos == n:
