@@ -239,8 +239,8 @@ def paired_columns(engines, columns, n_pairs, min_s, max_others=1.0):
         for e in engines:
             if setup:
                 setup(e)
-        # the same repeats for both engines: the faster one's single run sets them
-        reps = min(max_reps, min(calibrate(lambda r, e=e: sample(e, r), min_s) for e in engines))
+        # the same repeats for both engines, enough for the faster one's sample to last min_s
+        reps = min(max_reps, max(calibrate(lambda r, e=e: sample(e, r), min_s) for e in engines))
         pairs, others, dropped = Paired(), [], 0
         while len(pairs.a) < n_pairs and dropped <= 3 * n_pairs:
             order = (0, 1) if (len(pairs.a) + dropped) % 2 == 0 else (1, 0)
