@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))      # llama_cpp_quantize
 sys.path.insert(0, os.path.join(ROOT, "bench"))
-from paired_stats import OthersLoad, Paired  # noqa: E402
+from paired_stats import OthersLoad, Paired, repeats_for  # noqa: E402
 
 TINY = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384, n_ctx_train=8192)
 CASES = {
@@ -220,14 +220,6 @@ def time_decode(engine, n_gen, reps):
     return total
 
 
-def calibrate(sample, min_s, cap=256):
-    """Repeats per sample so that one sample lasts about min_s: a few-millisecond sample of a
-    tiny model is mostly the noise of the clock and the scheduler."""
-    sample(1)                       # warm-up: graphs built, pages touched
-    once = max(min(sample(1) for _ in range(3)), 1e-6)    # the least a busy machine added
-    return max(1, min(cap, int(np.ceil(min_s / once))))
-
-
 def paired_columns(engines, columns, n_pairs, min_s, max_others=1.0):
     """For every column (name -> (tokens per repeat, sample(engine, reps) -> seconds, setup,
     most reps)), n_pairs pairs of one sample per engine, back to back, which engine goes first
@@ -240,7 +232,7 @@ def paired_columns(engines, columns, n_pairs, min_s, max_others=1.0):
             if setup:
                 setup(e)
         # the same repeats for both engines, enough for the faster one's sample to last min_s
-        reps = min(max_reps, max(calibrate(lambda r, e=e: sample(e, r), min_s) for e in engines))
+        reps = min(max_reps, max(repeats_for(lambda r, e=e: sample(e, r), min_s) for e in engines))
         pairs, others, dropped = Paired(), [], 0
         while len(pairs.a) < n_pairs and dropped <= 3 * n_pairs:
             order = (0, 1) if (len(pairs.a) + dropped) % 2 == 0 else (1, 0)

@@ -3,14 +3,14 @@ of the tiny demo LLaMA at a short and a 4096-token context. Also the host overhe
 token (everything but graph compute, from Context.timings).
 
     python bench/compare_threads.py [--pairs 9] [--gemm 1024] [--gemm-calls 6] [--gen 64]
-                                    [--long 4096] [--max-others 1.0]
+                                    [--min-sample-ms 50] [--long 4096] [--max-others 1.0]
 
 Every row comes from --pairs pairs: one sample at 1 thread and one at 2 back to back, which
 goes first alternating from pair to pair; the ratio (2 threads over 1, > 1: faster) is the
 median of the per-pair ratios and the bracket its distribution-free ~95% interval (order
 statistics, bench/paired_stats.py). A GEMM sample is --gemm-calls back-to-back computes after
 an untimed one (pages and caches warm); a decode sample is --gen greedy tokens from the same
-cached context. Next to the wall-clock figures:
+cached context, repeated until it lasts about --min-sample-ms at 1 thread. Next to the wall-clock figures:
   cpu 2/1   the process's CPU seconds per unit of work at 2 threads over those at 1: 1.0 when
             the second thread only does work, above when it waits by spinning (a tiny decode
             node run on two threads, a pool that spins between nodes);
@@ -35,7 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from paired_stats import OthersLoad, Paired  # noqa: E402
+from paired_stats import OthersLoad, Paired, repeats_for  # noqa: E402
 
 
 def uptime():
@@ -64,12 +64,13 @@ def timed(fn):
     return time.perf_counter() - w, time.process_time() - p, time.thread_time() - t
 
 
-def decode_run(ctx, fill, n_gen):
+def decode_run(ctx, fill, n_gen, reps=1):
     def run():
-        ctx.seq_rm(0, fill, -1)
-        tok = 5
-        for _ in range(n_gen):
-            tok = ctx.decode_greedy([tok])
+        for _ in range(reps):
+            ctx.seq_rm(0, fill, -1)
+            tok = 5
+            for _ in range(n_gen):
+                tok = ctx.decode_greedy([tok])
     return run
 
 
@@ -112,6 +113,8 @@ def main():
     ap.add_argument("--gemm", type=int, default=1024)
     ap.add_argument("--gemm-calls", type=int, default=6, help="timed GEMM computes per sample")
     ap.add_argument("--gen", type=int, default=64, help="decoded tokens per sample")
+    ap.add_argument("--min-sample-ms", type=float, default=50.0,
+                    help="decode samples repeat --gen tokens until they last about this long")
     ap.add_argument("--long", type=int, default=4096)
     ap.add_argument("--max-others", type=float, default=1.0,
                     help="drop (and redo) a pair during which other processes kept more than this "
@@ -137,9 +140,11 @@ def main():
     for name in [*rows, *fills]:
         if name in fills:
             fill = fills[name]
-            samples = {t: (ctxs[(t, fill)].reset_timings, decode_run(ctxs[(t, fill)], fill, a.gen))
+            # repeats set by the 1-thread run: both samples last at least --min-sample-ms
+            reps = repeats_for(lambda r: timed(decode_run(ctxs[(1, fill)], fill, a.gen, r))[0], a.min_sample_ms / 1e3)
+            samples = {t: (ctxs[(t, fill)].reset_timings, decode_run(ctxs[(t, fill)], fill, a.gen, reps))
                        for t in (1, 2)}
-            units, unit = a.gen, "tok/s"
+            units, unit = a.gen * reps, "tok/s"
         else:
             samples = {t: (lambda t=t: g.compute(t), gemm_run(g, t, a.gemm_calls)) for t in (1, 2)}
             units, unit = 2.0 * a.gemm ** 3 * a.gemm_calls / 1e9, "GFLOP/s"

@@ -76,6 +76,16 @@ class Paired:
                 f"({cover * 100:.0f}% interval, {len(self.a)} pairs)")
 
 
+def repeats_for(sample, min_s: float, cap: int = 256) -> int:
+    """Repeats per sample so that one sample lasts about min_s: a sample of a few milliseconds
+    is mostly the noise of the clock and the scheduler. sample(reps) runs and returns seconds;
+    it runs once to warm up (graphs built, pages touched), then the least of three single runs
+    (the least a busy machine added) sets the count."""
+    sample(1)
+    once = max(min(sample(1) for _ in range(3)), 1e-6)
+    return max(1, min(cap, int(math.ceil(min_s / once))))
+
+
 def _cpu_jiffies():
     """(busy, total) clock ticks of every CPU since boot, from /proc/stat's first line; steal
     (a hypervisor running other guests) counts as busy. None off Linux."""

@@ -83,3 +83,16 @@ def test_others_load_reads_this_machine():
     share = paired_stats.OthersLoad().start()
     time.sleep(0.05)
     assert 0.0 <= share.stop() <= 1.0
+
+
+def test_repeats_for_sets_a_sample_to_the_minimum_length():
+    from paired_stats import repeats_for
+    calls = []
+
+    def sample(reps):
+        calls.append(reps)
+        return [0.010, 0.004, 0.003, 0.005][len(calls) - 1] * reps   # warm-up slow, then noisy
+    # the least of the three single runs after the warm-up (3 ms) sets it: 30 ms / 3 ms
+    assert repeats_for(sample, 0.030) == 10 and calls == [1, 1, 1, 1]
+    assert repeats_for(lambda r: 1.0, 0.030) == 1                    # never below one
+    assert repeats_for(lambda r: 0.0, 0.030, cap=64) == 64           # too fast to time: the cap
