@@ -324,11 +324,12 @@ def main():
                 continue
             o = 1.0 / statistics.median(pairs.a)
             t = 1.0 / statistics.median(pairs.b)
-            med, lo, hi, _ = pairs.ratio()
+            med, lo, hi, cover = pairs.ratio()
             busy = [x for x in others if x is not None]
             load = f"{statistics.median(busy) * 100:4.0f}%" if busy else "  n/a"
             print(f"{name + ' ' + col:<26s} {o:10.1f} {t:10.1f} {med:7.2f} {f'[{lo:.2f}, {hi:.2f}]':>15s}"
-                  f"  {reps:4d}  {load}" + (f" ({dropped} pairs dropped)" if dropped else ""), flush=True)
+                  f"  {reps:4d}  {load}" + (f" ({dropped} pairs dropped)" if dropped else "")
+                  + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""), flush=True)
     print(f"# {uptime()}")
 
 

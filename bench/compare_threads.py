@@ -142,8 +142,9 @@ def main():
             fill = fills[name]
             # repeats set by the 1-thread run: both samples last at least --min-sample-ms
             reps = repeats_for(lambda r: timed(decode_run(ctxs[(1, fill)], fill, a.gen, r))[0], a.min_sample_ms / 1e3)
-            samples = {t: (ctxs[(t, fill)].reset_timings, decode_run(ctxs[(t, fill)], fill, a.gen, reps))
-                       for t in (1, 2)}
+            samples = {t: (lambda: None, decode_run(ctxs[(t, fill)], fill, a.gen, reps)) for t in (1, 2)}
+            for t in (1, 2):
+                ctxs[(t, fill)].reset_timings()     # the host overhead: every sample's tokens
             units, unit = a.gen * reps, "tok/s"
         else:
             samples = {t: (lambda t=t: g.compute(t), gemm_run(g, t, a.gemm_calls)) for t in (1, 2)}
@@ -156,7 +157,7 @@ def main():
         if not wall.a:
             print(f"{name:<24s} (every pair dropped: the machine stayed busier than --max-others)")
             continue
-        med, lo, hi, _ = wall.ratio()
+        med, lo, hi, cover = wall.ratio()
         w1 = units / statistics.median(s[0] for s in one)
         w2 = units / statistics.median(s[0] for s in two)
         cpu21 = statistics.median(s[1] for s in two) / statistics.median(s[1] for s in one)
@@ -164,7 +165,8 @@ def main():
         busy = [x for x in others if x is not None]
         load = f"{statistics.median(busy) * 100:4.0f}%" if busy else "  n/a"
         print(f"{name:<24s} {w1:10.1f} {w2:10.1f} {med:7.2f} {f'[{lo:.2f}, {hi:.2f}]':>14s}"
-              f" {cpu21:8.2f} {wc:12.2f}  {load}   {unit}" + (f" ({dropped} pairs dropped)" if dropped else ""))
+              f" {cpu21:8.2f} {wc:12.2f}  {load}   {unit}" + (f" ({dropped} pairs dropped)" if dropped else "")
+              + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""))
         cpus = sorted(units / s[2] for s in one)
         print(f"{'  1t on its CPU time':<24s} {statistics.median(cpus):10.1f} (min {cpus[0]:.1f}, max {cpus[-1]:.1f})")
     print(f"host overhead per token (us, tiny demo model): 1 thread {statistics.median(host[1]):.1f}, "
