@@ -188,7 +188,7 @@ private:
 
     // Token blocks are taken last first: under a causal mask the last block sees the most
     // columns, and the threads taking units in index order end evenly when the big units go
-    // first (the reverse order leaves one thread alone with the biggest unit at the end).
+    // first (in ascending order one thread is left alone with the biggest unit at the end).
     Unit decode(int64_t u) const {
         Unit x;
         x.c = u % plan_.nsplit; u /= plan_.nsplit;
