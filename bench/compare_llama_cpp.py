@@ -1,23 +1,33 @@
 """pyggml.llm vs llama.cpp (through llama-cpp-python's C API): prompt processing and greedy
 decode tokens/s, same threads, in one run, the two engines alternating.
 
-    python bench/compare_llama_cpp.py [-t THREADS] [--rounds 3] [--only tiny-f16 ...]
-                                      [--long 4096] [--no-long | --long-only] [--cpu-time]
+    python bench/compare_llama_cpp.py [-t THREADS] [--pairs 9] [--min-sample-ms 30]
+                                      [--max-others 1.0] [--only tiny-f16 ...] [--long 4096] [--no-long | --long-only]
+                                      [--cpu-time]
 
 Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
 SmolLM2-135M Q4_1 when the demo has fetched it and, made from it by llama.cpp's own quantizer
 (once, into the cache folder: tests/llm/llama_cpp_quantize.py), SmolLM2 Q4_K_M (Q4_K/Q6_K
 ffn_down, Q5_0/Q8_0 elsewhere), the tiny recurrent models (mamba2,
-qwen35) and a tiny DeepSeek V4 (dsv4). Columns: pp128, pp512 (one prompt of that length),
-tg32 (32 greedy tokens after 16), tg@LONG (16 greedy tokens after a LONG-token context; both
-engines with flash attention and F16 caches; each engine computes that context once and every
-round decodes from it again, so `--long 16384 --long-only --only smollm2-q4_1` costs two
-long prefills; tokens/s from the median per-token time). Each engine decodes with its own
-per-token path: pyggml's decode_greedy (argmax in the graph) and llama.cpp's llama_decode
-with a reused batch plus an argmax of its logits row. Each figure is the median over
-`rounds` alternating runs; the ratio is pyggml / llama.cpp (> 1: pyggml is faster).
-The machine's load (uptime) is printed before and after: on a shared machine read ratios
-only, never the absolute figures.
+qwen35) and a tiny DeepSeek V4 (dsv4). Columns: pp128, pp512 (one prompt of that length, from
+an empty context), tg32 (32 greedy tokens after 16), tg@LONG (16 greedy tokens after a
+LONG-token context; both engines with flash attention and F16 caches; each engine computes
+that context once and every sample decodes from it again, so `--long 16384 --long-only
+--only smollm2-q4_1` costs two long prefills). Each engine decodes with its own per-token
+path: pyggml's decode_greedy (argmax in the graph) and llama.cpp's llama_decode with a reused
+batch plus an argmax of its logits row.
+
+Every figure comes from --pairs pairs: a pair is one sample of each engine back to back, which
+engine goes first alternating from pair to pair, and its ratio pyggml / llama.cpp tokens/s
+(> 1: pyggml is faster) cancels a load that moved both. The ratio printed is the median over
+the pairs, the interval after it the distribution-free ~95% one of that median (order
+statistics, bench/paired_stats.py): a row is below 1.0 only when its interval is. A sample
+repeats its column's run (`reps`, the last column) until it lasts about --min-sample-ms: one
+prefill of a tiny model takes a few milliseconds, too short to time on a busy machine. The
+tokens/s columns are the medians over the samples. `others` is the median share of the CPUs
+that other processes kept busy during a pair (/proc/stat less this process's own CPU time);
+--max-others drops and redoes the pairs above a bound. The machine's load (uptime) is printed
+before and after: on a shared machine read the ratios, never the absolute figures.
 """
 from __future__ import annotations
 
@@ -39,6 +49,8 @@ import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "llm"))      # llama_cpp_quantize
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from paired_stats import OthersLoad, Paired, repeats_for  # noqa: E402
 
 TINY = dict(n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2, n_ff=384, n_ctx_train=8192)
 CASES = {
@@ -93,7 +105,6 @@ class Ours:
 
     def reset(self):
         self.ctx.reset()
-        self.long_state = None
 
     def truncate(self, n):
         return self.ctx.seq_rm(0, n, -1)
@@ -126,7 +137,6 @@ class Theirs:
     def reset(self):
         self.lc.llama_memory_clear(self.lc.llama_get_memory(self.ctx), True)
         self.n_past = 0
-        self.long_state = None
 
     def truncate(self, n):
         if not self.lc.llama_memory_seq_rm(self.lc.llama_get_memory(self.ctx), 0, n, -1):
@@ -164,8 +174,8 @@ class Theirs:
 
 # llama.cpp's CPU backend runs on OpenMP here: after each llama_decode its libgomp workers spin
 # for several milliseconds (the GOMP spin count), holding a core that whatever is timed next
-# needs; in an alternating run that is the other engine's first case. Every timed part starts
-# after this pause, so each engine starts from sleeping workers and neither pays for the other.
+# needs; in an alternating run that is the other engine's sample. Every sample starts after
+# this pause, so each engine starts from sleeping workers and neither pays for the other.
 SETTLE_S = 0.02
 # what the figures time: wall seconds, or with --cpu-time the process's CPU seconds (every
 # thread's), which other processes on a busy machine hardly move: with -t 1 a robust ratio of
@@ -173,44 +183,72 @@ SETTLE_S = 0.02
 clock = time.perf_counter
 
 
-def run_case(engine, prompts, n_gen):
-    """tokens/s of one engine: each prompt from an empty context, then n_gen greedy tokens
-    after a 16-token prompt."""
-    out = {}
-    for name, toks in prompts.items():
+def time_prompt(engine, toks, reps):
+    """Seconds of `reps` prefills of `toks`, each from an empty context (the resets untimed)."""
+    total = 0.0
+    for _ in range(reps):
         engine.reset()
-        time.sleep(SETTLE_S)
         t0 = clock()
         engine.prompt(toks)
-        out[name] = len(toks) / (clock() - t0)
+        total += clock() - t0
+    return total
+
+
+def start_decode(engine, prompt):
+    """Computes `prompt` and keeps (its length, its greedy next token) as the state that
+    time_decode starts every repeat from."""
     engine.reset()
-    tok = engine.prompt(prompts["pp128"][:16])
-    time.sleep(SETTLE_S)
-    t0 = clock()
-    for _ in range(n_gen):
-        tok = engine.step(tok)
-    out[f"tg{n_gen}"] = n_gen / (clock() - t0)
-    return out
+    engine.decode_start = (len(prompt), engine.prompt(prompt), prompt)
 
 
-def run_case_long(engine, prompts, long_ctx, n_gen=16):
-    """Per-token seconds of n_gen greedy tokens after a long_ctx-token context. The context
-    is computed once per engine (a 16384-token prefill takes minutes); later rounds drop the
-    generated tokens and decode from the same state again. A memory that cannot drop a tail
-    (a recurrent state without snapshots) computes the context again."""
-    if not long_ctx:
-        return {}
-    if getattr(engine, "long_state", None) is None or not engine.truncate(long_ctx):
-        engine.reset()
-        engine.long_state = engine.prompt(prompts["long"])
-    tok = engine.long_state
-    time.sleep(SETTLE_S)
-    times = []
-    for _ in range(n_gen):
+def time_decode(engine, n_gen, reps):
+    """Seconds of `reps` runs of n_gen greedy tokens, each from the state start_decode kept:
+    the generated tokens are dropped between runs (the same tokens, the same attention every
+    run). A memory that cannot drop a tail (a recurrent state without snapshots) computes the
+    prompt again, untimed."""
+    n_ctx, first, prompt = engine.decode_start
+    total = 0.0
+    for _ in range(reps):
+        if not engine.truncate(n_ctx):
+            engine.reset()
+            engine.prompt(prompt)
+        tok = first
         t0 = clock()
-        tok = engine.step(tok)
-        times.append(clock() - t0)
-    return {f"tg@{long_ctx}": times}
+        for _ in range(n_gen):
+            tok = engine.step(tok)
+        total += clock() - t0
+    return total
+
+
+def paired_columns(engines, columns, n_pairs, min_s, max_others=1.0):
+    """For every column (name -> (tokens per repeat, sample(engine, reps) -> seconds, setup,
+    most reps)), n_pairs pairs of one sample per engine, back to back, which engine goes first
+    alternating from pair to pair. A pair during which other processes kept more than
+    max_others of the CPUs busy is dropped and run again (at most 3 * n_pairs extra tries).
+    Returns name -> (Paired seconds per token ours/theirs, reps, others' shares, dropped)."""
+    out = {}
+    for name, (n_tok, sample, setup, max_reps) in columns.items():
+        for e in engines:
+            if setup:
+                setup(e)
+        # the same repeats for both engines, enough for the faster one's sample to last min_s
+        reps = min(max_reps, max(repeats_for(lambda r, e=e: sample(e, r), min_s) for e in engines))
+        pairs, others, dropped = Paired(), [], 0
+        while len(pairs.a) < n_pairs and dropped <= 3 * n_pairs:
+            order = (0, 1) if (len(pairs.a) + dropped) % 2 == 0 else (1, 0)
+            sec = [0.0, 0.0]
+            load = OthersLoad().start()
+            for i in order:
+                time.sleep(SETTLE_S)
+                sec[i] = sample(engines[i], reps) / (n_tok * reps)
+            busy = load.stop()
+            if busy is not None and busy > max_others:
+                dropped += 1
+                continue
+            pairs.add(sec[0], sec[1])      # ratio theirs/ours seconds = ours/theirs tokens/s
+            others.append(busy)
+        out[name] = (pairs, reps, others, dropped)
+    return out
 
 
 def uptime():
@@ -224,7 +262,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--gen", type=int, default=32)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pairs", "--rounds", dest="pairs", type=int, default=9,
+                    help="alternating pairs per figure (9: a ~96%% interval of the median ratio)")
+    ap.add_argument("--min-sample-ms", type=float, default=30.0,
+                    help="repeat a column's run until one sample lasts about this long")
+    ap.add_argument("--max-others", type=float, default=1.0,
+                    help="drop (and redo) a pair during which other processes kept more than this "
+                         "share of the CPUs busy (0..1; 1: keep all)")
     ap.add_argument("--long", type=int, default=4096)
     ap.add_argument("--no-long", action="store_true")
     ap.add_argument("--long-only", action="store_true", help="only the tg@LONG column")
@@ -240,10 +284,12 @@ def main():
         import llama_cpp  # noqa: F401
     except ImportError:
         sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
+    min_s = a.min_sample_ms / 1000.0
     print(f"# {uptime()}")
-    print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s"
-          + (" of CPU time" if a.cpu_time else ""))
-    print(f"{'case':<26s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")
+    print(f"# {a.threads} threads, tokens/s" + (" of CPU time" if a.cpu_time else "")
+          + f"; ratio: median of {a.pairs} alternating pairs, [interval] its distribution-free ~95% one;"
+          f" a sample repeats a run `reps` times to last >= {a.min_sample_ms:g} ms")
+    print(f"{'case':<26s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s} {'interval':>15s}  reps  others")
     for name in a.only or DEFAULT:
         # each case draws its prompts from its own seed: a case sees the same tokens whether it
         # runs alone or after others (the decoded tokens, and with them each step's attention
@@ -255,33 +301,35 @@ def main():
             continue
         long_ctx = 0 if a.no_long else a.long
         n_ctx = max(640, long_ctx + 32) if long_ctx else 640
-        ours, theirs = Ours(path, n_ctx, a.threads), Theirs(path, n_ctx, a.threads)
-        n_vocab = min(ours.n_vocab, theirs.n_vocab)
+        engines = (Ours(path, n_ctx, a.threads), Theirs(path, n_ctx, a.threads))
+        n_vocab = min(e.n_vocab for e in engines)
         prompts = {f"pp{n}": [int(x) for x in rng.integers(3, n_vocab, size=n)] for n in (128, 512)}
+        columns = {}
+        if not a.long_only:
+            for col, toks in prompts.items():
+                columns[col] = (len(toks), lambda e, r, t=toks: time_prompt(e, t, r), None, 256)
+            columns[f"tg{a.gen}"] = (a.gen, lambda e, r: time_decode(e, a.gen, r),
+                                     lambda e: start_decode(e, prompts["pp128"][:16]), 256)
         if long_ctx:
-            prompts["long"] = [int(x) for x in rng.integers(3, n_vocab, size=long_ctx)]
-        res = {"ours": [], "theirs": []}
-        run_case(ours, {"pp128": prompts["pp128"]}, 4)      # warm-up: graphs, pages
-        run_case(theirs, {"pp128": prompts["pp128"]}, 4)
-        short = {k: v for k, v in prompts.items() if k != "long"}
-        for k in range(a.rounds):
-            for side, engine in (("ours", ours), ("theirs", theirs)):
-                res[side].append({} if a.long_only else run_case(engine, short, a.gen))
-        # the long column after the short ones: each engine computes its long context once
-        for k in range(a.rounds if long_ctx else 0):
-            for side, engine in (("ours", ours), ("theirs", theirs)):
-                res[side][k].update(run_case_long(engine, prompts, long_ctx))
-        theirs.close()
-        for col in res["ours"][0]:
-            if col.startswith("tg@"):
-                # tokens/s from the median per-token time over every round: a token that a
-                # busy machine delayed moves a round's total, hardly the median
-                o = 1.0 / statistics.median(x for r in res["ours"] for x in r[col])
-                t = 1.0 / statistics.median(x for r in res["theirs"] for x in r[col])
-            else:
-                o = statistics.median(r[col] for r in res["ours"])
-                t = statistics.median(r[col] for r in res["theirs"])
-            print(f"{name + ' ' + col:<26s} {o:10.1f} {t:10.1f} {o / t:7.2f}", flush=True)
+            # the long context is computed once per engine (a 16384-token prefill takes
+            # minutes); every sample decodes 16 tokens from it again
+            long_prompt = [int(x) for x in rng.integers(3, n_vocab, size=long_ctx)]
+            columns[f"tg@{long_ctx}"] = (16, lambda e, r: time_decode(e, 16, r),
+                                         lambda e: start_decode(e, long_prompt), 16)
+        res = paired_columns(engines, columns, a.pairs, min_s, a.max_others)
+        engines[1].close()
+        for col, (pairs, reps, others, dropped) in res.items():
+            if not pairs.a:
+                print(f"{name + ' ' + col:<26s} (every pair dropped: the machine stayed busier than --max-others)")
+                continue
+            o = 1.0 / statistics.median(pairs.a)
+            t = 1.0 / statistics.median(pairs.b)
+            med, lo, hi, cover = pairs.ratio()
+            busy = [x for x in others if x is not None]
+            load = f"{statistics.median(busy) * 100:4.0f}%" if busy else "  n/a"
+            print(f"{name + ' ' + col:<26s} {o:10.1f} {t:10.1f} {med:7.2f} {f'[{lo:.2f}, {hi:.2f}]':>15s}"
+                  f"  {reps:4d}  {load}" + (f" ({dropped} pairs dropped)" if dropped else "")
+                  + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""), flush=True)
     print(f"# {uptime()}")
 
 

@@ -2,12 +2,15 @@
 pp512) against ggml's CPU backend (llama-cpp-python's libggml, via bench/ggml_ref.py), one op
 shape per row, the two sides alternating on identical inputs.
 
-    python bench/compare_prompt_ops.py [-t THREADS] [-n TOKENS] [--reps R] [--copies C] [FILTER ...]
+    python bench/compare_prompt_ops.py [-t THREADS] [-n TOKENS] [--kv N_KV] [--reps R] [--copies C]
+                                       [--cpu-time]
+                                       [FILTER ...]
 
 Each side computes one graph of C independent copies of the op (same inputs), so a row is the
 per-node cost a prompt graph pays for that op: kernel plus the schedule's hand-over between
-nodes. Rows give microseconds per node (best of R) and the ratio ggml / pyggml (> 1: pyggml is
-faster). The tiny model: n_embd 128, 4 heads of 32 (2 KV heads), n_ff 384, F16 KV cache of 768
+nodes. Rows give microseconds per node (medians of R pairs, the two sides back to back, which
+goes first alternating; --cpu-time: CPU seconds) and the median per-pair ratio ggml / pyggml
+(> 1: pyggml is faster) with its distribution-free ~95% interval (bench/paired_stats.py). The tiny model: n_embd 128, 4 heads of 32 (2 KV heads), n_ff 384, F16 KV cache of 768
 cells, n_kv 256 visible through a causal mask. FILTER words select rows by substring.
 Prints `uptime` first: on a shared machine read the ratios only.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +33,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import numpy as np  # noqa: E402
 
 from compare_ggml import _weights  # noqa: E402
+from paired_stats import Paired  # noqa: E402
 
 EMBD, HEAD, N_HEAD, N_HEAD_KV, FF, CELLS = 128, 32, 4, 2, 384, 768
 
@@ -38,17 +43,24 @@ EMBD, HEAD, N_HEAD, N_HEAD_KV, FF, CELLS = 128, 32, 4, 2, 384, 768
 SETTLE_S = 0.02
 
 
+CLOCK = {"now": time.perf_counter}
+
+
 def _alternate(fa, fb, reps):
-    """Best-of-reps seconds of fa and fb, alternating after a warm-up, each after SETTLE_S."""
+    """Per-pair seconds of fa and fb after a warm-up: `reps` pairs, each after SETTLE_S, which
+    side goes first alternating. Returns (median a, median b, Paired)."""
     fa(), fb()
-    ta, tb = [], []
-    for _ in range(reps):
-        for f, out in ((fa, ta), (fb, tb)):
+    pairs = Paired()
+    now = CLOCK["now"]
+    for r in range(reps):
+        got = {}
+        for f in ((fa, fb) if r % 2 == 0 else (fb, fa)):
             time.sleep(SETTLE_S)
-            t0 = time.perf_counter()
+            t0 = now()
             f()
-            out.append(time.perf_counter() - t0)
-    return min(ta), min(tb)
+            got[f] = now() - t0
+        pairs.add(got[fa], got[fb])
+    return statistics.median(pairs.a), statistics.median(pairs.b), pairs
 
 
 class OursSide:
@@ -123,19 +135,23 @@ class GgmlSide:
         return run
 
 
-def causal_mask(n_kv, n_tokens):
+def causal_mask(n_kv, n_tokens, past=0):
+    """Token i (at position past + i) sees cells 0..past + i."""
     m = np.full((n_tokens, n_kv), -np.inf, np.float32)
     for i in range(n_tokens):
-        m[i, : i + 1] = 0.0
+        m[i, : past + i + 1] = 0.0
     return m.astype(np.float16)
 
 
-def cases(gg, n_tok):
+def cases(gg, n_tok, n_kv=0):
     """name -> builder(side, copies) returning the list of outputs."""
     rng = np.random.default_rng(0)
     f32 = lambda *shape: rng.uniform(-1, 1, size=shape).astype(np.float32)  # noqa: E731
     x = f32(n_tok, EMBD)
-    n_kv = max(256, -(-n_tok // 256) * 256)
+    # with --kv the tokens are the last ones of a filled context (decode at a long context)
+    past = max(0, n_kv - n_tok) if n_kv else 0
+    n_kv = n_kv or max(256, -(-n_tok // 256) * 256)
+    cells = max(CELLS, n_kv)
     out = {}
 
     def unary(opname, ne, extra=()):
@@ -183,26 +199,26 @@ def cases(gg, n_tok):
     out[f"get_rows {EMBD}x{n_tok} of 256"] = get_rows
     kv = f32(n_tok, N_HEAD_KV * HEAD)
     idx = np.arange(n_tok, dtype=np.int64)
-    cache0 = np.zeros((CELLS, N_HEAD_KV * HEAD), np.float16)
+    cache0 = np.zeros((cells, N_HEAD_KV * HEAD), np.float16)
 
     def set_rows(s, c):
         src, ix = s.tensor("f32", (N_HEAD_KV * HEAD, n_tok), kv), s.tensor("i64", (n_tok,), idx)
         outs = []
         for _ in range(c):  # one cache per copy: the copies stay independent
-            dst = s.tensor("f16", (N_HEAD_KV * HEAD, CELLS), cache0)
+            dst = s.tensor("f16", (N_HEAD_KV * HEAD, cells), cache0)
             outs.append(s.op("set_rows", dst, src, ix))
         return outs
-    out[f"set_rows f16 {N_HEAD_KV * HEAD}x{n_tok} into {CELLS}"] = set_rows
+    out[f"set_rows f16 {N_HEAD_KV * HEAD}x{n_tok} into {cells}"] = set_rows
     qd = f32(n_tok, N_HEAD, HEAD)
-    kc = rng.uniform(-1, 1, size=(CELLS, N_HEAD_KV * HEAD)).astype(np.float16)
-    vc = rng.uniform(-1, 1, size=(CELLS, N_HEAD_KV * HEAD)).astype(np.float16)
-    mask = causal_mask(n_kv, n_tok)
+    kc = rng.uniform(-1, 1, size=(cells, N_HEAD_KV * HEAD)).astype(np.float16)
+    vc = rng.uniform(-1, 1, size=(cells, N_HEAD_KV * HEAD)).astype(np.float16)
+    mask = causal_mask(n_kv, n_tok, past)
 
     def fattn(s, c):
         q = s.op("permute", s.tensor("f32", (HEAD, N_HEAD, n_tok), qd), 0, 2, 1, 3)
         views = []
         for data in (kc, vc):
-            cache = s.tensor("f16", (N_HEAD_KV * HEAD, CELLS), data)
+            cache = s.tensor("f16", (N_HEAD_KV * HEAD, cells), data)
             v = s.op("view_3d", cache, HEAD, N_HEAD_KV, n_kv, 2 * HEAD, 2 * HEAD * N_HEAD_KV, 0)
             views.append(s.op("permute", v, 0, 2, 1, 3))
         m = s.tensor("f16", (n_kv, n_tok), mask)
@@ -233,25 +249,35 @@ def main():
     ap.add_argument("-n", "--tokens", type=int, default=128)
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--copies", type=int, default=8)
+    ap.add_argument("--kv", type=int, default=0,
+                    help="flash_attn's visible cache cells, the tokens the last of them (decode at a long "
+                         "context); default: n rounded up to 256, at least 256, the tokens the first")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time the process's CPU seconds (every thread's, spin-waits included): "
+                         "with -t 1 the work itself, which other processes hardly move")
     ap.add_argument("filters", nargs="*")
     a = ap.parse_args()
+    if a.cpu_time:
+        CLOCK["now"] = time.process_time
     import pyggml as gg
     import ggml_ref
     ref = ggml_ref.load()
     if ref is None:
         sys.exit("llama_cpp's libggml does not load: nothing to compare against")
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    print(f"# threads={a.threads} tokens={a.tokens} copies={a.copies} best of {a.reps}")
-    print(f"{'case':<52s} {'pyggml us':>10s} {'ggml us':>10s} {'ratio':>6s}")
-    for name, build in cases(gg, a.tokens).items():
+    print(f"# threads={a.threads} tokens={a.tokens} copies={a.copies}, medians of {a.reps} alternating pairs"
+          + (", CPU time" if a.cpu_time else "") + "; ratio: median per-pair ggml / pyggml [~95% interval]")
+    print(f"{'case':<52s} {'pyggml us':>10s} {'ggml us':>10s} {'ratio':>6s} {'interval':>14s}")
+    for name, build in cases(gg, a.tokens, a.kv).items():
         if a.filters and not any(f in name for f in a.filters):
             continue
         ours, theirs = OursSide(gg), GgmlSide(ref)
         fo = ours.graph(build(ours, a.copies), a.threads)
         ft = theirs.graph(build(theirs, a.copies), a.threads)
-        to, tt = _alternate(fo, ft, a.reps)
+        to, tt, pairs = _alternate(fo, ft, a.reps)
         to, tt = to / a.copies * 1e6, tt / a.copies * 1e6
-        print(f"{name:<52s} {to:10.1f} {tt:10.1f} {tt / to:6.2f}", flush=True)
+        med, lo, hi, _ = pairs.ratio()
+        print(f"{name:<52s} {to:10.1f} {tt:10.1f} {med:6.2f} {f'[{lo:.2f}, {hi:.2f}]':>14s}", flush=True)
         theirs.ctx.free()
     return 0
 

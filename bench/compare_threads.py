@@ -1,17 +1,25 @@
 """Thread scaling of the CPU backend: 2 threads against 1 on a big F32 GEMM and on greedy decode
-of the tiny demo LLaMA at a short and a 4096-token context, alternating the two thread counts
-in one run (median of `rounds`). Also the host overhead per decoded token (everything but
-graph compute, from Context.timings).
+of the tiny demo LLaMA at a short and a 4096-token context. Also the host overhead per decoded
+token (everything but graph compute, from Context.timings).
 
-The GEMM row is timed in turns of its own before the decode rows: a turn is --gemm-calls
-back-to-back computes at one thread count, the counts alternate (and which goes first), and
-both get the same turns. The row is the median of the warm computes (all but a turn's first);
-the best warm one and the median cold one (a turn's first, after the other count's turn and a
-short pause) are printed under it.
+    python bench/compare_threads.py [--pairs 9] [--gemm 1024] [--gemm-calls 6] [--gen 64]
+                                    [--min-sample-ms 50] [--long 4096] [--max-others 1.0]
 
-    python bench/compare_threads.py [--rounds 5] [--gemm 1024] [--gemm-calls 6] [--long 4096]
-
-On a shared machine read the ratios only, next to the load printed with them.
+Every row comes from --pairs pairs: one sample at 1 thread and one at 2 back to back, which
+goes first alternating from pair to pair; the ratio (2 threads over 1, > 1: faster) is the
+median of the per-pair ratios and the bracket its distribution-free ~95% interval (order
+statistics, bench/paired_stats.py). A GEMM sample is --gemm-calls back-to-back computes after
+an untimed one (pages and caches warm); a decode sample is --gen greedy tokens from the same
+cached context, repeated until it lasts about --min-sample-ms at 1 thread. Next to the wall-clock figures:
+  cpu 2/1   the process's CPU seconds per unit of work at 2 threads over those at 1: 1.0 when
+            the second thread only does work, above when it waits by spinning (a tiny decode
+            node run on two threads, a pool that spins between nodes);
+  1t wall/cpu  the 1-thread samples' wall time over their CPU time (of the calling thread,
+            the only one computing): near 1.0 when the 1-thread figure moves with the work
+            itself (clock frequency, caches), above when the thread waited for a core.
+`others` is the median share of the CPUs other processes kept busy during a pair; pairs above
+--max-others are dropped and redone. On a shared machine read the ratios, never the absolute
+figures.
 """
 from __future__ import annotations
 
@@ -19,11 +27,15 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from paired_stats import OthersLoad, Paired, repeats_for  # noqa: E402
 
 
 def uptime():
@@ -45,66 +57,118 @@ def gemm_graph(n):
     return g
 
 
-def decode_tps(ctx, fill, n_gen=32):
-    ctx.seq_rm(0, fill, -1)
-    tok = 5
-    t0 = time.perf_counter()
-    for _ in range(n_gen):
-        tok = ctx.decode_greedy([tok])
-    return n_gen / (time.perf_counter() - t0)
+def timed(fn):
+    """(wall s, process CPU s, calling thread's CPU s) of fn()."""
+    w, p, t = time.perf_counter(), time.process_time(), time.thread_time()
+    fn()
+    return time.perf_counter() - w, time.process_time() - p, time.thread_time() - t
+
+
+def decode_run(ctx, fill, n_gen, reps=1):
+    def run():
+        for _ in range(reps):
+            ctx.seq_rm(0, fill, -1)
+            tok = 5
+            for _ in range(n_gen):
+                tok = ctx.decode_greedy([tok])
+    return run
+
+
+def gemm_run(g, t, calls):
+    def run():
+        for _ in range(calls):
+            g.compute(t)
+    return run
+
+
+def paired(samples, n_pairs, max_others):
+    """samples: {1: (prepare, run), 2: (prepare, run)}. Returns (Paired wall 2t/1t,
+    [(wall, cpu, thread cpu) per 1-thread sample], [same at 2], others' shares, dropped)."""
+    wall, one, two, others, dropped = Paired(), [], [], [], 0
+    while len(wall.a) < n_pairs and dropped <= 3 * n_pairs:
+        order = (1, 2) if (len(wall.a) + dropped) % 2 == 0 else (2, 1)
+        got = {}
+        load = OthersLoad().start()
+        for t in order:
+            prepare, run = samples[t]
+            prepare()
+            time.sleep(0.05)    # the other count's pool goes to sleep: each sample starts alike
+            got[t] = timed(run)
+        busy = load.stop()
+        if busy is not None and busy > max_others:
+            dropped += 1
+            continue
+        wall.add(got[2][0], got[1][0])          # ratio: 1-thread s / 2-thread s = speedup
+        one.append(got[1])
+        two.append(got[2])
+        others.append(busy)
+    return wall, one, two, others, dropped
 
 
 def main():
     from pyggml.demo import load_demo_model
     from pyggml.llm import Context
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pairs", "--rounds", dest="pairs", type=int, default=9)
     ap.add_argument("--gemm", type=int, default=1024)
-    ap.add_argument("--gemm-calls", type=int, default=6, help="back-to-back GEMM computes per turn")
+    ap.add_argument("--gemm-calls", type=int, default=6, help="timed GEMM computes per sample")
+    ap.add_argument("--gen", type=int, default=64, help="decoded tokens per sample")
+    ap.add_argument("--min-sample-ms", type=float, default=50.0,
+                    help="decode samples repeat --gen tokens until they last about this long")
     ap.add_argument("--long", type=int, default=4096)
+    ap.add_argument("--max-others", type=float, default=1.0,
+                    help="drop (and redo) a pair during which other processes kept more than this "
+                         "share of the CPUs busy (0..1; 1: keep all)")
     a = ap.parse_args()
     print(f"# {uptime()}")
     g = gemm_graph(a.gemm)
-    flops = 2.0 * a.gemm ** 3
     _, model = load_demo_model()
     rng = np.random.default_rng(1)
-    ctxs, fills = {}, {"tg (16 cached)": 16, f"tg ({a.long} cached)": a.long}
+    rows = {f"gemm {a.gemm}^3 f32": None}
+    fills = {"tg (16 cached)": 16, f"tg ({a.long} cached)": a.long}
+    ctxs = {}
     for t in (1, 2):
         for fill in fills.values():
-            ctx = Context(model, n_ctx=fill + 64, n_threads=t)
+            ctx = Context(model, n_ctx=fill + a.gen + 16, n_threads=t)
             ctx.decode_greedy([int(x) for x in rng.integers(3, 256, fill)])
+            decode_run(ctx, fill, 4)()                  # the one-token graph built
             ctxs[(t, fill)] = ctx
-    res = {(what, t): [] for what in ["gemm", *fills] for t in (1, 2)}
-    gemm_cold = {1: [], 2: []}
-    for r in range(a.rounds):
-        for t in ((1, 2) if r % 2 == 0 else (2, 1)):
-            time.sleep(0.05)  # the other count's pool goes to sleep: each turn starts alike
-            for i in range(a.gemm_calls):
-                t0 = time.perf_counter()
-                g.compute(t)
-                (gemm_cold[t] if i == 0 else res[("gemm", t)]).append(flops / (time.perf_counter() - t0) / 1e9)
-    host = {t: [] for t in (1, 2)}
-    for _ in range(a.rounds):
-        for t in (1, 2):
-            for what, fill in fills.items():
-                ctx = ctxs[(t, fill)]
-                ctx.reset_timings()
-                res[(what, t)].append(decode_tps(ctx, fill))
-                tm = ctx.timings
-                if fill == 16:
-                    host[t].append((tm["t_decode_s"] - tm["t_compute_s"] - tm["t_build_s"])
-                                   / tm["n_tokens"] * 1e6)
-    print(f"{'case':<24s} {'1 thread':>10s} {'2 threads':>10s} {'ratio':>7s}")
-    for what in ["gemm", *fills]:
-        one, two = (statistics.median(res[(what, t)]) for t in (1, 2))
-        unit = "GFLOP/s" if what == "gemm" else "tok/s"
-        name = f"gemm {a.gemm}^3 f32" if what == "gemm" else what
-        print(f"{name:<24s} {one:10.1f} {two:10.1f} {two / one:7.2f}   {unit}")
-        if what == "gemm":
-            best = [max(res[("gemm", t)]) for t in (1, 2)]
-            cold = [statistics.median(gemm_cold[t]) for t in (1, 2)]
-            print(f"{'  best warm':<24s} {best[0]:10.1f} {best[1]:10.1f} {best[1] / best[0]:7.2f}   {unit}")
-            print(f"{'  cold (turn first)':<24s} {cold[0]:10.1f} {cold[1]:10.1f} {cold[1] / cold[0]:7.2f}   {unit}")
+    print(f"# ratio: median of {a.pairs} alternating pairs 2 threads / 1 thread [~95% interval]")
+    print(f"{'case':<24s} {'1 thread':>10s} {'2 threads':>10s} {'ratio':>7s} {'interval':>14s}"
+          f" {'cpu 2/1':>8s} {'1t wall/cpu':>12s}  others")
+    host = {1: [], 2: []}
+    for name in [*rows, *fills]:
+        if name in fills:
+            fill = fills[name]
+            # repeats set by the 1-thread run: both samples last at least --min-sample-ms
+            reps = repeats_for(lambda r: timed(decode_run(ctxs[(1, fill)], fill, a.gen, r))[0], a.min_sample_ms / 1e3)
+            samples = {t: (lambda: None, decode_run(ctxs[(t, fill)], fill, a.gen, reps)) for t in (1, 2)}
+            for t in (1, 2):
+                ctxs[(t, fill)].reset_timings()     # the host overhead: every sample's tokens
+            units, unit = a.gen * reps, "tok/s"
+        else:
+            samples = {t: (lambda t=t: g.compute(t), gemm_run(g, t, a.gemm_calls)) for t in (1, 2)}
+            units, unit = 2.0 * a.gemm ** 3 * a.gemm_calls / 1e9, "GFLOP/s"
+        wall, one, two, others, dropped = paired(samples, a.pairs, a.max_others)
+        if name == "tg (16 cached)":
+            for t in (1, 2):
+                tm = ctxs[(t, 16)].timings
+                host[t].append((tm["t_decode_s"] - tm["t_compute_s"] - tm["t_build_s"]) / tm["n_tokens"] * 1e6)
+        if not wall.a:
+            print(f"{name:<24s} (every pair dropped: the machine stayed busier than --max-others)")
+            continue
+        med, lo, hi, cover = wall.ratio()
+        w1 = units / statistics.median(s[0] for s in one)
+        w2 = units / statistics.median(s[0] for s in two)
+        cpu21 = statistics.median(s[1] for s in two) / statistics.median(s[1] for s in one)
+        wc = statistics.median(s[0] / s[2] for s in one)
+        busy = [x for x in others if x is not None]
+        load = f"{statistics.median(busy) * 100:4.0f}%" if busy else "  n/a"
+        print(f"{name:<24s} {w1:10.1f} {w2:10.1f} {med:7.2f} {f'[{lo:.2f}, {hi:.2f}]':>14s}"
+              f" {cpu21:8.2f} {wc:12.2f}  {load}   {unit}" + (f" ({dropped} pairs dropped)" if dropped else "")
+              + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""))
+        cpus = sorted(units / s[2] for s in one)
+        print(f"{'  1t on its CPU time':<24s} {statistics.median(cpus):10.1f} (min {cpus[0]:.1f}, max {cpus[-1]:.1f})")
     print(f"host overhead per token (us, tiny demo model): 1 thread {statistics.median(host[1]):.1f}, "
           f"2 threads {statistics.median(host[2]):.1f}")
     print(f"# {uptime()}")

@@ -74,3 +74,57 @@ class Paired:
         med, lo, hi, cover = self.ratio(confidence)
         return (f"{(med - 1) * 100:+6.1f}% [{(lo - 1) * 100:+.1f}, {(hi - 1) * 100:+.1f}] "
                 f"({cover * 100:.0f}% interval, {len(self.a)} pairs)")
+
+
+def repeats_for(sample, min_s: float, cap: int = 256) -> int:
+    """Repeats per sample so that one sample lasts about min_s: a sample of a few milliseconds
+    is mostly the noise of the clock and the scheduler. sample(reps) runs and returns seconds;
+    it runs once to warm up (graphs built, pages touched), then the least of three single runs
+    (the least a busy machine added) sets the count."""
+    sample(1)
+    once = max(min(sample(1) for _ in range(3)), 1e-6)
+    return max(1, min(cap, int(math.ceil(min_s / once))))
+
+
+def _cpu_jiffies():
+    """(busy, total) clock ticks of every CPU since boot, from /proc/stat's first line; steal
+    (a hypervisor running other guests) counts as busy. None off Linux."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    total = sum(v[:8])
+    idle = v[3] + v[4]                  # idle, iowait
+    return total - idle, total
+
+
+def _own_cpu_s():
+    """CPU seconds of this process, every thread, user and system."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class OthersLoad:
+    """The share of the machine's CPUs that other processes kept busy between start() and
+    stop(): every CPU's busy ticks minus this process's own CPU time, over the elapsed ticks
+    of all CPUs. Ticks are 10 ms: over a stretch of a few hundred ms the figure is good to
+    about 0.1; over less it is not worth much. None where /proc/stat cannot be read."""
+
+    TICK_S = 0.01
+
+    def start(self):
+        self._j = _cpu_jiffies()
+        self._own = _own_cpu_s()
+        return self
+
+    def stop(self):
+        j = _cpu_jiffies()
+        if self._j is None or j is None:
+            return None
+        own = _own_cpu_s() - self._own
+        busy, total = j[0] - self._j[0], j[1] - self._j[1]
+        if total <= 0:
+            return 0.0
+        return min(1.0, max(0.0, (busy * self.TICK_S - own) / (total * self.TICK_S)))

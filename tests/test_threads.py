@@ -110,3 +110,95 @@ def test_thread_count_above_the_cap_is_refused_with_the_cap_named():
     np.testing.assert_array_equal(y.numpy(), 2.0)
     with pytest.raises(ValueError, match=f"more than {cap}"):
         g.compute(cap + 1)
+
+
+def counts_of(fn):
+    """What the CPU schedule did during fn(): the difference of gg.cpu_schedule_counts()."""
+    before = gg.cpu_schedule_counts()
+    fn()
+    after = gg.cpu_schedule_counts()
+    return {k: after[k] - before[k] for k in before}
+
+
+def small_graph(rng):
+    """Element-wise ops, a norm, a softmax and a mul_mat on a few hundred values: every node
+    far below the default split bar."""
+    ctx = gg.Context(1 << 22)
+    a = rng.standard_normal((8, 32)).astype(np.float32)
+    w = rng.standard_normal((16, 32)).astype(np.float32)
+    ta, tw = ctx.from_numpy(a), ctx.from_numpy(w)
+    x = gg.rms_norm(ctx, gg.mul(ctx, gg.add(ctx, ta, ta), ta), 1e-6)
+    y = gg.soft_max(ctx, gg.mul_mat(ctx, tw, x))
+    g = gg.Graph(ctx)
+    g.build_forward_expand(y)
+    x_ref = 2 * a * a
+    x_ref = x_ref / np.sqrt((x_ref * x_ref).mean(axis=1, keepdims=True) + 1e-6)
+    z = x_ref @ w.T
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return g, y, e / e.sum(axis=1, keepdims=True)
+
+
+def test_small_nodes_run_on_thread_0_and_never_wake_the_workers(monkeypatch):
+    monkeypatch.delenv("PYGGML_CPU_MIN_WORK", raising=False)
+    monkeypatch.delenv("PYGGML_CPU_MIN_SHARE_WORK", raising=False)
+    g, y, ref = small_graph(np.random.default_rng(5))
+    for n_threads in (2, 4):
+        c = counts_of(lambda: g.compute(n_threads))
+        np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-6)
+        assert c["computes"] == 1 and c["solo_steps"] == 5, c
+        assert c["computes_with_workers"] == 0 and c["split_steps"] == 0, c
+    # the same graph with no split bar does wake them: the counts see a split when there is one
+    monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")
+    c = counts_of(lambda: g.compute(2))
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-4, atol=1e-6)
+    assert c["computes_with_workers"] == 1 and c["split_steps"] == 5, c
+
+
+def test_one_big_node_wakes_the_workers_and_only_its_step_splits(monkeypatch):
+    monkeypatch.delenv("PYGGML_CPU_MIN_WORK", raising=False)
+    monkeypatch.delenv("PYGGML_CPU_MIN_SHARE_WORK", raising=False)
+    rng = np.random.default_rng(6)
+    ctx = gg.Context(1 << 24)
+    a = rng.standard_normal((256, 256)).astype(np.float32)
+    s = rng.standard_normal((1, 4)).astype(np.float32)
+    big = gg.mul_mat(ctx, ctx.from_numpy(a), ctx.from_numpy(a))          # 256^3 multiply-adds
+    tiny = gg.scale(ctx, ctx.from_numpy(s), 3.0)                          # 4 values
+    g = gg.Graph(ctx)
+    g.build_forward_expand(big)
+    g.build_forward_expand(tiny)
+    c = counts_of(lambda: g.compute(2))
+    np.testing.assert_allclose(big.numpy(), a @ a.T, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(np.ravel(tiny.numpy()), 3 * s.ravel(), rtol=1e-6)
+    assert c["computes_with_workers"] == 1 and c["split_steps"] == 1 and c["solo_steps"] == 1, c
+    # one thread asked: nothing to wake, however big the node
+    c = counts_of(lambda: g.compute(1))
+    assert c["computes_with_workers"] == 0 and c["split_steps"] == 0 and c["solo_steps"] == 2, c
+
+
+@pytest.mark.parametrize("dtype", ["f32", "q4_0"])
+def test_tiny_llm_decode_at_a_short_context_never_wakes_the_workers(monkeypatch, tmp_path, dtype):
+    # the tiny bench models' one-token steps: every node is a few kilobytes, so a second
+    # thread could only wait; at 2 threads the step must run as at 1
+    monkeypatch.delenv("PYGGML_CPU_MIN_WORK", raising=False)
+    monkeypatch.delenv("PYGGML_CPU_MIN_SHARE_WORK", raising=False)
+    from pyggml.llm import Context, Model, tiny
+    path = str(tmp_path / f"tiny-{dtype}.gguf")
+    tiny.write_tiny_llama(path, seed=0, n_vocab=256, n_embd=128, n_layer=4, n_head=4, n_head_kv=2,
+                          n_ff=384, n_ctx_train=512, dtype=dtype)
+    model = Model.load(path, progress=False)
+    toks = {}
+    for n_threads in (1, 2):
+        ctx = Context(model, n_ctx=128, n_threads=n_threads, flash_attn=True)
+        tok = ctx.decode_greedy(list(range(3, 19)))
+        out = [tok]
+
+        def steps():
+            nonlocal tok
+            for _ in range(6):
+                tok = ctx.decode_greedy([tok])
+                out.append(tok)
+        c = counts_of(steps)
+        assert c["computes"] == 6 and c["solo_steps"] > 0, c
+        assert c["computes_with_workers"] == 0 and c["split_steps"] == 0, c
+        toks[n_threads] = out
+    assert toks[1] == toks[2]

@@ -169,6 +169,19 @@ std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
 }
 }  // namespace
 
+namespace {
+std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0};
+}  // namespace
+
+ScheduleCounts schedule_counts() {
+    ScheduleCounts c;
+    c.computes = g_computes.load(std::memory_order_relaxed);
+    c.computes_with_workers = g_computes_with_workers.load(std::memory_order_relaxed);
+    c.solo_steps = g_solo_steps.load(std::memory_order_relaxed);
+    c.split_steps = g_split_steps.load(std::memory_order_relaxed);
+    return c;
+}
+
 DeviceInfo CpuBackend::info() const {
     DeviceInfo i;
     i.name = "cpu (" + std::string(simd::isa_name(simd::cpu_isa())) + ")";
@@ -208,8 +221,13 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     if (times) times->assign(nodes.size(), 0.0);
     const std::vector<Step> steps = plan_steps(nodes, n_threads);
     // Nothing to split: the workers are not woken at all.
-    const bool all_solo = std::all_of(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Solo; });
+    const int64_t n_solo = std::count_if(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Solo; });
+    const bool all_solo = n_solo == (int64_t)steps.size();
     const int n_run = all_solo ? 1 : n_threads;
+    g_computes.fetch_add(1, std::memory_order_relaxed);
+    g_computes_with_workers.fetch_add(n_run > 1 ? 1 : 0, std::memory_order_relaxed);
+    g_solo_steps.fetch_add(n_solo, std::memory_order_relaxed);
+    g_split_steps.fetch_add((int64_t)steps.size() - n_solo, std::memory_order_relaxed);
 
     ThreadPool& pool = ThreadPool::instance();
     // Per-step counters: shares taken and shares finished. `completed` counts the steps whose

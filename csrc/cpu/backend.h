@@ -11,6 +11,18 @@ namespace pyggml::cpu {
 
 // max_threads() (the one thread cap) and hardware_threads() live with the pool.
 
+// What the schedule did, summed over every CPU compute of the process: computes, those that
+// woke the pool's workers (some step split), and steps run solo or split (shared or gang).
+// A graph whose every node is below the split bar must add to computes and solo_steps only:
+// no worker wakes, none spins. Cumulative, so a reader takes the difference around a compute.
+struct ScheduleCounts {
+    int64_t computes = 0;
+    int64_t computes_with_workers = 0;
+    int64_t solo_steps = 0;
+    int64_t split_steps = 0;
+};
+ScheduleCounts schedule_counts();
+
 class CpuBackend final : public Backend {
 public:
     std::string name() const override { return "cpu"; }

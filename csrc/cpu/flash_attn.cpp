@@ -181,15 +181,20 @@ public:
 
 private:
     struct Unit {
+        int64_t u0;           // the unit's index without the KV chunk (its partials' slot)
         int64_t s, g, tb, hb, c;
         int64_t t0, t1, h0, h1, nh, nq, c0, c1;
     };
 
+    // Token blocks are taken last first: under a causal mask the last block sees the most
+    // columns, and the threads taking units in index order end evenly when the big units go
+    // first (in ascending order one thread is left alone with the biggest unit at the end).
     Unit decode(int64_t u) const {
         Unit x;
         x.c = u % plan_.nsplit; u /= plan_.nsplit;
+        x.u0 = u;
         x.hb = u % plan_.n_hb; u /= plan_.n_hb;
-        x.tb = u % plan_.n_tb; u /= plan_.n_tb;
+        x.tb = plan_.n_tb - 1 - u % plan_.n_tb; u /= plan_.n_tb;
         const int64_t ng = plan_.H / plan_.r;
         x.g = u % ng; u /= ng;
         x.s = u;
@@ -376,8 +381,7 @@ private:
                 if (plan_.nsplit == 1) {
                     write_out(o, M[i], Z[i], h, t, x.s);
                 } else {
-                    float* pp = partial((x.s * (plan_.H / plan_.r) + x.g) * plan_.n_tb * plan_.n_hb +
-                                            x.tb * plan_.n_hb + x.hb, x.c, i);
+                    float* pp = partial(x.u0, x.c, i);
                     pp[0] = M[i];
                     pp[1] = Z[i];
                     std::copy(o, o + plan_.Dv, pp + 2);

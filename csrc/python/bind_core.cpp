@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "bind_common.h"
+#include "cpu/backend.h"
 #include "cpu/simd/isa.h"
 #include "cpu/threadpool.h"
 #include "dlpack_export.h"
@@ -258,6 +259,17 @@ void bind_core(py::module_& m) {
             out.append(py::make_tuple(op_name((Op)i), op_family((Op)i), op_constructors((Op)i)));
         return out;
     }, "The op table: (name, family, constructors) for every op.");
+    m.def("cpu_schedule_counts", [] {
+        const cpu::ScheduleCounts c = cpu::schedule_counts();
+        py::dict d;
+        d["computes"] = c.computes;
+        d["computes_with_workers"] = c.computes_with_workers;
+        d["solo_steps"] = c.solo_steps;
+        d["split_steps"] = c.split_steps;
+        return d;
+    }, "What the CPU schedule did, summed over every compute of the process: computes, those "
+       "that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over "
+       "threads. Take the difference around a compute.");
     m.def("cuda_built", [] { return find_backend_kind("cuda") != nullptr; },
           "Whether this build includes the CUDA backend.");
     m.def("cuda_device_count", [] {

@@ -1,5 +1,6 @@
-"""The paired-ratio statistics of bench/compare_speculative.py (bench/paired_stats.py),
-against direct binomial sums and hand-computed order statistics."""
+"""The paired-ratio statistics of the benches (bench/paired_stats.py: compare_speculative,
+compare_llama_cpp, compare_threads, compare_prompt_ops), against direct binomial sums and
+hand-computed order statistics; the other-processes load figure against scripted ticks."""
 import math
 import os
 import sys
@@ -54,3 +55,44 @@ def test_paired_ratios_and_differences():
     with pytest.raises(ValueError):
         p.add(float("nan"), 1.0)
     assert not math.isnan(p.ratio()[1])
+
+
+def test_others_load_subtracts_this_process_and_clamps(monkeypatch):
+    import paired_stats
+    # /proc/stat ticks (busy, total) and this process's CPU seconds at start() and stop()
+    ticks = iter([(1000, 5000), (1000 + 150, 5000 + 200)])
+    own = iter([10.0, 10.5])
+    monkeypatch.setattr(paired_stats, "_cpu_jiffies", lambda: next(ticks))
+    monkeypatch.setattr(paired_stats, "_own_cpu_s", lambda: next(own))
+    # 150 busy ticks of 200 = 1.5 s of 2.0 CPU-seconds; 0.5 s of them ours: others 1.0 / 2.0
+    assert paired_stats.OthersLoad().start().stop() == pytest.approx(0.5)
+    ticks = iter([(0, 0), (10, 100)])
+    own = iter([0.0, 1.0])                      # ours exceeds the busy ticks (10 ms rounding)
+    assert paired_stats.OthersLoad().start().stop() == 0.0
+    monkeypatch.setattr(paired_stats, "_cpu_jiffies", lambda: None)   # no /proc/stat
+    own = iter([0.0, 0.0])
+    assert paired_stats.OthersLoad().start().stop() is None
+
+
+def test_others_load_reads_this_machine():
+    import time
+
+    import paired_stats
+    if paired_stats._cpu_jiffies() is None:
+        pytest.skip("no /proc/stat")
+    share = paired_stats.OthersLoad().start()
+    time.sleep(0.05)
+    assert 0.0 <= share.stop() <= 1.0
+
+
+def test_repeats_for_sets_a_sample_to_the_minimum_length():
+    from paired_stats import repeats_for
+    calls = []
+
+    def sample(reps):
+        calls.append(reps)
+        return [0.010, 0.004, 0.003, 0.005][len(calls) - 1] * reps   # warm-up slow, then noisy
+    # the least of the three single runs after the warm-up (3 ms) sets it: 30 ms / 3 ms
+    assert repeats_for(sample, 0.030) == 10 and calls == [1, 1, 1, 1]
+    assert repeats_for(lambda r: 1.0, 0.030) == 1                    # never below one
+    assert repeats_for(lambda r: 0.0, 0.030, cap=64) == 64           # too fast to time: the cap
