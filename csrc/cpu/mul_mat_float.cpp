@@ -178,7 +178,7 @@ PackedShape packed_shape(const Tensor* dst, const FloatKernels& fk) {
 }
 
 // Float offsets of one column panel, of the packed b budget and of one thread's weight block.
-size_t panel_floats(const PackedShape& s, const FloatKernels& fk) { return size_t(s.kq) * fk.nr * fk.lanes; }
+size_t panel_floats(const PackedShape& s, const FloatKernels& fk) { return size_t(s.kq) * fk.nr * chunk_floats(fk); }
 size_t pack_budget_floats(const PackedShape& s, const FloatKernels& fk) {
     const size_t one = panel_floats(s, fk);
     const size_t total = size_t(s.nbatch) * ((s.N + fk.nr - 1) / fk.nr) * one;
@@ -221,7 +221,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const Tensor* b = dst->src[1];
     const Type w = a->type;
     const PackedShape s = packed_shape(dst, fk);
-    const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
+    const int V = fk.lanes, CF = chunk_floats(fk), MR = fk.mr, NR = fk.nr;
     const int64_t ne12 = b->ne[2], r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const int64_t ldc = dst->nb[1] / sizeof(float);
     const FloatPackAFn pack_a = fk.pack_a[float_kind(w)];
@@ -288,10 +288,10 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
             // Each sweep of the weight panels also prefetches, a slice per tile spread over the
             // tile's run, the next column panel's values (from L3: all of a K block's columns
             // exceed L2); a burst of them before each tile stalled on the L1 miss buffers.
-            const int64_t b_lines = (nq * NR * V * int64_t(sizeof(float)) + 63) / 64;
+            const int64_t b_lines = (nq * NR * CF * int64_t(sizeof(float)) + 63) / 64;
             const int64_t lines_per_tile = (b_lines + mp - 1) / mp;
             for (int64_t n = c0; n < c1; n += NR) {
-                const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * V;
+                const float* bp = bpack + pc.off + ((n - pc.n0) / NR) * pfl + (k0 / V) * NR * CF;
                 const char* bnext = (const char*)(bp + pfl);
                 const bool has_next = n + NR < c1;
                 const int nv = (int)std::min<int64_t>(NR, c1 - n);
