@@ -50,7 +50,8 @@ using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, floa
 // panel takes a_panel_floats(nq) floats (a set may pad its layout).
 using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
 // Packs one panel of nr columns for `bp`: cols[j] (j < nr) holds kq * lanes f32 values of column
-// j (zero past K), or is null for a column past the last (zeros).
+// j (zero past K), or is null for a column past the last (zeros). The bf16-pair form
+// (unit_values 2) rounds the values to bf16 as it packs: they may come unrounded.
 constexpr int kMaxFloatMR = 32, kMaxFloatNR = 12;
 using FloatPackBFn = void (*)(const float* const* cols, int64_t kq, float* bp);
 

@@ -44,7 +44,10 @@ struct PBF16 {  // stored as bf16
         return (__m512bh)_mm512_maskz_loadu_epi16(mask32(n), (const uint16_t*)p + i);
     }
 };
-struct PF32 {  // stored as f32 values already rounded to bf16 (the conversion is exact)
+// Stored as f32 values, rounded to bf16 to nearest even here (exact where already rounded: the
+// direct tiles' columns; the packed GEMM's may come unrounded). A denormal that the instruction
+// may flush to zero is one vdpbf16ps would read as zero anyway.
+struct PF32 {
     static __m512bh load(const char* p, int64_t i) {
         const float* x = (const float*)p + i;
         return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 16), _mm512_loadu_ps(x));
