@@ -77,6 +77,10 @@ struct FloatKernels {
     int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
 };
 
+// Floats a packed weight panel's lane slice takes past its values (one cache line; a set's
+// a_panel_pad holds one per slice): slices of whole 512-value blocks would fall a multiple of
+// 4 KiB apart, and a packing step's stores, one per slice, in one set of the 8-way L1.
+constexpr int64_t kFloatSlicePad = 16;
 // Floats one chunk of one row or column takes in the packed panels.
 inline int chunk_floats(const FloatKernels& fk) { return fk.lanes / fk.unit_values; }
 // Floats of one packed weight panel of nq chunks.
