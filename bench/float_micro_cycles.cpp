@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
         if ((int)isa > (int)simd::detected_isa() || (pairs && (kind != mm::kFloatBF16 || !simd::detected_avx512_bf16()))) continue;
         simd::IsaPin pin(isa, pairs);
         const mm::FloatKernels& fk = pairs ? mm::float_kernels_avx512_bf16() : mm::float_kernels_for(isa);
-        const int V = fk.lanes, MR = fk.mr, NR = fk.nr;
+        const int V = fk.lanes, CF = mm::chunk_floats(fk), MR = fk.mr, NR = fk.nr;
         const int64_t K = fk.kb, M = fk.mc, N = std::min<int64_t>(fk.nc, argc > 2 ? atoll(argv[2]) : 240) / NR * NR;
         const int64_t nq = K / V, mp = M / MR, np = N / NR;
         // weights in the kind's storage, rows of K values
@@ -62,19 +62,19 @@ int main(int argc, char** argv) {
         }
         const void* wa = kind == mm::kFloatF32 ? (const void*)w32.data() : (const void*)w16.data();
         const size_t as = size_t(K) * (kind == mm::kFloatF32 ? 4 : 2);
-        std::vector<float> ap(size_t(mp) * mm::a_panel_floats(fk, nq) + 64), bp(size_t(np * nq * NR * V) + 64);
+        std::vector<float> ap(size_t(mp) * mm::a_panel_floats(fk, nq) + 64), bp(size_t(np * nq * NR * CF) + 64);
         std::vector<float> col(size_t(K) * NR), c(size_t(M * N));
         for (auto& v : col) v = u(rng);
         for (int64_t ip = 0; ip < mp; ++ip) fk.pack_a[kind]((const char*)wa + ip * MR * as, as, MR, 0, K, ap.data() + ip * mm::a_panel_floats(fk, nq));
         for (int64_t jp = 0; jp < np; ++jp) {
             const float* cols[mm::kMaxFloatNR];
             for (int j = 0; j < NR; ++j) cols[j] = col.data() + j * K;
-            fk.pack_b(cols, nq, bp.data() + jp * nq * NR * V);
+            fk.pack_b(cols, nq, bp.data() + jp * nq * NR * CF);
         }
         auto sweep = [&] {
             for (int64_t jp = 0; jp < np; ++jp)
                 for (int64_t ip = 0; ip < mp; ++ip)
-                    fk.micro(nq, ap.data() + ip * mm::a_panel_floats(fk, nq), bp.data() + jp * nq * NR * V, c.data() + jp * NR * M + ip * MR,
+                    fk.micro(nq, ap.data() + ip * mm::a_panel_floats(fk, nq), bp.data() + jp * nq * NR * CF, c.data() + jp * NR * M + ip * MR,
                              M, MR, NR, false, nullptr, 0);
         };
         auto pack = [&] {

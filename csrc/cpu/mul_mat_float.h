@@ -40,7 +40,7 @@ constexpr int kMaxDirectRows = 8, kMaxDirectCols = 4;
 using FloatDirectFn = void (*)(int64_t k, const void* a, size_t a_stride, int rows, const void* b,
                                size_t b_stride, int cols, float* out);
 // One packed tile: ap holds nq chunks of mr weight rows (ap[(q * mr + r) * lanes + l]), bp nq
-// chunks of nr columns (bp[(q * nr + j) * lanes + l]); writes the block values of the mv x nv
+// chunks of nr columns (bp[(q * nr + j) * lanes + l]), in units of unit_values values; writes the block values of the mv x nv
 // valid outputs to c[j * ldc + r], or adds them to c where `accumulate` (the blocks after the first).
 // While it runs it may prefetch the pf_lines cache lines from pf (the next column panel's).
 using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv,
@@ -50,7 +50,8 @@ using FloatMicroFn = void (*)(int64_t nq, const float* ap, const float* bp, floa
 // panel takes a_panel_floats(nq) floats (a set may pad its layout).
 using FloatPackAFn = void (*)(const void* a, size_t a_stride, int rows, int64_t k0, int64_t kc, float* ap);
 // Packs one panel of nr columns for `bp`: cols[j] (j < nr) holds kq * lanes f32 values of column
-// j (zero past K), or is null for a column past the last (zeros).
+// j (zero past K), or is null for a column past the last (zeros). The bf16-pair form
+// (unit_values 2) rounds the values to bf16 as it packs: they may come unrounded.
 constexpr int kMaxFloatMR = 32, kMaxFloatNR = 12;
 using FloatPackBFn = void (*)(const float* const* cols, int64_t kq, float* bp);
 
@@ -59,7 +60,11 @@ struct FloatKernels {
     int64_t kb;             // the canonical K block: a multiple of lanes
     int mr, nr;             // packed tile
     int64_t mc, nc;         // cache blocks of the packed GEMM: multiples of mr / nr
-    int64_t a_panel_pad;    // floats a packed weight panel takes past its nq * mr * lanes values
+    int64_t a_panel_pad;    // floats a packed weight panel takes past its nq * mr * chunk_floats values
+    // values per 4-byte unit of the packed panels: 2 where a unit holds a bf16 pair (the packed
+    // panels then take half the floats of f32 values: no unused half of each block for the
+    // prefetches to pull into L1)
+    int unit_values = 1;
     FloatDirectFn direct[3];  // by FloatKind
     FloatDirectFn direct_f16b;
     // bf16 weights with their columns stored as bf16 (the pair form of
@@ -72,8 +77,14 @@ struct FloatKernels {
     int direct_rows[kMaxDirectCols + 1];  // rows per direct tile for 1..4 columns
 };
 
+// Floats a packed weight panel's lane slice takes past its values (one cache line; a set's
+// a_panel_pad holds one per slice): slices of whole 512-value blocks would fall a multiple of
+// 4 KiB apart, and a packing step's stores, one per slice, in one set of the 8-way L1.
+constexpr int64_t kFloatSlicePad = 16;
+// Floats one chunk of one row or column takes in the packed panels.
+inline int chunk_floats(const FloatKernels& fk) { return fk.lanes / fk.unit_values; }
 // Floats of one packed weight panel of nq chunks.
-inline size_t a_panel_floats(const FloatKernels& fk, int64_t nq) { return size_t(nq) * fk.mr * fk.lanes + fk.a_panel_pad; }
+inline size_t a_panel_floats(const FloatKernels& fk, int64_t nq) { return size_t(nq) * fk.mr * chunk_floats(fk) + fk.a_panel_pad; }
 
 const FloatKernels& float_kernels_scalar();
 const FloatKernels& float_kernels_avx2();

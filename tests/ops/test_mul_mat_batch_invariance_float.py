@@ -6,7 +6,7 @@ tiles to the packed GEMM (64 columns), the tiles' 4-column groups and
 block with odd tails; non-contiguous b, broadcast batches, f16 activations,
 1 / 2 / 3 threads and MUL_MAT_ID's float dots (one expert's tokens in one call) are checked the
 same way, on the native kernel set, the avx512 set without its AVX512-BF16 pair form of bf16
-weights (where the CPU has AVX-512) and the scalar one. Accuracy stays within the peer bound
+weights (where the CPU has AVX-512), the avx2 set and the scalar one. Accuracy stays within the peer bound
 (NMSE 5e-4 against the float64 product) and within 1e-9 of the product with b converted as
 ggml's CPU converts it."""
 import numpy as np
@@ -32,7 +32,7 @@ def _bitwise_equal(got, want, what):
     assert bad.size == 0, f"{what}: {bad.size} of {g.size} values differ, first at {bad[0]}: {g.flat[bad[0]]!r} != {w.flat[bad[0]]!r}"
 
 
-@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
+@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "avx2", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
 @pytest.mark.parametrize("K,M", [(7, 37), (67, 41), (520, 19), (1024, 29), (1031, 53), (2048, 13)])
 def test_column_is_independent_of_batch_width(simd, wtype, K, M):
@@ -55,7 +55,7 @@ def test_column_is_independent_of_batch_width(simd, wtype, K, M):
     assert_close(got, ref.mul_mat(av, ref.act_like_cpu(bv, wtype)), 1e-9, what="cpu-emulation")
 
 
-@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
+@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "avx2", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
 @pytest.mark.parametrize("K", [67, 1029])
 def test_wide_batches_match_single_columns(simd, wtype, K):
@@ -104,7 +104,7 @@ def test_broadcast_batches_match_single_columns(wtype, bt):
             _bitwise_equal(w[i3, i2, n], values(s).reshape(M), f"{wtype} b={bt} batch=({i2},{i3}) n={n} threads={nt}")
 
 
-@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
+@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "avx2", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
 def test_permuted_b_matches_single_columns(simd, wtype):
     """b is a permuted view (its columns 2 rows apart in memory, batches interleaved)."""
@@ -123,7 +123,7 @@ def test_permuted_b_matches_single_columns(simd, wtype):
         _bitwise_equal(w[0, i], np.stack([values(s).reshape(M) for s in singles[i]]), f"{wtype} batch {i}")
 
 
-@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "scalar"], indirect=True)
+@pytest.mark.parametrize("simd", ["native", "avx512-nobf16", "avx2", "scalar"], indirect=True)
 @pytest.mark.parametrize("wtype", list(WTYPES))
 @pytest.mark.parametrize("K,T", [(300, 9), (2048, 9), (2048, 1)])
 def test_mul_mat_id_float_matches_mul_mat(simd, wtype, K, T):

@@ -121,3 +121,32 @@ def test_pair_form_is_in_effect():
         gg.set_isa(prev_isa)
     for i, path in enumerate(("direct", "packed")):
         assert not np.array_equal(outs[True][i].view(np.uint32), outs[False][i].view(np.uint32)), path
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_pair_form_rounds_raw_columns_like_the_direct_tiles(bf16_form, n_threads):
+    """The pair form's GEMM packs f32 columns (K a multiple of 32) without rounding them first:
+    its packing rounds to bf16 itself. Columns of halfway cases (low 16 bits 0x8000, both
+    parities), values a unit above and below them and denormals must give each column the bits the direct tiles give it alone (they read the column rounded
+    by the scalar conversion), and the product of b rounded to nearest even."""
+    rng = np.random.default_rng(11)
+    K, M, N = 1024, 40, 80
+    ctx = gg.Context(mem_size=32 << 20)
+    a, av = new(ctx, gg.BF16, [K, M], rng=rng)
+    bits = rng.uniform(-2, 2, size=(N, K)).astype(np.float32).view(np.uint32)
+    bits[:, 0::4] = (bits[:, 0::4] & 0xFFFF0000) | 0x8000          # ties (even and odd bf16 mantissas)
+    bits[:, 1::4] = (bits[:, 1::4] & 0xFFFF0000) | 0x7FFF          # just below a tie
+    bits[:, 2::8] = (bits[:, 2::8] & 0xFFFF0000) | 0x8001          # just above a tie
+    bits[:, 6::16] = (bits[:, 6::16] & 0x80000000) | rng.integers(1, 0x800000, size=bits[:, 6::16].shape, dtype=np.uint32)
+    bv = bits.view(np.float32)
+    b = ctx.new_tensor(gg.F32, [K, N])
+    b.set(bv)
+    wide = gg.mul_mat(ctx, a, b)
+    singles = [gg.mul_mat(ctx, a, gg.view_2d(ctx, b, K, 1, b.nb[1], j * b.nb[1])) for j in range(N)]
+    compute(ctx, wide, *singles, n_threads=n_threads)
+    w = values(wide).reshape(N, M)
+    for j, s in enumerate(singles):
+        got, want = w[j].view(np.uint32), values(s).reshape(M).view(np.uint32)
+        assert np.array_equal(got, want), f"{bf16_form} column {j}: {np.flatnonzero(got != want).size} outputs differ"
+    bv4 = bv.reshape(1, 1, N, K)
+    assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv4, "bf16")), 1e-9, what="cpu-emulation")

@@ -44,7 +44,10 @@ struct PBF16 {  // stored as bf16
         return (__m512bh)_mm512_maskz_loadu_epi16(mask32(n), (const uint16_t*)p + i);
     }
 };
-struct PF32 {  // stored as f32 values already rounded to bf16 (the conversion is exact)
+// Stored as f32 values, rounded to bf16 to nearest even here (exact where already rounded: the
+// direct tiles' columns; the packed GEMM's may come unrounded). A denormal that the instruction
+// may flush to zero is one vdpbf16ps would read as zero anyway.
+struct PF32 {
     static __m512bh load(const char* p, int64_t i) {
         const float* x = (const float*)p + i;
         return _mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + 16), _mm512_loadu_ps(x));
@@ -150,12 +153,12 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
     }
 }
 
-// A column panel of whole K: block i starts at float i * 16 * 12 * 32 (the driver's offsets for
-// 32-value chunks; the pairs take half of it).
+// A column panel of whole K: block i starts at float i * 16 * 12 * 16 (a chunk of a column is 16
+// pairs, unit_values = 2).
 void pack_b(const float* const* cols, int64_t kq, float* bp) {
     for (int64_t q0 = 0; q0 < kq; q0 += kBlockChunks) {
         const int64_t nq = std::min(kBlockChunks, kq - q0);
-        float* blk = bp + q0 * kNR * kChunk;
+        float* blk = bp + q0 * kNR * (kChunk / 2);
         for (int64_t q = 0; q < nq; ++q) {
             __m512 v[16];
             for (int j = 0; j < 16; ++j)
@@ -188,6 +191,7 @@ const FloatKernels& float_kernels_avx512_bf16() {
     static const FloatKernels k = [] {
         FloatKernels f = float_kernels_avx512();  // the tile's blocking
         f.lanes = kChunk;
+        f.unit_values = 2;
         f.kb = kKB;
         f.direct[kFloatF32] = f.direct[kFloatF16] = f.direct_f16b = nullptr;  // bf16 weights only
         f.pack_a[kFloatF32] = f.pack_a[kFloatF16] = nullptr;

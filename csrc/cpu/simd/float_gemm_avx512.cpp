@@ -94,7 +94,7 @@ void float_gemm_avx512(FloatKernels& f) {
     f.nr = kNR;
     f.mc = 4 * kMR;     // 128 x 512 f32 weights: 256 KiB in L2
     f.nc = 170 * kNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
-    f.a_panel_pad = 16 * kSlicePad;
+    f.a_panel_pad = 16 * kFloatSlicePad;
     f.micro = micro<MacF32>;
     f.pack_a[kFloatF32] = pack_a<WF32>;
     f.pack_a[kFloatF16] = pack_a<WF16>;

@@ -9,11 +9,10 @@
 
 constexpr int kMR = 32, kNR = 12;
 // A weight panel's 16 lane slices are a_slice_floats(nq) apart: one cache line past their
-// nq * 32 values, so that a packing step's 16 stores (one per slice) fall in 16 cache sets; with
-// slices of 4 KiB (blocks of 512 values) they shared one set of the 8-way L1 and the packing of
-// f16 weights took 1.6x as long (bench/float_micro_cycles.cpp).
-constexpr int64_t kSlicePad = 16;
-constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kSlicePad; }
+// nq * 32 values (kFloatSlicePad), so that a packing step's 16 stores (one per slice) fall in 16
+// cache sets; with slices of 4 KiB (blocks of 512 values) they shared one set of the 8-way L1 and
+// the packing of f16 weights took 1.6x as long (bench/float_micro_cycles.cpp).
+constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kFloatSlicePad; }
 
 // Slice of lane l in a packed panel: the tree's pass order.
 constexpr int slice_of(int l) { return ((l & 1) << 3) | ((l & 2) << 1) | ((l & 4) >> 1) | ((l & 8) >> 3); }

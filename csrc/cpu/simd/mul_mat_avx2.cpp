@@ -203,9 +203,11 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 // multiply-adds and their order are those of the dot tiles; the eight lane results of a block
 // are then summed by the same tree as hsum4 (s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 +
 // s_3; y = t_0 + t_1), 16 outputs per vector.
-// Packed layouts (per K block of nq chunks): a panel ap[(l * nq + q) * 16 + r], a column panel
+// Packed layouts (per K block of nq chunks): a panel ap[l * a_slice_floats(nq) + q * 16 + r]
+// (slices one cache line apart past their values, kFloatSlicePad), a column panel
 // bp[(l * nq + q) * 6 + j], so one lane's pass reads both contiguously.
 constexpr int kFloatMR = 16, kFloatNR = 6;
+constexpr int64_t a_slice_floats(int64_t nq) { return nq * kFloatMR + kFloatSlicePad; }
 constexpr int64_t kBlockChunks = kFloatKB / kLanes;
 
 // 16 rows x 6 columns of lane-l sums over nq chunks, into acc[2 j + h] (rows 8 h .. 8 h + 7).
@@ -235,7 +237,7 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m256* acc) {
 void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
                  const char* pf, int pf_lines) {
     constexpr int kAcc = 2 * kFloatNR;
-    const int64_t as = nq * kFloatMR, bs = nq * kFloatNR;  // floats between two lanes' slices
+    const int64_t as = a_slice_floats(nq), bs = nq * kFloatNR;  // floats between two lanes' slices
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
@@ -315,7 +317,7 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
                 } else v[r] = W::tail(p, k0 + q * kLanes, tail);
             }
             transpose8(v);
-            for (int l = 0; l < kLanes; ++l) _mm256_storeu_ps(ap + (l * nq + q) * kFloatMR + r0, v[l]);
+            for (int l = 0; l < kLanes; ++l) _mm256_storeu_ps(ap + l * a_slice_floats(nq) + q * kFloatMR + r0, v[l]);
         }
     }
 }
@@ -412,6 +414,7 @@ const FloatKernels& float_kernels_avx2() {
         f.nr = kFloatNR;
         f.mc = 6 * kFloatMR;     // 96 x 512 f32 weights: 192 KiB in L2
         f.nc = 340 * kFloatNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
+        f.a_panel_pad = kLanes * kFloatSlicePad;
         f.direct[kFloatF32] = direct<WF32>;
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
