@@ -21,6 +21,7 @@
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_qgemm.h"
+#include "cpu/quant_ktile.h"
 #include "cpu/quant_repack.h"
 #include "pyggml/error.h"
 
@@ -128,6 +129,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
 
 void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_forward(p, dst);
+    if (use_ktile(dst)) return ktile_mul_mat_forward(p, dst);  // before the repacked copy too
     if (RepackHandle rw = repack_for_mul_mat(dst)) return repack_mul_mat_forward(p, dst, *rw);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     float scale[256];
@@ -140,6 +142,7 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 // is counted as having one.
 bool mul_mat_barrier_free(const Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_barrier_free(dst);
+    if (use_ktile(dst)) return ktile_mul_mat_barrier_free(dst);
     if (repack_for_mul_mat(dst)) return repack_mul_mat_barrier_free(dst);
     if (use_qgemm(kernels_for(simd::cpu_isa()), dst)) return false;
     return private_conversion(dst) || !dot_needs_conversion(dst);
@@ -149,6 +152,7 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
     // room for both paths: a repacked copy made or dropped between sizing and running is safe
     const size_t repacked = repack_supported(dst->src[0]) ? repack_mul_mat_work_size(dst, n_threads) : 0;
+    if (use_ktile(dst)) return ktile_mul_mat_work_size(dst, n_threads);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     if (use_qgemm(kr, dst)) return std::max(repacked, qgemm_work_size(kr, dst, n_threads));
     if (!dot_needs_conversion(dst)) return std::max(repacked, kCounterBytes);
