@@ -19,9 +19,9 @@
 namespace pyggml::cpu::kt {
 namespace {
 
-// One row's super-block, decoded: unsigned levels, sub-block scales and mins, d and dmin.
+// One row's super-block, decoded: sub-block scales and mins, d and dmin (the levels go
+// straight to the caller's buffer).
 struct RowSb {
-    uint8_t lv[256];
     int32_t sc[16];
     int32_t mn[16];
     float d, dmin;
@@ -38,82 +38,111 @@ inline void k4_scale_min(const uint8_t* s, int j, int32_t& sc, int32_t& m) {
     }
 }
 
-void row_q4_5(const uint8_t* qs, const uint8_t* qh, const uint8_t* scales, uint16_t d, uint16_t dmin, RowSb& o) {
-    o.d = fp16_to_fp32(d);
-    o.dmin = fp16_to_fp32(dmin);
+inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
+// (x >> shift) & mask in every byte: a 16-bit shift, whose bits from the next byte the mask
+// drops (mask < 2^(8 - shift) at every call).
+inline __m256i bits(__m256i x, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srli_epi16(x, shift), _mm256_set1_epi8((char)mask));
+}
+inline __m256i put(__m256i lo, __m256i hi_bits, int at) { return _mm256_or_si256(lo, _mm256_slli_epi16(hi_bits, at)); }
+inline void store32(uint8_t* p, __m256i v) { _mm256_store_si256((__m256i*)p, v); }
+
+void row_q4_5(const uint8_t* qs, const uint8_t* qh, const uint8_t* scales, uint16_t d, uint16_t dmin, uint8_t* lv,
+              RowSb& o) {
+    o.d = _cvtsh_ss(d);
+    o.dmin = _cvtsh_ss(dmin);
     for (int j = 0; j < 8; ++j) k4_scale_min(scales, j, o.sc[j], o.mn[j]);
-    for (int c = 0; c < 4; ++c)
-        for (int l = 0; l < 32; ++l) {
-            uint8_t lo = qs[32 * c + l] & 15, hi = qs[32 * c + l] >> 4;
-            if (qh) {
-                lo |= uint8_t(((qh[l] >> (2 * c)) & 1) << 4);
-                hi |= uint8_t(((qh[l] >> (2 * c + 1)) & 1) << 4);
-            }
-            o.lv[64 * c + l] = lo;
-            o.lv[64 * c + 32 + l] = hi;
-        }
+    const __m256i h = qh ? load32(qh) : _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+        const __m256i x = load32(qs + 32 * c);
+        store32(lv + 64 * c, put(bits(x, 0, 15), bits(h, 2 * c, 1), 4));
+        store32(lv + 64 * c + 32, put(bits(x, 4, 15), bits(h, 2 * c + 1, 1), 4));
+    }
 }
 
-void row_of(Type t, const char* blk, RowSb& o) {
+// Row levels (lv, 64-byte aligned) and scalars of one super-block of type t.
+void row_of(Type t, const char* blk, uint8_t* lv, RowSb& o) {
     switch (t) {
         case Type::Q4_K: {
             const BlockQ4_K& x = *(const BlockQ4_K*)blk;
-            row_q4_5(x.qs, nullptr, x.scales, x.d, x.dmin, o);
+            row_q4_5(x.qs, nullptr, x.scales, x.d, x.dmin, lv, o);
             break;
         }
         case Type::Q5_K: {
             const BlockQ5_K& x = *(const BlockQ5_K*)blk;
-            row_q4_5(x.qs, x.qh, x.scales, x.d, x.dmin, o);
+            row_q4_5(x.qs, x.qh, x.scales, x.d, x.dmin, lv, o);
             break;
         }
         case Type::Q6_K: {  // levels 0..63 (value = level - 32), signed scale per 16
             const BlockQ6_K& x = *(const BlockQ6_K*)blk;
-            o.d = fp16_to_fp32(x.d);
+            o.d = _cvtsh_ss(x.d);
             o.dmin = 0.0f;
             for (int s = 0; s < 16; ++s) o.sc[s] = x.scales[s];
             for (int half = 0; half < 2; ++half) {
-                const uint8_t* ql = x.ql + 64 * half;
-                const uint8_t* qh = x.qh + 32 * half;
-                uint8_t* lv = o.lv + 128 * half;
-                for (int l = 0; l < 32; ++l) {
-                    lv[l] = uint8_t((ql[l] & 15) | ((qh[l] & 3) << 4));
-                    lv[l + 32] = uint8_t((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
-                    lv[l + 64] = uint8_t((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
-                    lv[l + 96] = uint8_t((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
-                }
+                const __m256i l0 = load32(x.ql + 64 * half), l1 = load32(x.ql + 64 * half + 32);
+                const __m256i h = load32(x.qh + 32 * half);
+                uint8_t* v = lv + 128 * half;
+                store32(v, put(bits(l0, 0, 15), bits(h, 0, 3), 4));
+                store32(v + 32, put(bits(l1, 0, 15), bits(h, 2, 3), 4));
+                store32(v + 64, put(bits(l0, 4, 15), bits(h, 4, 3), 4));
+                store32(v + 96, put(bits(l1, 4, 15), bits(h, 6, 3), 4));
             }
             break;
         }
         case Type::Q3_K: {  // levels 0..7 (value = level - 4), 6-bit scales - 32 per 16
             const BlockQ3_K& x = *(const BlockQ3_K*)blk;
-            o.d = fp16_to_fp32(x.d);
+            o.d = _cvtsh_ss(x.d);
             o.dmin = 0.0f;
             for (int j = 0; j < 16; ++j) {
                 const int low = j < 8 ? x.scales[j] & 15 : x.scales[j - 8] >> 4;
                 const int high = (x.scales[8 + j % 4] >> (2 * (j / 4))) & 3;
                 o.sc[j] = (low | (high << 4)) - 32;
             }
-            for (int half = 0; half < 2; ++half)
-                for (int g = 0; g < 4; ++g)
-                    for (int l = 0; l < 32; ++l)
-                        o.lv[128 * half + 32 * g + l] = uint8_t(((x.qs[32 * half + l] >> (2 * g)) & 3) |
-                                                                (((x.hmask[l] >> (4 * half + g)) & 1) << 2));
+            const __m256i hm = load32(x.hmask);
+            for (int half = 0; half < 2; ++half) {
+                const __m256i q = load32(x.qs + 32 * half);
+                for (int g = 0; g < 4; ++g) store32(lv + 128 * half + 32 * g, put(bits(q, 2 * g, 3), bits(hm, 4 * half + g, 1), 2));
+            }
             break;
         }
         case Type::Q2_K: {  // levels 0..3, 4-bit scale and min per 16
             const BlockQ2_K& x = *(const BlockQ2_K*)blk;
-            o.d = fp16_to_fp32(x.d);
-            o.dmin = fp16_to_fp32(x.dmin);
+            o.d = _cvtsh_ss(x.d);
+            o.dmin = _cvtsh_ss(x.dmin);
             for (int s = 0; s < 16; ++s) {
                 o.sc[s] = x.scales[s] & 15;
                 o.mn[s] = x.scales[s] >> 4;
             }
-            for (int half = 0; half < 2; ++half)
-                for (int g = 0; g < 4; ++g)
-                    for (int l = 0; l < 32; ++l) o.lv[128 * half + 32 * g + l] = (x.qs[32 * half + l] >> (2 * g)) & 3;
+            for (int half = 0; half < 2; ++half) {
+                const __m256i q = load32(x.qs + 32 * half);
+                for (int g = 0; g < 4; ++g) store32(lv + 128 * half + 32 * g, bits(q, 2 * g, 3));
+            }
             break;
         }
         default: break;
+    }
+}
+
+// v[r] lane c -> v[c] lane r (16 x 16 dwords): phase k swaps bit k of the row with bit k of
+// the lane, for the rows i, i + 2^k.
+inline void transpose16(__m512i* v) {
+    // lane c of phase k's index vectors: a (row i) and b (row i + 2^k)
+    alignas(64) static constexpr int32_t kIdx[4][2][16] = {
+        {{0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30}, {1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31}},
+        {{0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29}, {2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31}},
+        {{0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27}, {4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31}},
+        {{0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23}, {8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31}}};
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+        const int d = 1 << k;
+        const __m512i xa = _mm512_load_si512(kIdx[k][0]), xb = _mm512_load_si512(kIdx[k][1]);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; ++i) {
+            if (i & d) continue;
+            const __m512i a = v[i], b = v[i + d];
+            v[i] = _mm512_permutex2var_epi32(a, xa, b);
+            v[i + d] = _mm512_permutex2var_epi32(a, xb, b);
+        }
     }
 }
 
@@ -132,16 +161,28 @@ template <Type T>
 void decode(const char* const* rows, size_t block_bytes, int nrows, int64_t ib, PanelSb* out) {
     using S = Shape<T>;
     constexpr int kSubs = 256 / S::kSub;
-    std::memset(out, 0, sizeof(PanelSb));
+    alignas(64) uint8_t lv[kRows][256];
     RowSb v;
-    for (int r = 0; r < nrows; ++r) {
-        row_of(T, rows[r] + ib * block_bytes, v);
-        for (int k = 0; k < 64; ++k) std::memcpy(out->q[k][r], v.lv + 4 * k, 4);
+    for (int r = 0; r < kRows; ++r) {
+        if (r < nrows) {
+            row_of(T, rows[r] + ib * block_bytes, lv[r], v);
+        } else {  // a padding row: zero levels and scales
+            std::memset(lv[r], 0, 256);
+            std::memset(&v, 0, sizeof v);
+        }
         for (int s = 0; s < kSubs; ++s) out->sc[s][r] = v.sc[s];
         for (int p = 0; p < kSubs / 2; ++p)
             out->pairs[p][r] = S::kMin ? pair16(v.mn[2 * p], v.mn[2 * p + 1]) : pair16(v.sc[2 * p], v.sc[2 * p + 1]);
         out->d[r] = v.d;
         out->dmin[r] = v.dmin;
+    }
+    for (int blk = 0; blk < 4; ++blk) {  // 16 groups of 4 levels a step
+        __m512i x[kRows];
+        for (int r = 0; r < kRows; ++r)  // two 32-byte loads: each forwards from one store of row_of
+            x[r] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256((const __m256i*)(lv[r] + 64 * blk))),
+                                      _mm256_load_si256((const __m256i*)(lv[r] + 64 * blk + 32)), 1);
+        transpose16(x);
+        for (int i = 0; i < kRows; ++i) _mm512_store_si512((void*)out->q[16 * blk + i], x[i]);
     }
 }
 
