@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import pyggml as gg
-from util import SIMD_LEVELS, assert_close, compute, new, values
+from util import SIMD_LEVELS, assert_close, compute, ktile_from, new, values
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 QUANT_WEIGHTS = [n for n, r in TABLE.items() if r["is_weight"] and r["is_quantized"]]
@@ -26,12 +26,6 @@ PEER = 5e-4
 
 def k_of(name, blocks=5):
     return TABLE[name]["blck_size"] * blocks if TABLE[name]["blck_size"] == 256 else 64 * blocks
-
-
-def ktile_from(name):
-    """The first width taking the K-quant tiles at the current level (None: no width does)."""
-    takes = "avx512" in TABLE[name]["mul_mat_paths"]["ktile"] and gg.isa() == "avx512"
-    return gg.KTILE_MIN_COLUMNS if takes else None
 
 
 def column_views(ctx, x, K, N):
