@@ -27,17 +27,6 @@ struct RowSb {
     float d, dmin;
 };
 
-// The 6-bit scale and min of sub-block j of a q4_K / q5_K block.
-inline void k4_scale_min(const uint8_t* s, int j, int32_t& sc, int32_t& m) {
-    if (j < 4) {
-        sc = s[j] & 63;
-        m = s[j + 4] & 63;
-    } else {
-        sc = (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);
-        m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
-}
-
 inline __m256i load32(const uint8_t* p) { return _mm256_loadu_si256((const __m256i*)p); }
 // (x >> shift) & mask in every byte: a 16-bit shift, whose bits from the next byte the mask
 // drops (mask < 2^(8 - shift) at every call).
@@ -51,7 +40,12 @@ void row_q4_5(const uint8_t* qs, const uint8_t* qh, const uint8_t* scales, uint1
               RowSb& o) {
     o.d = _cvtsh_ss(d);
     o.dmin = _cvtsh_ss(dmin);
-    for (int j = 0; j < 8; ++j) k4_scale_min(scales, j, o.sc[j], o.mn[j]);
+    for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        kquant_scale_min(j, scales, sc, m);
+        o.sc[j] = sc;
+        o.mn[j] = m;
+    }
     const __m256i h = qh ? load32(qh) : _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
         const __m256i x = load32(qs + 32 * c);
