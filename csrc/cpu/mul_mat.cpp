@@ -9,8 +9,12 @@
 //     zeroes); each row, or pair of rows where the kernel set has two-row dots, is dotted with
 //     up to 4 columns at a time (kernels in simd/, picked at run time);
 //   - GEMM path (many columns): mul_mat_qgemm.h for block weights (bit-identical to their
-//     dot path).
-// Weights with a live repacked copy (quant_repack.h) take its driver, for every column count.
+//     dot path);
+//   - K-quant tile path (q2_K..q6_K, the avx512 level, from kt::kMinColumns columns on):
+//     quant_ktile.h, another summation order (llama.cpp's AVX-512 one), never for narrower
+//     products, whose columns keep the dot path's bits.
+// Weights with a live repacked copy (quant_repack.h) take its driver for every other column
+// count.
 // Float weights (f32 / f16 / bf16) have their own driver, mul_mat_float.cpp: one summation
 // order per output whatever the column count.
 #include <algorithm>
