@@ -127,6 +127,15 @@ def check_spec_stat_sums(s, out):
     assert s["draft_s"] >= 0 and (s["verify_s"] > 0) == (s["n_rounds"] > 0)
 
 
+def ktile_from(type_name):
+    """The first column count from which MUL_MAT with weights of type_name takes the K-quant
+    tiles (another summation order) at the current SIMD level; None when no count does."""
+    import pyggml as gg
+    row = next(r for r in gg.type_traits() if r["name"] == type_name)
+    takes = "avx512" in row["mul_mat_paths"]["ktile"] and gg.isa() == "avx512"
+    return gg.KTILE_MIN_COLUMNS if takes else None
+
+
 def require_ggml_bits_comparable(avx512_kernels: bool = False):
     """Skip a bit-exact oracle test when llama.cpp's ggml is an AVX-512 build: its sums run in
     another order than its AVX2 build's, whose arithmetic pyggml's plain kernels reproduce.

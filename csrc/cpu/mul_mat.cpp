@@ -9,8 +9,12 @@
 //     zeroes); each row, or pair of rows where the kernel set has two-row dots, is dotted with
 //     up to 4 columns at a time (kernels in simd/, picked at run time);
 //   - GEMM path (many columns): mul_mat_qgemm.h for block weights (bit-identical to their
-//     dot path).
-// Weights with a live repacked copy (quant_repack.h) take its driver, for every column count.
+//     dot path);
+//   - K-quant tile path (q2_K..q6_K, the avx512 level, from kt::kMinColumns columns on):
+//     quant_ktile.h, another summation order (llama.cpp's AVX-512 one), never for narrower
+//     products, whose columns keep the dot path's bits.
+// Weights with a live repacked copy (quant_repack.h) take its driver for every other column
+// count.
 // Float weights (f32 / f16 / bf16) have their own driver, mul_mat_float.cpp: one summation
 // order per output whatever the column count.
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_qgemm.h"
+#include "cpu/quant_ktile.h"
 #include "cpu/quant_repack.h"
 #include "pyggml/error.h"
 
@@ -128,6 +133,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
 
 void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_forward(p, dst);
+    if (use_ktile(dst)) return ktile_mul_mat_forward(p, dst);  // before the repacked copy too
     if (RepackHandle rw = repack_for_mul_mat(dst)) return repack_mul_mat_forward(p, dst, *rw);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     float scale[256];
@@ -140,6 +146,7 @@ void cpu_forward_MUL_MAT(const ComputeParams& p, Tensor* dst) {
 // is counted as having one.
 bool mul_mat_barrier_free(const Tensor* dst) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_barrier_free(dst);
+    if (use_ktile(dst)) return ktile_mul_mat_barrier_free(dst);
     if (repack_for_mul_mat(dst)) return repack_mul_mat_barrier_free(dst);
     if (use_qgemm(kernels_for(simd::cpu_isa()), dst)) return false;
     return private_conversion(dst) || !dot_needs_conversion(dst);
@@ -149,6 +156,7 @@ size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
     // room for both paths: a repacked copy made or dropped between sizing and running is safe
     const size_t repacked = repack_supported(dst->src[0]) ? repack_mul_mat_work_size(dst, n_threads) : 0;
+    if (use_ktile(dst)) return ktile_mul_mat_work_size(dst, n_threads);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     if (use_qgemm(kr, dst)) return std::max(repacked, qgemm_work_size(kr, dst, n_threads));
     if (!dot_needs_conversion(dst)) return std::max(repacked, kCounterBytes);

@@ -121,6 +121,7 @@ namespace pyggml::cpu {
 // only reuses a lower set's kernel is not listed), detected or not: "scalar", "avx2", "avx512".
 std::vector<const char*> mul_mat_kernel_isas(Type t);
 // The same per path of MUL_MAT / MUL_MAT_ID: "dot", "dot2" (two-row dots), "dot1x" (one-column
-// dots with activation extras), "gemm" (quantized GEMM tiles), "repack" (repacked-weight tiles).
+// dots with activation extras), "gemm" (quantized GEMM tiles), "repack" (repacked-weight tiles),
+// "ktile" (the K-quant tiles of quant_ktile.h, from kt::kMinColumns columns on).
 std::vector<std::pair<const char*, std::vector<const char*>>> mul_mat_path_isas(Type t);
 }  // namespace pyggml::cpu

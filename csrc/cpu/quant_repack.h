@@ -14,7 +14,8 @@
 //
 // The copy is derived from a weight tensor and owned by a handle (RepackHandle) that the
 // caller keeps, e.g. the model next to its tensors. While the handle lives, MUL_MAT nodes
-// whose src0 is that tensor (same data pointer, type and shape) take the repacked path;
+// whose src0 is that tensor (same data pointer, type and shape) take the repacked path (but
+// those the K-quant tiles take, quant_ktile.h: they read the original data);
 // dropping the handle returns them to the plain path. The original data stays valid for
 // every other op (get_rows of a tied embedding). Writing the tensor's data while a handle
 // lives makes results stale: repack only weights that stay constant. repack_weights sets the

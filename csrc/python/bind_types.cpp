@@ -1,6 +1,7 @@
 // Conversion and quantization helpers exposed for tests and tools.
 #include "bind_common.h"
 #include "cpu/mul_mat_kernels.h"
+#include "cpu/quant_ktile.h"
 #include "pyggml/error.h"
 
 namespace pyggml::python {
@@ -66,6 +67,9 @@ py::list type_table() {
 }  // namespace
 
 void bind_types(py::module_& m) {
+    // MUL_MAT with q2_K..q6_K weights takes the K-quant tiles (another summation order) at the
+    // avx512 level from this many columns on (cpu/quant_ktile.h)
+    m.attr("KTILE_MIN_COLUMNS") = cpu::kt::kMinColumns;
     m.def("type_size", [](Type t) { return type_size(t); });
     m.def("blck_size", [](Type t) { return blck_size(t); });
     m.def("type_name", [](Type t) { return std::string(type_name(t)); });

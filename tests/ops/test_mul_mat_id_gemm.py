@@ -3,7 +3,9 @@ more than one 64-column block, experts just under and over the GEMM's 8 columns)
 output is bitwise what MUL_MAT gives for that expert's weights and that column (MUL_MAT's
 paths all give the dot kernel's bits), whatever the thread count, with non-contiguous b and
 ids, 1..8 experts per token, and b broadcast over the slots or not. Also within the NMSE
-bound of the float64 product."""
+bound of the float64 product. (MUL_MAT_ID does not take the avx512 level's K-quant tiles,
+which MUL_MAT takes from gg.KTILE_MIN_COLUMNS columns on: the MUL_MAT references below are
+taken a narrower window of columns at a time.)"""
 import numpy as np
 import pytest
 
@@ -50,14 +52,20 @@ def _mul_mat_id_strided(ctx, as_, bv, ids, n_threads):
 
 
 def _per_expert_mul_mat(ctx, as_, bv, E, n_threads):
-    """MUL_MAT of every expert's weights with every (token, slot) column of b: (E, T*Nb, M)."""
+    """MUL_MAT of every expert's weights with every (token, slot) column of b: (E, T*Nb, M),
+    in windows of fewer columns than the K-quant tiles take."""
     T, Nb, K = bv.shape
     cols = bv.reshape(T * Nb, K)
-    b = ctx.new_tensor(gg.F32, [K, T * Nb, E])
-    b.set(np.broadcast_to(cols, (E, T * Nb, K)).copy())
-    out = gg.mul_mat(ctx, as_, b)
-    compute(ctx, out, n_threads=n_threads)
-    return values(out)[0]
+    step = gg.KTILE_MIN_COLUMNS - 1
+    parts = []
+    for c0 in range(0, T * Nb, step):
+        part = cols[c0:c0 + step]
+        b = ctx.new_tensor(gg.F32, [K, len(part), E])
+        b.set(np.broadcast_to(part, (E, len(part), K)).copy())
+        out = gg.mul_mat(ctx, as_, b)
+        compute(ctx, out, n_threads=n_threads)
+        parts.append(values(out)[0])
+    return np.concatenate(parts, axis=1)
 
 
 @pytest.mark.parametrize("wtype", list(WTYPES))

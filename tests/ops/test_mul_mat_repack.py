@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pyggml as gg
-from util import SIMD_LEVELS, assert_close, compute, new, values
+from util import SIMD_LEVELS, assert_close, compute, ktile_from, new, values
 
 TYPES = {"q4_0": gg.Q4_0, "q4_1": gg.Q4_1, "q5_0": gg.Q5_0, "q8_0": gg.Q8_0,
          "q4_K": gg.Q4_K, "q5_K": gg.Q5_K, "q6_K": gg.Q6_K}
@@ -53,11 +53,16 @@ def test_repacked_columns_do_not_depend_on_width(simd, name, M):
     for n_threads in (1, 2):
         compute(ctx, *single_outs, *wide_outs.values(), n_threads=n_threads)
         one = np.concatenate([values(o) for o in single_outs], axis=-2)
+        # from the K-quant tiles' threshold on (avx512 level): the widest product's bits
+        tiles_from, widest = ktile_from(name), values(wide_outs[max(WIDTHS)])
         for N, out in wide_outs.items():
-            bad = np.argwhere(values(out) != one[..., :N, :])
+            expect = one if tiles_from is None or N < tiles_from else widest
+            bad = np.argwhere(values(out) != expect[..., :N, :])
             assert bad.size == 0, (f"{name} {simd} M={M} N={N} threads={n_threads}: {len(bad)} outputs "
-                                   f"differ from the single-column product, first at {tuple(bad[0][-2:])}")
+                                   f"differ from the {'single-column' if expect is one else 'widest'} product, "
+                                   f"first at {tuple(bad[0][-2:])}")
         assert_close(one.reshape(-1, M), ref_product(wv, xv, M, K), PEER, what=f"{name} {simd} M={M}")
+        assert_close(widest.reshape(-1, M), ref_product(wv, xv, M, K), PEER, what=f"{name} {simd} M={M} widest")
 
 
 @pytest.mark.parametrize("name", list(TYPES))
@@ -153,14 +158,17 @@ def test_broadcast_and_permuted_batches(name):
     b = gg.permute(ctx, braw, 0, 2, 1, 3)  # [K, N, 4, 2]
     wide = gg.mul_mat(ctx, w, b)
     picks = [(n, i2, i3) for n in (0, 1, 8, 17, 36) for i2 in range(4) for i3 in range(2)]
-    singles = []
+    singles, firsts = [], []
+    width = ktile_from(name) or 1  # the K-quant tiles: the column within another window that wide
     for n, i2, i3 in picks:
-        col = gg.view_2d(ctx, braw, K, 1, braw.nb[1], n * braw.nb[2] + i2 * braw.nb[1] + i3 * braw.nb[3])
+        n0 = n if width == 1 else max(0, min(n - 1, N - width))
+        firsts.append(n0)
+        col = gg.view_2d(ctx, braw, K, width, braw.nb[2], n0 * braw.nb[2] + i2 * braw.nb[1] + i3 * braw.nb[3])
         singles.append(gg.mul_mat(ctx, mats[i2 // 2], col))
     compute(ctx, wide, *singles, n_threads=2)
     got = values(wide)
-    for (n, i2, i3), s in zip(picks, singles):
-        assert np.array_equal(got[i3, i2, n], values(s).reshape(M)), f"{name} column {n} batch ({i2}, {i3})"
+    for (n, i2, i3), n0, s in zip(picks, firsts, singles):
+        assert np.array_equal(got[i3, i2, n], values(s).reshape(-1, M)[n - n0]), f"{name} column {n} batch ({i2}, {i3})"
     bv = np.transpose(bvals, (0, 2, 1, 3)).astype(np.float64)
     a = np.repeat(wv.astype(np.float64), 2, axis=1)
     assert_close(got, np.einsum("xymk,xynk->xynm", np.repeat(a, 2, axis=0), bv), PEER, what=name)

@@ -5,6 +5,7 @@
 
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_kernels.h"
+#include "cpu/quant_ktile.h"
 #include "cpu/quant_repack_kernels.h"
 
 namespace pyggml::cpu::mm {
@@ -255,6 +256,9 @@ std::vector<std::pair<const char*, std::vector<const char*>>> mul_mat_path_isas(
         const rp::Kernels& k = l == simd::Isa::Avx512 ? rp::kernels_avx512()
                                : l == simd::Isa::Avx2 ? rp::kernels_avx2() : rp::kernels_scalar();
         return (const void*)k.tile[id];
+    }));
+    out.emplace_back("ktile", own_kernels([id](simd::Isa l) {
+        return l == simd::Isa::Avx512 ? (const void*)kt::kernels_avx512().tile[id] : nullptr;
     }));
     return out;
 }
