@@ -67,8 +67,10 @@ struct DecQ4_0 {
     static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
-        return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kOffset));
     }
+    static constexpr int kOffset = 8;  // values = levels - kOffset
+    static __m256i levels(const Block& b) { return nibbles(b.qs); }
 };
 struct DecQ5_0 {
     using Block = BlockQ5_0;
@@ -80,6 +82,12 @@ struct DecQ5_0 {
     static constexpr int kOffset = 16;  // values = levels - kOffset
     static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
+// Whether Dec's values are unsigned levels minus a constant kOffset (Dec::levels gives them).
+template <class Dec>
+constexpr auto has_offset(int) -> decltype(Dec::kOffset, bool()) { return true; }
+template <class Dec>
+constexpr bool has_offset(long) { return false; }
+
 // Types whose dot kernels keep two accumulators, one for the even blocks and one for the odd
 // ones (an odd last block goes to the even one), summed lane by lane before the horizontal
 // sum: two FMA chains per output, so the kernel is not bound by one chain's latency. Every

@@ -22,12 +22,6 @@ namespace pyggml::cpu::mm {
 
 namespace {
 
-// Whether Dec's values are unsigned levels minus a constant kOffset (Dec::levels gives them).
-template <class Dec>
-constexpr auto has_offset(int) -> decltype(Dec::kOffset, bool()) { return true; }
-template <class Dec>
-constexpr bool has_offset(long) { return false; }
-
 // One accumulator per column with the blocks in order (the block minimums summed apart, in
 // order, added last), or for two-pass types (passes_of) one for the even blocks and one for
 // the odd ones: ggml's AVX2 vec_dot order, so the results are bit-identical to it.
