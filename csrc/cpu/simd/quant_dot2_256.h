@@ -138,10 +138,11 @@ void fill_quant_dot2(Kernels& k) {
     k.dot2[(int)Type::MXFP4] = dispatch2<Signed2, DecMXFP4>;
     k.dot2[(int)Type::Q4_1] = dispatch2<WithMin2, DecQ4_1>;
     k.dot2[(int)Type::Q5_1] = dispatch2<WithMin2, DecQ5_1>;
-    // the offset form's one-column two-row dots: per 64-row unit of a streamed 4096 x 14336
-    // weight, one thread, bytes per TSC cycle 5.8 -> 6.8 (q4_0) and 6.7 -> 6.9 (q5_0) at the
-    // avx512 level, 5.9 -> 6.3 and 5.1 -> 5.3 at avx2 (bench/quant_gemv_paths.cpp, dot vs dot2h)
-    k.dot2_one_column[(int)Type::Q4_0] = k.dot2_one_column[(int)Type::Q5_0] = true;
+    // one column of long rows: per 64-row unit of a streamed 4096 x 14336 weight, one thread,
+    // bytes per TSC cycle at the avx512 level q4_0 5.8 -> 6.8-7.0 and q5_0 6.7 -> 6.9-7.1 (the
+    // offset form above), q4_1 6.7 -> 8.0; at avx2 q4_0 5.9 -> 6.3, q5_0 5.1 -> 5.3, q4_1 6.6 -> 7.3
+    // (bench/quant_gemv_paths.cpp, dot vs dot2h). Not q8_0 (10.9 -> 9.7) nor q5_1 (7.8 -> 8.0).
+    for (Type t : {Type::Q4_0, Type::Q5_0, Type::Q4_1}) k.dot2_one_column[(int)t] = true;
 }
 }  // namespace
 }  // namespace pyggml::cpu::mm
