@@ -266,6 +266,17 @@ struct UnpQ3_K {
         const __m256i h = c < 2 ? _mm256_slli_epi16(hm, 2 - c) : c > 2 ? _mm256_srli_epi16(hm, c - 2) : hm;
         return _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_and_si256(h, _mm256_set1_epi8(4)));
     }
+    // The dots' levels (see UnpQ2_K::dot_level): odd chunks' as 4 * level, their two low bits
+    // by a mask of bits 2..3 (chunks 2, 3 of a half share one shift of qs by 4) and the third
+    // moved to bit 4 instead of 2 (one shift of hmask either way). maddubs: 2 * 28 * 128 < 2^15.
+    static constexpr int kOddChunkShift = 2;
+    static __m256i dot_level(const Block& b, __m256i hm, int c) {
+        const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * (c / 4)));
+        const __m256i lo = _mm256_and_si256(c % 4 < 2 ? q : _mm256_srli_epi16(q, 4), _mm256_set1_epi8(c % 2 ? 0x0C : 0x03));
+        const int to = c % 2 ? 4 : 2;  // bit c of each hmask byte goes to bit `to` of the same byte
+        const __m256i h = c < to ? _mm256_slli_epi16(hm, to - c) : c > to ? _mm256_srli_epi16(hm, c - to) : hm;
+        return _mm256_or_si256(lo, _mm256_and_si256(h, _mm256_set1_epi8((char)(1 << to))));
+    }
     // Everything but the levels.
     static void run_scales(const Block& b, KBlock& w) {
         // low nibbles: bytes 0..7 (scales 0..7), then their high nibbles (scales 8..15); the two

@@ -273,12 +273,13 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
     __m256 acc[R][NC];
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < NC; ++j) acc[r][j] = _mm256_setzero_ps();
-    // One block's integer sums and the factors of its float updates (Step), then the updates.
-    struct Step {
-        __m256i isum[R][NC], msum[R][NC];  // msum: kMins
-        __m256 d[R][NC], dmin[R][NC];
+    // One output's integer sums of one block and the factors of its float update.
+    struct Sums {
+        __m256i isum, msum;  // msum: kMins
+        __m256 d, dmin;
     };
-    auto block_sums = [&](int64_t ib, Step& st) __attribute__((always_inline)) {
+    // Block ib's sums of every output, handed to emit(r, j, sums).
+    auto block_sums = [&](int64_t ib, auto&& emit) __attribute__((always_inline)) {
         KBlock w[R];
         __m256i chunk_src[R], scales[R], lanes_lo[R], lanes_hi[R], mins[R];  // per row
         __m256i tables[R][4];  // kScaled: Unp::scaled_tables
@@ -310,7 +311,9 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
         // vpdpwssd accumulates in place: with one or two outputs its latency would bound the
         // loop, so the odd chunks take a second chain (integer sums: the same result); so do
         // they where their levels come scaled (odd_chunk_shift), that chain divided at the end
-        constexpr int kOddShift = kScaled ? 0 : odd_chunk_shift<Unp>(0);
+        // (not with more outputs: the second chain per output costs more than the shifts
+        // saved, q3_K 8.4 -> 8.9 cycles per block and column with 4 columns)
+        constexpr int kOddShift = kScaled || NC * R > 2 ? 0 : odd_chunk_shift<Unp>(0);
         constexpr bool kSplit = (kIdotVnni && NC * R <= 2) || kOddShift > 0;
         const BlockQ8_K* y[NC];
         __m256i isum[R][NC], odd[R][NC];
@@ -353,43 +356,40 @@ void dot_kquant(int64_t k, const void* av, size_t as, const void* bv, size_t bs,
                 const __m256i bsums = _mm256_loadu_si256((const __m256i*)y[j]->bsums);
                 if constexpr (Unp::kOffShift >= 0)
                     isum[r][j] = _mm256_sub_epi32(isum[r][j], _mm256_slli_epi32(_mm256_madd_epi16(bsums, scales[r]), Unp::kOffShift));
-                st.isum[r][j] = isum[r][j];
+                Sums o;
+                o.isum = isum[r][j];
                 if constexpr (Unp::kMins) {  // d * y.d and dmin * y.d by one product
                     const __m128 dd = _mm_mul_ps(w[r].d_dmin, _mm_set1_ps(y[j]->d));
-                    st.d[r][j] = _mm256_broadcastss_ps(dd);
-                    st.dmin[r][j] = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
-                    st.msum[r][j] = _mm256_madd_epi16(bsums, mins[r]);
+                    o.d = _mm256_broadcastss_ps(dd);
+                    o.dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
+                    o.msum = _mm256_madd_epi16(bsums, mins[r]);
                 } else {
-                    st.d[r][j] = _mm256_set1_ps(w[r].d * y[j]->d);
+                    o.d = _mm256_set1_ps(w[r].d * y[j]->d);
                 }
+                emit(r, j, o);
             }
         }
     };
-    auto update = [&](const Step& st) __attribute__((always_inline)) {
-        for (int r = 0; r < R; ++r)
-            for (int j = 0; j < NC; ++j) {
-                acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st.isum[r][j]), st.d[r][j], acc[r][j]);
-                if constexpr (Unp::kMins)
-                    acc[r][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(st.msum[r][j]), st.dmin[r][j], acc[r][j]);
-            }
+    auto update = [&](int r, int j, const Sums& o) __attribute__((always_inline)) {
+        acc[r][j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(o.isum), o.d, acc[r][j]);
+        if constexpr (Unp::kMins) acc[r][j] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(o.msum), o.dmin, acc[r][j]);
     };
     // With one output and 32 vector registers, two blocks' integer work goes before either's
     // updates: more independent work in flight (q2_K ~5% fewer cycles per block in cache; the
     // AVX2 build, with 16 registers, spilled and ran slower). The updates keep their order: the
     // same bits.
-    constexpr int kAhead = kIdotVnni && NC * R == 1 ? 2 : 1;
+    constexpr bool kAhead = kIdotVnni && NC * R == 1;
     const int64_t nb = k / kQK_K;
     int64_t ib = 0;
-    for (; ib + kAhead <= nb; ib += kAhead) {
-        Step st[kAhead];
-        for (int n = 0; n < kAhead; ++n) block_sums(ib + n, st[n]);
-        for (int n = 0; n < kAhead; ++n) update(st[n]);
-    }
-    for (; ib < nb; ++ib) {
-        Step st;
-        block_sums(ib, st);
-        update(st);
-    }
+    if constexpr (kAhead)
+        for (; ib + 2 <= nb; ib += 2) {
+            Sums o[2];
+            block_sums(ib, [&](int, int, const Sums& v) { o[0] = v; });
+            block_sums(ib + 1, [&](int, int, const Sums& v) { o[1] = v; });
+            update(0, 0, o[0]);
+            update(0, 0, o[1]);
+        }
+    for (; ib < nb; ++ib) block_sums(ib, update);
     for (int r = 0; r < R; ++r)
         for (int j = 0; j < NC; ++j) out[4 * r + j] = hsum(acc[r][j]);
 }
