@@ -21,7 +21,7 @@
 // A path whose cache cycles per block exceed (block bytes) / (stream bytes per cycle of "read")
 // cannot keep up with memory. Reported, never asserted.
 //   g++ -O2 -std=c++17 -pthread -Icsrc/include -Icsrc bench/quant_gemv_paths.cpp build/libpyggml_core.a -ldl -o build/quant_gemv_paths
-//   GGML_LIB_DIR=... build/quant_gemv_paths [TYPES=q4_0,q5_0,q2_K,mxfp4,q6_K] [THREADS=2] [REPS=15] [K=4096] [M=14336] [LEVEL=detected] [COLS=1]
+//   GGML_LIB_DIR=... build/quant_gemv_paths [TYPES=q4_0,q5_0,q2_K,mxfp4,q6_K] [THREADS=2] [REPS=15] [K=4096] [M=14336] [LEVEL=detected] [COLS=1] [UNIT=64]
 #include <sys/mman.h>
 #include <x86intrin.h>
 
@@ -70,7 +70,7 @@ __attribute__((target("avx2"))) int read_rows(const char* p, size_t n) {
 int main(int argc, char** argv) {
     const std::string want = argc > 1 ? argv[1] : "q4_0,q5_0,q2_K,mxfp4,q6_K";
     const int T = argc > 2 ? atoi(argv[2]) : 2, reps = argc > 3 ? atoi(argv[3]) : 15;
-    const int64_t K = argc > 4 ? atoll(argv[4]) : 4096, M = argc > 5 ? atoll(argv[5]) : 14336, kUnit = 64;
+    const int64_t K = argc > 4 ? atoll(argv[4]) : 4096, M = argc > 5 ? atoll(argv[5]) : 14336, kUnit = argc > 8 ? atoll(argv[8]) : 64;
     const int cols = argc > 7 ? std::clamp(atoi(argv[7]), 1, 4) : 1;  // activation columns (the same one)
     cpu::simd::Isa level = cpu::simd::cpu_isa();
     if (argc > 6 && !cpu::simd::parse_isa(argv[6], &level)) return fprintf(stderr, "unknown level %s\n", argv[6]), 1;

@@ -74,9 +74,10 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
     // two-row kernels pay off once columns share the rows, or for one column when rows are
-    // short (the call and set-up per row then weigh); one long column streams better alone.
-    // Both kernels give the same bits, so the choice never shows in the results.
-    const Dot2Fn dot2_rows = (N >= 2 || K <= kDot2ShortRow) ? kr.dot2[(int)w] : nullptr;
+    // short (the call and set-up per row then weigh); one long column mostly streams better
+    // alone (Kernels::dot2_one_column: the exceptions). Both kernels give the same bits, so the
+    // choice never shows in the results.
+    const Dot2Fn dot2_rows = (N >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) ? kr.dot2[(int)w] : nullptr;
     // the one-column kernel with activation extras, where some row will take it (no two-row
     // kernel for these columns, or an odd last row)
     const bool one_row_dots = !dot2_rows || (M & 1);

@@ -162,7 +162,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     // Dot kernels over slots [s0, s1) of expert x, rows [m0, m1).
     auto run_dots = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
         float out[8];
-        const Dot2Fn dot2 = count[x] >= 2 ? kr.dot2[(int)w] : nullptr;
+        const Dot2Fn dot2 = count[x] >= 2 || kr.dot2_one_column[(int)w] ? kr.dot2[(int)w] : nullptr;
         visit_row_pairs(m0, m1, dot2 != nullptr, [&](int64_t m, int64_t half) {
             const char* arow = abase + m * as->nb[1];
             for (int64_t s = s0; s < s1; s += 4) {

@@ -72,6 +72,10 @@ struct Kernels {
     simd::Isa isa;
     DotFn dot[kTypeIdLimit];              // by weight type; null: no kernel
     Dot2Fn dot2[kTypeIdLimit];            // two-row dots where a set has them; null: dot per row
+    // the two-row dot also serves one column of long rows (MUL_MAT) and an expert's single
+    // token (MUL_MAT_ID): it streams one long column faster than the one-row dot (which
+    // otherwise does, a single weight stream per thread)
+    bool dot2_one_column[kTypeIdLimit];
     Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading act_extras; null: dot
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats

@@ -106,3 +106,30 @@ def test_f16_activations_and_thread_counts(name):
     compute(ctx, wide, *singles, n_threads=3)
     one = np.concatenate([values(s) for s in singles], axis=-2)
     assert np.array_equal(values(wide), one), name
+
+
+@pytest.mark.parametrize("simd", SIMD_LEVELS, indirect=True)
+@pytest.mark.parametrize("name", QUANT_WEIGHTS)
+def test_long_rows_one_column(simd, name):
+    """Rows longer than the dot path's short-row bound (1024 values), where one column takes
+    the one-row dot or, for some types (q4_0, q5_0), the two-row dot's one-column form: each
+    column alone equals that column of 2..5-column products, odd row counts (the last row
+    alone), 1 and 2 threads; and the float64 product within the peer NMSE."""
+    rng = np.random.default_rng(34)
+    bs = TABLE[name]["blck_size"]
+    K, M, N = bs * (5 if bs == 256 else 65), 9, 5
+    ctx = gg.Context(mem_size=64 << 20)
+    w, wv = new(ctx, TABLE[name]["type"], [K, M], rng=rng)
+    x, xv = new(ctx, gg.F32, [K, N], rng=rng, lo=-2.0, hi=2.0)
+    _, singles = column_views(ctx, x, K, N)
+    single_outs = [gg.mul_mat(ctx, w, s) for s in singles]
+    wide_outs = {n: gg.mul_mat(ctx, w, column_views(ctx, x, K, n)[0]) for n in range(2, N + 1)}
+    for n_threads in (1, 2):
+        compute(ctx, *single_outs, *wide_outs.values(), n_threads=n_threads)
+        one = np.concatenate([values(o) for o in single_outs], axis=-2)
+        for n, out in wide_outs.items():
+            bad = np.argwhere(values(out) != one[..., :n, :])
+            assert bad.size == 0, (f"{name} {simd} N={n} threads={n_threads}: {len(bad)} outputs differ "
+                                   f"from the single-column product, first at (col, row) {tuple(bad[0][-2:])}")
+        ref = np.einsum("mk,nk->nm", wv.reshape(M, K).astype(np.float64), xv.reshape(-1, K).astype(np.float64))
+        assert_close(one.reshape(-1, M), ref, PEER, what=f"{name} {simd}")

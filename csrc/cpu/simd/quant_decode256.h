@@ -67,8 +67,10 @@ struct DecQ4_0 {
     static __m128 scale(const Block& b) { return f16_pair(&b.d); }  // lane 0: d
     static __m256i values(const Block& b, float& d) {
         d = f16(b.d);
-        return _mm256_sub_epi8(nibbles(b.qs), _mm256_set1_epi8(8));
+        return _mm256_sub_epi8(levels(b), _mm256_set1_epi8(kOffset));
     }
+    static constexpr int kOffset = 8;  // values = levels - kOffset
+    static __m256i levels(const Block& b) { return nibbles(b.qs); }
 };
 struct DecQ5_0 {
     using Block = BlockQ5_0;
@@ -80,6 +82,12 @@ struct DecQ5_0 {
     static constexpr int kOffset = 16;  // values = levels - kOffset
     static __m256i levels(const Block& b) { return _mm256_or_si256(nibbles(b.qs), fifth_bits(b.qh)); }
 };
+// Whether Dec's values are unsigned levels minus a constant kOffset (Dec::levels gives them).
+template <class Dec>
+constexpr auto has_offset(int) -> decltype(Dec::kOffset, bool()) { return true; }
+template <class Dec>
+constexpr bool has_offset(long) { return false; }
+
 // Types whose dot kernels keep two accumulators, one for the even blocks and one for the odd
 // ones (an odd last block goes to the even one), summed lane by lane before the horizontal
 // sum: two FMA chains per output, so the kernel is not bound by one chain's latency. Every
@@ -173,6 +181,20 @@ struct UnpQ2_K {
     static __m256i level(const Block& b, __m256i, int c) {
         return low_bits(_mm256_loadu_si256((const __m256i*)(b.qs + 32 * (c / 4))), 2 * (c % 4), 3);
     }
+    // The dots' levels: odd chunks' as 4 * level, by one mask of bits 2..3 where level() shifts
+    // first (chunk c's bits sit at 2 * (c % 4); chunks 2, 3 share one shift by 4): 4 shifts
+    // fewer per block. The dot sums the odd chunks apart and divides that sum by 4
+    // (kOddChunkShift; exact, every term is a multiple of 4). maddubs stays below 2^15:
+    // 2 * 12 * 128.
+    static constexpr int kOddChunkShift = 2;
+    static __m256i dot_level(const Block& b, __m256i, int c) {
+        const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * (c / 4)));
+        return _mm256_and_si256(c % 4 < 2 ? q : _mm256_srli_epi16(q, 4), _mm256_set1_epi8(c % 2 ? 0x0C : 0x03));
+    }
+    // The 16 mins as int16, by one widening load and one shift (the high nibbles).
+    static __m256i mins16(const Block& b) {
+        return _mm256_srli_epi16(_mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i*)b.scales)), 4);
+    }
     static void run(const Block& b, KBlock& w) {
         for (int c = 0; c < 8; ++c) w.u[c] = level(b, chunk_source(b), c);
         run_scales(b, w);
@@ -243,6 +265,17 @@ struct UnpQ3_K {
         const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * half));
         const __m256i h = c < 2 ? _mm256_slli_epi16(hm, 2 - c) : c > 2 ? _mm256_srli_epi16(hm, c - 2) : hm;
         return _mm256_or_si256(low_bits(q, 2 * s, 3), _mm256_and_si256(h, _mm256_set1_epi8(4)));
+    }
+    // The dots' levels (see UnpQ2_K::dot_level): odd chunks' as 4 * level, their two low bits
+    // by a mask of bits 2..3 (chunks 2, 3 of a half share one shift of qs by 4) and the third
+    // moved to bit 4 instead of 2 (one shift of hmask either way). maddubs: 2 * 28 * 128 < 2^15.
+    static constexpr int kOddChunkShift = 2;
+    static __m256i dot_level(const Block& b, __m256i hm, int c) {
+        const __m256i q = _mm256_loadu_si256((const __m256i*)(b.qs + 32 * (c / 4)));
+        const __m256i lo = _mm256_and_si256(c % 4 < 2 ? q : _mm256_srli_epi16(q, 4), _mm256_set1_epi8(c % 2 ? 0x0C : 0x03));
+        const int to = c % 2 ? 4 : 2;  // bit c of each hmask byte goes to bit `to` of the same byte
+        const __m256i h = c < to ? _mm256_slli_epi16(hm, to - c) : c > to ? _mm256_srli_epi16(hm, c - to) : hm;
+        return _mm256_or_si256(lo, _mm256_and_si256(h, _mm256_set1_epi8((char)(1 << to))));
     }
     // Everything but the levels.
     static void run_scales(const Block& b, KBlock& w) {
