@@ -222,6 +222,50 @@ py::tuple count_cells(const PosArray& cell_pos, const SeqArray& cell_seq) {
 }
 
 
+// Remove positions [p0, p1) of sequence seq (seq < 0: of every sequence) from a cell table in
+// one pass: the sequence's flag is cleared and a cell left with none is freed (pos -1, shift 0).
+// Returns the lowest freed cell, or -1. The numpy version costs ~25 us in call overhead, paid
+// after every verify step that rejects a draft.
+// (Plain py::array arguments: a forcecast copy would take the writes.)
+int64_t seq_rm_cells(py::array cell_pos, py::array cell_seq, py::array cell_shift, int64_t seq, int64_t p0,
+                     int64_t p1) {
+    const char* op = "llm_kv_seq_rm";
+    auto writeable = [](const py::array& a, const py::dtype& dt, int nd) {
+        return a.ndim() == nd && a.dtype().is(dt) && (a.flags() & py::array::c_style) && a.writeable();
+    };
+    const py::dtype i64 = py::dtype::of<int64_t>();
+    if (!writeable(cell_pos, i64, 1) || !writeable(cell_seq, py::dtype::of<bool>(), 2) ||
+        !writeable(cell_shift, i64, 1) ||
+        cell_seq.shape(0) != cell_pos.shape(0) || cell_shift.shape(0) != cell_pos.shape(0))
+        throw py::value_error(std::string("[") + op + "] the cell table must be writeable C-order arrays: "
+                              "pos int64 [n_cells], seq bool [n_cells, n_seq], shift int64 [n_cells]");
+    const int64_t n_cells = cell_pos.shape(0), n_seq = cell_seq.shape(1);
+    if (seq >= n_seq) throw py::value_error(std::string("[") + op + "] seq out of range");
+    if (p0 < 0) p0 = 0;
+    if (p1 < 0) p1 = std::numeric_limits<int64_t>::max();
+    int64_t* pos = (int64_t*)cell_pos.mutable_data();
+    bool* flags = (bool*)cell_seq.mutable_data();
+    int64_t* shift = (int64_t*)cell_shift.mutable_data();
+    int64_t first = -1;
+    for (int64_t j = 0; j < n_cells; ++j) {
+        if (pos[j] < p0 || pos[j] >= p1) continue;  // empty cells (-1) are below p0 >= 0
+        bool* s = flags + j * n_seq;
+        if (seq >= 0) {
+            if (!s[seq]) continue;
+            s[seq] = false;
+            bool any = false;
+            for (int64_t q = 0; q < n_seq && !any; ++q) any = s[q];
+            if (any) continue;
+        } else {
+            std::fill(s, s + n_seq, false);
+        }
+        pos[j] = -1;
+        shift[j] = 0;
+        if (first < 0) first = j;
+    }
+    return first;
+}
+
 // The inputs of one reused decode graph (one token, one output row, a unified KV cache without
 // SWA), filled in one call per token: the token's cell (the first empty one from head), its
 // entry in the cell table, and the graph's token, position, output-row, K/V row-index and
@@ -334,6 +378,11 @@ void bind_llm_host(py::module_& m) {
     m.def("llm_kv_count", &count_cells, py::arg("cell_pos"), py::arg("cell_seq"),
           "(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) "
           "of a KV cell table, in one pass.");
+    m.def("llm_kv_seq_rm", &seq_rm_cells, py::arg("cell_pos"), py::arg("cell_seq"), py::arg("cell_shift"),
+          py::arg("seq"), py::arg("p0"), py::arg("p1"),
+          "Remove positions [p0, p1) (p0 < 0: from 0, p1 < 0: to the end) of sequence seq (< 0: every "
+          "sequence) from a KV cell table in place; cells left without a sequence are freed (pos -1, "
+          "shift 0). Returns the lowest freed cell or -1.");
     m.def("llm_fill_kq_mask", &fill_kq_mask, py::arg("dst"), py::arg("cell_pos"), py::arg("cell_seq"),
           py::arg("q_pos"), py::arg("q_seq"), py::arg("causal") = true, py::arg("swa_type") = 0,
           py::arg("n_swa") = 0,
