@@ -37,6 +37,10 @@ def run_one(dec, lane, n: int, stop) -> None:
     fed = []           # tokens of plain rounds the drafter has not seen (up to pos0)
     draft_s = verify_s = 0.0
     n_rounds = n_plain = n_quiet = 0
+    # the gate's CPU clock is a system call (~1.5 us): asks, and plain steps (a stretch's
+    # first, or a declined ask's), are timed one in PLAIN_SAMPLE (the gate keeps the lowest
+    # time: a few samples tell it); every verify is timed
+    n_asks = n_plain_timings = 0
     try:
         while len(out) < n and out.stop_reason == "n":
             ta = perf()
@@ -45,7 +49,9 @@ def run_one(dec, lane, n: int, stop) -> None:
                 break
             if adaptive and (lane.skip or lane.quiet):
                 m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
-                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0)
+                timed = gate is not None and n_plain_timings % dec.PLAIN_SAMPLE == 0
+                n_plain_timings += 1
+                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0, timed)
                 if lane.skip:
                     lane.skip -= k
                 else:
@@ -71,7 +77,9 @@ def run_one(dec, lane, n: int, stop) -> None:
                 if fed:
                     drafter.process(np.asarray(fed, np.int32), pos0 - len(fed), {})
                     fed.clear()
-                ask0 = cpu() if gate is not None else 0.0
+                time_ask = gate is not None and n_asks % dec.PLAIN_SAMPLE == 0
+                n_asks += 1
+                ask0 = cpu() if time_ask else 0.0
                 d = drafter.draft(lane.id_last, pos0, k_max)
                 if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
                     ids, _ = dec._take_draft(d, k_max)
@@ -80,13 +88,12 @@ def run_one(dec, lane, n: int, stop) -> None:
                         j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
                         if j < len(ids):
                             ids = ids[:j]
-                if gate is not None:
+                if time_ask:
                     gate.observe_ask_cost(cpu() - ask0)
             n_rounds += 1
             if not ids:
-                # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
-                # lowest time needs few samples; on a small target the timing is ~1% of it)
-                timed = gate is not None and n_plain % dec.PLAIN_SAMPLE == 0
+                timed = gate is not None and n_plain_timings % dec.PLAIN_SAMPLE == 0
+                n_plain_timings += 1
                 tok, tb, tc = timed_plain_step(dec, lane.id_last, seq, timed)
                 if k_max > 0:      # it drafted: the drafter sees the round and its end
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})
@@ -159,10 +166,11 @@ def run_one(dec, lane, n: int, stop) -> None:
         st["draft_s"] += draft_s
         st["verify_s"] += verify_s
 
-def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
+def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0,
+              time_gate: bool = True):
     """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
     decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
-    timed for the cost models. Each decoded token goes to fed, or with `absorb` (the
+    timed for the cost models (for the gate's with time_gate). Each decoded token goes to fed, or with `absorb` (the
     drafter's hook, see Drafter.absorb) to the drafter at its position (id_last sits at
     pos), and the run stops before a token on which absorb says to ask. Returns (the rounds
     run, whether absorb stopped it)."""
@@ -173,7 +181,7 @@ def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
         fed.append(tok)
     elif absorb(tok, pos):
         return 0, True
-    tok, _, _ = timed_plain_step(dec, tok, seq, dec._gate is not None)
+    tok, _, _ = timed_plain_step(dec, tok, seq, time_gate and dec._gate is not None)
     out.append(tok)
     k, woke = 1, False
     if stop is not None and stop(tok):
