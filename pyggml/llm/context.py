@@ -144,7 +144,8 @@ class Context:
         # graph (_DecodeStep); False keeps every step on the general path (tests compare both)
         self.fast_decode = True
         self._step: _DecodeStep | None = None
-        # decode_greedy_rows' shortcut per width (a speculative verify of k drafts: k + 1)
+        # decode_greedy_rows' shortcuts per width (a speculative verify of k drafts: k + 1),
+        # one per graph of that width (the attended width n_kv grows with the context)
         self._row_steps: dict = {}
         self.reset_timings()
 
@@ -324,9 +325,9 @@ class Context:
         (one C++ fill of the reused graph's inputs)."""
         t0 = time.perf_counter()
         n = len(ids)
-        st = self._row_steps.get(n) if type(ids) is list else None
-        if st is not None:
-            out = self._decode_rows_step(st, ids, seq_id, t0)
+        steps = self._row_steps.get(n) if type(ids) is list else None
+        if steps:
+            out = self._decode_rows_step(steps, ids, seq_id, t0)
             if out is not None:
                 return out
         res = self._decode(ids, True, seq_id, ("greedy",))
@@ -335,8 +336,10 @@ class Context:
             out = np.array([int(np.argmax(r)) for r in self.logits], np.int32)
         elif n > 1 and self.fast_decode and res.params.ubatch.n_tokens == n:
             st = _DecodeStep.arm(self, res)
-            if st is not None:
-                self._row_steps[n] = st
+            if st is not None:      # first; the steps of graphs no longer cached go
+                self._row_steps[n] = [st] + [o for o in steps or ()
+                                             if self._graphs.get(o.key) is o.res
+                                             and o.key != st.key]
         self.timings["t_decode_s"] += time.perf_counter() - t0
         return out[-n:]
 
@@ -384,12 +387,17 @@ class Context:
         self._compute_step(st, seq_id, p, 1, t0, t1)
         return int(st.sampled[0])
 
-    def _decode_rows_step(self, st: "_DecodeStep", ids: list, seq_id, t0: float):
+    def _decode_rows_step(self, steps: list, ids: list, seq_id, t0: float):
         """decode_greedy_rows of n > 1 ids through the graph of an earlier decode of n ids (the
-        shortcut of _decode_step for a verify batch); None (nothing changed) when it cannot
-        take them: then the general path runs."""
-        if not self._step_usable(st, seq_id):
-            return None
+        shortcut of _decode_step for a verify batch), the first of `steps` whose graph takes
+        them (its n_kv is the one the tokens give); None (nothing changed) when none can:
+        then the general path runs."""
+        st = steps[0]
+        if not self._step_usable(st, seq_id):     # the memory is still the KV cache it was
+            steps = [o for o in steps[1:] if self._step_usable(o, seq_id)]
+            if not steps:
+                return None
+            st = steps[0]
         n_vocab = st.n_vocab
         for t in ids:
             if type(t) is not int or not 0 <= t < n_vocab:
@@ -407,8 +415,12 @@ class Context:
         if head > c._n_used + 2 * n:        # find_slot's refill from 0
             head = 0
         t1 = time.perf_counter()
-        cells = st.fill.step_n(ids, p, seq_id, head, c._max_p1)
-        if cells is None:
+        for st in steps:
+            if st is steps[0] or self._step_usable(st, seq_id):
+                cells = st.fill.step_n(ids, p, seq_id, head, c._max_p1)
+                if cells is not None:
+                    break
+        else:
             return None
         last, top = cells
         c._n_used += n                      # KVCells.add of n empty cells
