@@ -146,10 +146,10 @@ class Rejected(Drafter):
         return Draft(ids=[(int(id_last) * 7 + 3 + i) % 256 for i in range(n_max)])
 
 
-def test_the_gate_clock_is_read_for_a_sample_of_asks_and_plain_stretches(tiny, monkeypatch):
-    # the gate's CPU clock is a system call: read for every verify, but for one ask and one
-    # stretch of plain rounds in PLAIN_SAMPLE; the gate still learns a plain step's and an
-    # ask's cost, and the stream stays ctx.generate's
+def test_the_gate_clock_is_read_for_a_sample_of_asks(tiny, monkeypatch):
+    # the gate's CPU clock is a system call: read for every verify and stretch of plain
+    # rounds, but for one ask (and its declined plain step) in PLAIN_SAMPLE; the gate still
+    # learns a plain step's and an ask's cost, and the stream stays ctx.generate's
     m, _, _ = tiny
     ctx = Context(m, n_ctx=400)
     want = list(ctx.generate(PROMPT, 300))
@@ -168,9 +168,9 @@ def test_the_gate_clock_is_read_for_a_sample_of_asks_and_plain_stretches(tiny, m
     asks = st["n_verify_steps"] + st["n_gated"]
     quiet = st["n_plain_steps"] - asks      # plain rounds that asked nobody, in stretches
     assert asks > 20 and quiet > 150
-    # timed: every verify; one in PLAIN_SAMPLE asks, and of the plain steps that are a
-    # stretch's first or follow a declined ask (at most two per ask, and the first)
+    # timed: every verify and each stretch's first plain step (at most one per ask, and
+    # the first); one in PLAIN_SAMPLE asks and of the plain steps of declined asks
     every = SpeculativeDecoder.PLAIN_SAMPLE
-    timed = st["n_verify_steps"] + (asks // every + 1) + ((2 * asks + 1) // every + 1)
+    timed = st["n_verify_steps"] + (asks + 1) + 2 * (asks // every + 1)
     assert reads[0] <= 2 * timed
     assert dec._gate.model.ask_cost() is not None and dec._gate.ready

@@ -37,9 +37,11 @@ def run_one(dec, lane, n: int, stop) -> None:
     fed = []           # tokens of plain rounds the drafter has not seen (up to pos0)
     draft_s = verify_s = 0.0
     n_rounds = n_plain = n_quiet = 0
-    # the gate's CPU clock is a system call (~1.5 us): asks, and plain steps (a stretch's
-    # first, or a declined ask's), are timed one in PLAIN_SAMPLE (the gate keeps the lowest
-    # time: a few samples tell it); every verify is timed
+    # the gate's CPU clock is a system call (~1.5 us): asks and a declined ask's plain step
+    # are timed one in PLAIN_SAMPLE (the gate keeps the lowest time: a few samples tell
+    # it); every verify and each stretch's first plain step are timed (the plain cost is
+    # what a verify is weighed against: sampled more thinly, its lowest time would sit
+    # higher than the verifies' and let losing drafts through)
     n_asks = n_plain_timings = 0
     try:
         while len(out) < n and out.stop_reason == "n":
@@ -49,9 +51,7 @@ def run_one(dec, lane, n: int, stop) -> None:
                 break
             if adaptive and (lane.skip or lane.quiet):
                 m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
-                timed = gate is not None and n_plain_timings % dec.PLAIN_SAMPLE == 0
-                n_plain_timings += 1
-                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0, timed)
+                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0)
                 if lane.skip:
                     lane.skip -= k
                 else:
@@ -166,11 +166,10 @@ def run_one(dec, lane, n: int, stop) -> None:
         st["draft_s"] += draft_s
         st["verify_s"] += verify_s
 
-def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0,
-              time_gate: bool = True):
+def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
     """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
     decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
-    timed for the cost models (for the gate's with time_gate). Each decoded token goes to fed, or with `absorb` (the
+    timed for the cost models. Each decoded token goes to fed, or with `absorb` (the
     drafter's hook, see Drafter.absorb) to the drafter at its position (id_last sits at
     pos), and the run stops before a token on which absorb says to ask. Returns (the rounds
     run, whether absorb stopped it)."""
@@ -181,7 +180,7 @@ def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0,
         fed.append(tok)
     elif absorb(tok, pos):
         return 0, True
-    tok, _, _ = timed_plain_step(dec, tok, seq, time_gate and dec._gate is not None)
+    tok, _, _ = timed_plain_step(dec, tok, seq, dec._gate is not None)
     out.append(tok)
     k, woke = 1, False
     if stop is not None and stop(tok):
