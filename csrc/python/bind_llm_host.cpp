@@ -222,18 +222,64 @@ py::tuple count_cells(const PosArray& cell_pos, const SeqArray& cell_seq) {
 }
 
 
-// The inputs of one reused decode graph (one token, one output row, a unified KV cache without
-// SWA), filled in one call per token: the token's cell (the first empty one from head), its
-// entry in the cell table, and the graph's token, position, output-row, K/V row-index and
-// KQ-mask inputs. The Python path (find_slot, KVCells.add, every GraphInput's set_input) does
-// the same in a dozen calls; this is its one-token case, kept in step with it by the tests.
+// Remove positions [p0, p1) of sequence seq (seq < 0: of every sequence) from a cell table in
+// one pass: the sequence's flag is cleared and a cell left with none is freed (pos -1, shift 0).
+// Returns the lowest freed cell, or -1. The numpy version costs ~25 us in call overhead, paid
+// after every verify step that rejects a draft.
+// (Plain py::array arguments: a forcecast copy would take the writes.)
+int64_t seq_rm_cells(py::array cell_pos, py::array cell_seq, py::array cell_shift, int64_t seq, int64_t p0,
+                     int64_t p1) {
+    const char* op = "llm_kv_seq_rm";
+    auto writeable = [](const py::array& a, const py::dtype& dt, int nd) {
+        return a.ndim() == nd && a.dtype().is(dt) && (a.flags() & py::array::c_style) && a.writeable();
+    };
+    const py::dtype i64 = py::dtype::of<int64_t>();
+    if (!writeable(cell_pos, i64, 1) || !writeable(cell_seq, py::dtype::of<bool>(), 2) ||
+        !writeable(cell_shift, i64, 1) ||
+        cell_seq.shape(0) != cell_pos.shape(0) || cell_shift.shape(0) != cell_pos.shape(0))
+        throw py::value_error(std::string("[") + op + "] the cell table must be writeable C-order arrays: "
+                              "pos int64 [n_cells], seq bool [n_cells, n_seq], shift int64 [n_cells]");
+    const int64_t n_cells = cell_pos.shape(0), n_seq = cell_seq.shape(1);
+    if (seq >= n_seq) throw py::value_error(std::string("[") + op + "] seq out of range");
+    if (p0 < 0) p0 = 0;
+    if (p1 < 0) p1 = std::numeric_limits<int64_t>::max();
+    int64_t* pos = (int64_t*)cell_pos.mutable_data();
+    bool* flags = (bool*)cell_seq.mutable_data();
+    int64_t* shift = (int64_t*)cell_shift.mutable_data();
+    int64_t first = -1;
+    for (int64_t j = 0; j < n_cells; ++j) {
+        if (pos[j] < p0 || pos[j] >= p1) continue;  // empty cells (-1) are below p0 >= 0
+        bool* s = flags + j * n_seq;
+        if (seq >= 0) {
+            if (!s[seq]) continue;
+            s[seq] = false;
+            bool any = false;
+            for (int64_t q = 0; q < n_seq && !any; ++q) any = s[q];
+            if (any) continue;
+        } else {
+            std::fill(s, s + n_seq, false);
+        }
+        pos[j] = -1;
+        shift[j] = 0;
+        if (first < 0) first = j;
+    }
+    return first;
+}
+
+// The inputs of one reused decode graph (n_tokens tokens of one sequence, every token an output
+// row when n_tokens > 1, a unified KV cache without SWA), filled in one call per decode: the
+// tokens' cells (the first empty ones from head), their entries in the cell table, and the graph's
+// token, position, output-row, K/V row-index and KQ-mask inputs. The Python path (find_slot,
+// KVCells.add, every GraphInput's set_input) does the same in a dozen calls; this is its
+// one-sequence case (one token: a decode step; k + 1: a speculative verify), kept in step with it
+// by the tests.
 class KvDecodeStep {
 public:
     KvDecodeStep(py::array cell_pos, py::array cell_seq, py::object tokens, py::object pos, py::object out_ids,
                  py::object k_idxs, py::object v_idxs, py::object kq_mask, int64_t v_channels, int64_t n_pad,
-                 bool causal)
+                 bool causal, int64_t n_tokens)
         : cell_pos_(std::move(cell_pos)), cell_seq_(std::move(cell_seq)), n_pad_(n_pad), v_channels_(v_channels),
-          causal_(causal) {
+          n_tokens_(n_tokens), causal_(causal) {
         const char* op = "KvDecodeStep";
         auto table_ok = [](const py::array& a, const py::dtype& dt, int nd) {
             return a.ndim() == nd && a.dtype().is(dt) && (a.flags() & py::array::c_style) && a.writeable();
@@ -245,64 +291,97 @@ public:
         n_cells_ = cell_pos_.shape(0);
         n_seq_ = cell_seq_.shape(1);
         if (n_pad_ <= 0) throw py::value_error(std::string("[") + op + "] n_pad must be positive");
+        if (n_tokens_ < 1 || n_tokens_ > n_cells_)
+            throw py::value_error(std::string("[") + op + "] n_tokens must be in [1, n_cells]");
         keep_ = {tokens, pos, out_ids, k_idxs, v_idxs, kq_mask};
-        tokens_ = input(tokens, "tokens", Type::I32, 1);
-        pos_ = input(pos, "pos", Type::I32, 1);
-        out_ids_ = input(out_ids, "out_ids", Type::I32, 1);
-        k_idxs_ = input(k_idxs, "k_idxs", Type::I64, 1);
-        v_idxs_ = input(v_idxs, "v_idxs", Type::I64, v_channels_ > 0 ? v_channels_ : 1);
+        tokens_ = input(tokens, "tokens", Type::I32, n_tokens_);
+        pos_ = input(pos, "pos", Type::I32, n_tokens_);
+        out_ids_ = input(out_ids, "out_ids", Type::I32, n_tokens_);
+        k_idxs_ = input(k_idxs, "k_idxs", Type::I64, n_tokens_);
+        v_idxs_ = input(v_idxs, "v_idxs", Type::I64, n_tokens_ * (v_channels_ > 0 ? v_channels_ : 1));
         mask_ = to_tensor(kq_mask, op, "kq_mask", true);
         if ((mask_->type != Type::F16 && mask_->type != Type::F32) || !mask_->is_contiguous() ||
-            mask_->nrows() != 1 || mask_->ne[0] > n_cells_)
-            throw py::value_error(std::string("[") + op + "] kq_mask must be a contiguous f16/f32 [n_kv <= n_cells, 1]"
-                                  " tensor: " + describe(mask_));
+            mask_->nrows() != n_tokens_ || mask_->ne[0] > n_cells_)
+            throw py::value_error(std::string("[") + op + "] kq_mask must be a contiguous f16/f32 [n_kv <= n_cells, " +
+                                  std::to_string(n_tokens_) + "] tensor: " + describe(mask_));
+        cells_.resize((size_t)n_tokens_);
     }
 
-    // The token's cell (its inputs filled, its table entry written), or -1 when this graph
+    // One token: its cell (its inputs filled, its table entry written), or -1 when this graph
     // cannot take it: no empty cell, or the cell would change the attended width n_kv.
     // Nothing is written then. max_p1: the highest used cell + 1 before this token.
     int64_t step(int32_t token, int32_t pos, int32_t seq, int64_t head, int64_t max_p1) {
+        if (n_tokens_ != 1) throw py::value_error("[KvDecodeStep] step takes one token; use step_n");
+        return fill(&token, pos, seq, head, max_p1) ? cells_[0] : -1;
+    }
+
+    // n_tokens tokens at positions pos0.. : (the last token's cell, the highest cell), or None
+    // (nothing written) as step. The cells are find_slot's: the first empty ones from head.
+    py::object step_n(const py::list& tokens, int32_t pos0, int32_t seq, int64_t head, int64_t max_p1) {
+        if ((int64_t)tokens.size() != n_tokens_)
+            throw py::value_error("[KvDecodeStep] step_n takes " + std::to_string(n_tokens_) + " tokens, got " +
+                                  std::to_string(tokens.size()));
+        thread_local std::vector<int32_t> ids;
+        ids.resize((size_t)n_tokens_);
+        for (int64_t i = 0; i < n_tokens_; ++i) ids[i] = tokens[(size_t)i].cast<int32_t>();
+        if (!fill(ids.data(), pos0, seq, head, max_p1)) return py::none();
+        return py::make_tuple(cells_.back(), *std::max_element(cells_.begin(), cells_.end()));
+    }
+
+private:
+    bool fill(const int32_t* tokens, int32_t pos0, int32_t seq, int64_t head, int64_t max_p1) {
         if (seq < 0 || seq >= n_seq_) throw py::value_error("[KvDecodeStep] seq out of range");
         int64_t* cpos = (int64_t*)cell_pos_.mutable_data();
         bool* cseq = (bool*)cell_seq_.mutable_data();
         if (head < 0 || head >= n_cells_) head = 0;
-        int64_t cell = -1;
-        for (int64_t k = 0; k < n_cells_; ++k) {
+        int64_t found = 0, top = -1;
+        for (int64_t k = 0; k < n_cells_ && found < n_tokens_; ++k) {
             const int64_t j = head + k < n_cells_ ? head + k : head + k - n_cells_;
-            if (cpos[j] < 0) { cell = j; break; }
+            if (cpos[j] < 0) {
+                cells_[found++] = j;
+                top = std::max(top, j);
+            }
         }
-        if (cell < 0) return -1;
-        const int64_t used_p1 = std::max(max_p1, cell + 1);
+        if (found < n_tokens_) return false;
+        const int64_t used_p1 = std::max(max_p1, top + 1);
         const int64_t n_kv = std::min(n_cells_, std::max(n_pad_, (used_p1 + n_pad_ - 1) / n_pad_ * n_pad_));
-        if (n_kv != mask_->ne[0]) return -1;
-        cpos[cell] = pos;
-        cseq[cell * n_seq_ + seq] = true;
-        if (void* d = data(tokens_)) *(int32_t*)d = token;
-        if (void* d = data(pos_)) *(int32_t*)d = pos;
-        if (void* d = data(out_ids_)) *(int32_t*)d = 0;
-        if (void* d = data(k_idxs_)) *(int64_t*)d = cell;
+        if (n_kv != mask_->ne[0]) return false;
+        for (int64_t i = 0; i < n_tokens_; ++i) {
+            cpos[cells_[i]] = pos0 + i;
+            cseq[cells_[i] * n_seq_ + seq] = true;
+        }
+        if (void* d = data(tokens_)) std::copy(tokens, tokens + n_tokens_, (int32_t*)d);
+        if (void* d = data(pos_))
+            for (int64_t i = 0; i < n_tokens_; ++i) ((int32_t*)d)[i] = pos0 + (int32_t)i;
+        if (void* d = data(out_ids_))
+            for (int64_t i = 0; i < n_tokens_; ++i) ((int32_t*)d)[i] = (int32_t)i;
+        if (void* d = data(k_idxs_)) std::copy(cells_.begin(), cells_.end(), (int64_t*)d);
         if (void* d = data(v_idxs_)) {
             int64_t* v = (int64_t*)d;
-            if (v_channels_ <= 0) v[0] = cell;
-            else for (int64_t j = 0; j < v_channels_; ++j) v[j] = cell + j * n_cells_;  // transposed V
+            if (v_channels_ <= 0) std::copy(cells_.begin(), cells_.end(), v);
+            else  // transposed V: channel j of cell c at j * n_cells + c, token-major
+                for (int64_t i = 0; i < n_tokens_; ++i)
+                    for (int64_t j = 0; j < v_channels_; ++j) v[i * v_channels_ + j] = cells_[i] + j * n_cells_;
         }
         if (void* d = data(mask_)) {
             thread_local std::vector<int64_t> key_pos;
             if (key_pos.size() < (size_t)n_kv) key_pos.resize((size_t)n_kv);
             visible_positions(cpos, cseq, n_seq_, seq, n_kv, key_pos.data());
-            if (mask_->type == Type::F16) {
-                mask_row_f16(key_pos.data(), n_kv, pos, causal_, (uint16_t*)d);
-            } else {
-                float* row = (float*)d;
-                const int64_t limit = causal_ ? (int64_t)pos : kHidden - 1;
-                const float neg_inf = -std::numeric_limits<float>::infinity();
-                for (int64_t j = 0; j < n_kv; ++j) row[j] = key_pos[j] <= limit ? 0.0f : neg_inf;
+            for (int64_t i = 0; i < n_tokens_; ++i) {
+                const int64_t p = pos0 + i;
+                if (mask_->type == Type::F16) {
+                    mask_row_f16(key_pos.data(), n_kv, p, causal_, (uint16_t*)d + i * n_kv);
+                } else {
+                    float* row = (float*)d + i * n_kv;
+                    const int64_t limit = causal_ ? p : kHidden - 1;
+                    const float neg_inf = -std::numeric_limits<float>::infinity();
+                    for (int64_t j = 0; j < n_kv; ++j) row[j] = key_pos[j] <= limit ? 0.0f : neg_inf;
+                }
             }
         }
-        return cell;
+        return true;
     }
 
-private:
     // An input tensor (None: the graph has none), checked for its type and element count.
     Tensor* input(const py::object& obj, const char* what, Type type, int64_t n) {
         Tensor* t = to_tensor(obj, "KvDecodeStep", what);
@@ -324,8 +403,9 @@ private:
     std::vector<py::object> keep_;  // the tensors stay alive as long as this object
     Tensor *tokens_ = nullptr, *pos_ = nullptr, *out_ids_ = nullptr, *k_idxs_ = nullptr, *v_idxs_ = nullptr,
            *mask_ = nullptr;
-    int64_t n_cells_ = 0, n_seq_ = 0, n_pad_ = 256, v_channels_ = 0;
+    int64_t n_cells_ = 0, n_seq_ = 0, n_pad_ = 256, v_channels_ = 0, n_tokens_ = 1;
     bool causal_ = true;
+    std::vector<int64_t> cells_;  // the cells of the last fill, token order
 };
 
 }  // namespace
@@ -334,6 +414,11 @@ void bind_llm_host(py::module_& m) {
     m.def("llm_kv_count", &count_cells, py::arg("cell_pos"), py::arg("cell_seq"),
           "(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) "
           "of a KV cell table, in one pass.");
+    m.def("llm_kv_seq_rm", &seq_rm_cells, py::arg("cell_pos"), py::arg("cell_seq"), py::arg("cell_shift"),
+          py::arg("seq"), py::arg("p0"), py::arg("p1"),
+          "Remove positions [p0, p1) (p0 < 0: from 0, p1 < 0: to the end) of sequence seq (< 0: every "
+          "sequence) from a KV cell table in place; cells left without a sequence are freed (pos -1, "
+          "shift 0). Returns the lowest freed cell or -1.");
     m.def("llm_fill_kq_mask", &fill_kq_mask, py::arg("dst"), py::arg("cell_pos"), py::arg("cell_seq"),
           py::arg("q_pos"), py::arg("q_seq"), py::arg("causal") = true, py::arg("swa_type") = 0,
           py::arg("n_swa") = 0,
@@ -348,19 +433,24 @@ void bind_llm_host(py::module_& m) {
           "Usable: empty, or (SWA) owned by one sequence s and outside the window of position "
           "seq_next_pos[s].");
     py::class_<KvDecodeStep>(m, "KvDecodeStep",
-                             "The inputs of one reused one-token decode graph over a unified KV cache without "
-                             "SWA, filled in one call per token (the Context's decode fast path).")
+                             "The inputs of one reused decode graph of n_tokens tokens of one sequence (all of "
+                             "them output rows) over a unified KV cache without SWA, filled in one call per "
+                             "decode (the Context's decode and verify fast paths).")
         .def(py::init<py::array, py::array, py::object, py::object, py::object, py::object, py::object,
-                      py::object, int64_t, int64_t, bool>(),
+                      py::object, int64_t, int64_t, bool, int64_t>(),
              py::arg("cell_pos"), py::arg("cell_seq"), py::arg("tokens"), py::arg("pos"), py::arg("out_ids"),
              py::arg("k_idxs"), py::arg("v_idxs"), py::arg("kq_mask"), py::arg("v_channels") = 0,
-             py::arg("n_pad") = 256, py::arg("causal") = true)
+             py::arg("n_pad") = 256, py::arg("causal") = true, py::arg("n_tokens") = 1)
         .def("step", &KvDecodeStep::step, py::arg("token"), py::arg("pos"), py::arg("seq"), py::arg("head"),
              py::arg("max_p1"),
              "Take the first empty cell from head for the token at position pos of sequence seq: write it "
              "into the cell table and fill the graph's inputs; returns the cell, or -1 (nothing written) "
              "when no cell is empty or the cell would change the mask width n_kv (max_p1: highest used "
-             "cell + 1 before the token).");
+             "cell + 1 before the token).")
+        .def("step_n", &KvDecodeStep::step_n, py::arg("tokens"), py::arg("pos0"), py::arg("seq"), py::arg("head"),
+             py::arg("max_p1"),
+             "step for the n_tokens tokens (a list of ints) at positions pos0..: the first n_tokens empty cells "
+             "from head; returns (the last token's cell, the highest cell), or None (nothing written) as step.");
 }
 
 }  // namespace pyggml::python

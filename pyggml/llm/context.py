@@ -144,6 +144,9 @@ class Context:
         # graph (_DecodeStep); False keeps every step on the general path (tests compare both)
         self.fast_decode = True
         self._step: _DecodeStep | None = None
+        # decode_greedy_rows' shortcuts per width (a speculative verify of k drafts: k + 1),
+        # one per graph of that width (the attended width n_kv grows with the context)
+        self._row_steps: dict = {}
         self.reset_timings()
 
     @property
@@ -198,6 +201,7 @@ class Context:
         self._graphs.clear()
         self._last = None
         self._step = None
+        self._row_steps.clear()
 
     def reset(self) -> None:
         """Forget every sequence (the memory) and the last logits."""
@@ -314,18 +318,49 @@ class Context:
             self._step = _DecodeStep.arm(self, res)
         return tok
 
+    def decode_greedy_rows(self, ids, seq_id: int = 0) -> np.ndarray:
+        """Append ids to sequence seq_id and return the argmax id of every token's logits row
+        (int32 [len(ids)], the lowest id on ties), taken in the graph: a speculative verify.
+        A list of ids of a width whose graph decoded before takes decode_greedy's shortcut
+        (one C++ fill of the reused graph's inputs)."""
+        t0 = time.perf_counter()
+        n = len(ids)
+        steps = self._row_steps.get(n) if type(ids) is list else None
+        if steps:
+            out = self._decode_rows_step(steps, ids, seq_id, t0)
+            if out is not None:
+                return out
+        res = self._decode(ids, True, seq_id, ("greedy",))
+        out = np.array(res.sampled_view(), np.int32)
+        if len(out) < n:       # split over ubatches: only the last one's ids are in the graph
+            out = np.array([int(np.argmax(r)) for r in self.logits], np.int32)
+        elif n > 1 and self.fast_decode and res.params.ubatch.n_tokens == n:
+            st = _DecodeStep.arm(self, res)
+            if st is not None:      # first; the steps of graphs no longer cached go
+                self._row_steps[n] = [st] + [o for o in steps or ()
+                                             if self._graphs.get(o.key) is o.res
+                                             and o.key != st.key]
+        self.timings["t_decode_s"] += time.perf_counter() - t0
+        return out[-n:]
+
+    def _step_usable(self, st: "_DecodeStep", seq_id) -> bool:
+        """Whether the shortcut's graph and memory are still the ones it was armed with."""
+        kv, c = self.memory, st.cells
+        return not (not self.fast_decode or type(seq_id) is not int
+                    or not 0 <= seq_id < self.n_seq_max or self.collected is not None
+                    or self.embeddings_nextn or self.flash_attn is not st.flash_attn
+                    or kv is not st.kv or kv.cells is not c
+                    or (c.has_shift and kv.k_shift is not None)
+                    or self._graphs.get(st.key) is not st.res)
+
     def _decode_step(self, st: "_DecodeStep", t, seq_id, t0: float) -> int:
         """decode_greedy of one token through the graph of the previous one-token step: the
         same cell, inputs, graph and bookkeeping as _decode, in one C++ fill instead of the
         memory plan and every input's set_input. -1 (nothing changed) when any condition of
         that shortcut fails; decode_greedy then takes the general path."""
-        kv, c = self.memory, st.cells
-        if (not self.fast_decode or type(t) is not int or not 0 <= t < st.n_vocab or type(seq_id) is not int
-                or not 0 <= seq_id < self.n_seq_max or self.collected is not None
-                or self.embeddings_nextn or self.flash_attn is not st.flash_attn
-                or kv is not st.kv or kv.cells is not c or (c.has_shift and kv.k_shift is not None)
-                or self._graphs.get(st.key) is not st.res):
+        if type(t) is not int or not 0 <= t < st.n_vocab or not self._step_usable(st, seq_id):
             return -1
+        kv, c = self.memory, st.cells
         if not c._counted:
             c._count()
         p = int(c._seq_max[seq_id]) + 1
@@ -349,6 +384,58 @@ class Context:
             c._max_p1 = cell + 1
         c._seq_max[seq_id] = p
         kv.head = cell + 1 if cell + 1 < kv.size else 0
+        self._compute_step(st, seq_id, p, 1, t0, t1)
+        return int(st.sampled[0])
+
+    def _decode_rows_step(self, steps: list, ids: list, seq_id, t0: float):
+        """decode_greedy_rows of n > 1 ids through the graph of an earlier decode of n ids (the
+        shortcut of _decode_step for a verify batch), the first of `steps` whose graph takes
+        them (its n_kv is the one the tokens give); None (nothing changed) when none can:
+        then the general path runs."""
+        st = steps[0]
+        if not self._step_usable(st, seq_id):     # the memory is still the KV cache it was
+            steps = [o for o in steps[1:] if self._step_usable(o, seq_id)]
+            if not steps:
+                return None
+            st = steps[0]
+        n_vocab = st.n_vocab
+        for t in ids:
+            if type(t) is not int or not 0 <= t < n_vocab:
+                return None
+        kv, c = self.memory, st.cells
+        if kv.seq_region:                   # per-sequence regions: the general path places them
+            return None
+        if not c._counted:
+            c._count()
+        n = len(ids)
+        p = int(c._seq_max[seq_id]) + 1
+        if p + n > self.n_ctx:
+            return None
+        head = kv.head
+        if head > c._n_used + 2 * n:        # find_slot's refill from 0
+            head = 0
+        t1 = time.perf_counter()
+        for st in steps:
+            if st is steps[0] or self._step_usable(st, seq_id):
+                cells = st.fill.step_n(ids, p, seq_id, head, c._max_p1)
+                if cells is not None:
+                    break
+        else:
+            return None
+        last, top = cells
+        c._n_used += n                      # KVCells.add of n empty cells
+        if top >= c._max_p1:
+            c._max_p1 = top + 1
+        c._seq_max[seq_id] = p + n - 1
+        kv.head = last + 1 if last + 1 < kv.size else 0
+        self._compute_step(st, seq_id, p, n, t0, t1)
+        return np.array(st.sampled[:n], np.int32)
+
+    def _compute_step(self, st: "_DecodeStep", seq_id: int, p: int, n: int, t0: float,
+                      t1: float) -> None:
+        """The shortcut's compute of n tokens from position p and _process_ubatch's
+        bookkeeping (a failed compute forgets the tokens' cells)."""
+        kv = self.memory
         self._graphs.move_to_end(st.key)
         t2 = time.perf_counter()
         try:
@@ -358,18 +445,16 @@ class Context:
                 kv.seq_rm(seq_id, -1, -1)
             raise
         t3 = time.perf_counter()
-        tok = int(st.sampled[0])
         self._last = st.res
-        self._logits, self._logits_src = None, (st.res, 1)
+        self._logits, self._logits_src = None, (st.res, n)
         tm = self.timings
         tm["n_graph_reuse"] += 1
         tm["t_set_input_s"] += t2 - t1
         tm["t_compute_s"] += t3 - t2
         tm["t_host_s"] += t1 - t0
         tm["n_ubatch"] += 1
-        tm["n_tokens"] += 1
+        tm["n_tokens"] += n
         tm["t_decode_s"] += time.perf_counter() - t0
-        return tok
 
     def _decode(self, ids, logits_all: bool, seq_id: int, samplers: tuple,
                 embd=None) -> GraphResult:
@@ -592,7 +677,8 @@ class _DecodeStep:
         if (type(kv) is not KVCache or (kv.swa_type != SWA_NONE and kv.n_swa > 0)
                 or not ctx.graph_reuse or ctx.cparams.ctx_type != "default"
                 or ctx.embeddings_nextn or res.t_sampled is None or params is None
-                or params.n_outputs != 1 or ctx._graphs.get(params.key()) is not res):
+                or params.n_outputs != params.ubatch.n_tokens
+                or ctx._graphs.get(params.key()) is not res):
             return None
         by_type = {}
         for inp in res.inputs:
@@ -615,7 +701,8 @@ class _DecodeStep:
         st.fill = gg._core.KvDecodeStep(
             kv.cells.pos, kv.cells.seq, emb.tokens, None if pos is None else pos.pos,
             None if out is None else out.out_ids, k_idxs, v_idxs, mask,
-            kv.e_v if (kv.v_trans and v_idxs is not None) else 0, kv.n_pad, attn.causal)
+            kv.e_v if (kv.v_trans and v_idxs is not None) else 0, kv.n_pad, attn.causal,
+            params.ubatch.n_tokens)
         st.sampled = res.sampled_view()
         st.n_vocab = ctx.hparams.n_vocab
         st.flash_attn = ctx.flash_attn

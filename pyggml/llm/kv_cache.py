@@ -350,14 +350,18 @@ class KVCache(Memory):
                 self.head = first
 
     def seq_rm(self, seq: int, p0: int = -1, p1: int = -1) -> bool:
-        """Remove positions [p0, p1) of seq (seq < 0: of every sequence)."""
-        sel = self._range(seq, p0, p1)
+        """Remove positions [p0, p1) of seq (seq < 0: of every sequence): one C++ pass over
+        the cell table (a speculative decoder calls this after every rejected draft)."""
         if seq is None or seq < 0:
-            self.cells.seq[sel] = False
+            seq = -1
         else:
-            self.cells.seq[sel, seq] = False
-        self.cells.changed()
-        self._drop_empty(sel)
+            self._check_seq(seq)
+        c = self.cells
+        first = _core.llm_kv_seq_rm(c.pos, c.seq, c.shift, int(seq),
+                                    -1 if p0 is None else int(p0), -1 if p1 is None else int(p1))
+        c.changed()
+        if 0 <= first < self.head:
+            self.head = first
         return True
 
     def seq_cp(self, src: int, dst: int, p0: int = -1, p1: int = -1) -> None:

@@ -261,3 +261,167 @@ def test_filler_rejects_bad_tables_and_inputs():
     f = gg._core.KvDecodeStep(pos, seq, *tensors)
     with pytest.raises(ValueError, match="seq"):
         f.step(1, 0, 3, 0, 0)
+
+
+class CountingRows:
+    """Wraps a KvDecodeStep to count decode_greedy_rows' shortcut fills."""
+
+    def __init__(self, fill):
+        self.fill, self.n = fill, 0
+
+    def step_n(self, *a):
+        cells = self.fill.step_n(*a)
+        self.n += cells is not None
+        return cells
+
+
+def verify_run(model, fast, rounds, seed, **kw):
+    """A speculative decoder's target calls: a plain step, then a verify of 2..5 ids
+    (decode_greedy_rows), then the rejected tail removed (now and then a hole too); every
+    round's ids and logits rows, the final cell table and the shortcut fills."""
+    ctx = Context(model, **kw)
+    ctx.fast_decode = fast
+    ctx.MAX_GRAPHS = 12
+    rng = np.random.default_rng(seed)
+    n_vocab = model.hparams.n_vocab
+    tok = ctx.decode_greedy([3, 1, 4, 1, 5])
+    got, counters = [], []
+    for r in range(rounds):
+        if r == rounds // 2:       # a new text: n_kv back to 256, the graphs of both stay
+            ctx.reset()
+            tok = ctx.decode_greedy([2, 7, 1, 8])
+        for st in (o for steps in ctx._row_steps.values() for o in steps):
+            if not isinstance(st.fill, CountingRows):
+                st.fill = CountingRows(st.fill)
+                counters.append(st.fill)
+        tok = ctx.decode_greedy([tok])
+        if rng.random() < 0.1:
+            # a hole of 4 cells before head, which stays past it: find_slot's refill rule
+            # (from 0 only with more than 2 n free cells before head) decides the cells
+            ctx.seq_rm(0, 5, 9)
+            ctx.memory.head = ctx.memory.cells.used_max_p1() - 1
+        p0 = ctx.n_past(0)
+        batch = [tok] + [int(t) for t in rng.integers(0, n_vocab, int(rng.integers(1, 5)))]
+        ids = ctx.decode_greedy_rows(batch)
+        got.append((list(ids), np.array(ctx.logits)))
+        keep = int(rng.integers(1, len(batch) + 1))
+        ctx.seq_rm(0, p0 + keep, -1)
+        tok = int(ids[keep - 1])
+    c = ctx.memory.cells
+    table = (c.pos.copy(), c.seq.copy(), ctx.memory.head, c.used(), c.used_max_p1(),
+             c.seq_pos_max(0))
+    return got, table, sum(c.n for c in counters)
+
+
+@pytest.mark.parametrize("flash_attn", [True, False], ids=["fa", "nofa"])
+@pytest.mark.parametrize("cache", [gg.F16, gg.F32], ids=["f16", "f32"])
+def test_verify_shortcut_equals_the_general_path(model, flash_attn, cache):
+    # verifies of every width with partial acceptance, across the 256-cell n_kv boundary:
+    # the shortcut's ids, logits rows and cell table are the general path's bit for bit
+    kw = dict(n_ctx=600, n_threads=2, flash_attn=flash_attn, type_k=cache, type_v=cache)
+    fast = verify_run(model[2], True, 220, 3, **kw)
+    slow = verify_run(model[2], False, 220, 3, **kw)
+    # the general path runs once per width and graph (n_kv 256 and 512), across texts
+    assert slow[2] == 0 and fast[2] >= 220 - 2 * 4
+    for (ids_a, lg_a), (ids_b, lg_b) in zip(fast[0], slow[0]):
+        assert ids_a == ids_b
+        np.testing.assert_array_equal(lg_a, lg_b)
+        assert ids_a == [int(np.argmax(r)) for r in lg_a]
+    for x, y in zip(fast[1], slow[1]):
+        np.testing.assert_array_equal(x, y)
+    assert fast[1][5] > 256
+
+
+def test_verify_shortcut_leaves_bad_ids_and_a_full_context_to_the_general_path(model):
+    m = model[2]
+    ctx = Context(m, n_ctx=24, n_threads=1)
+    tok = ctx.decode_greedy([1, 2, 3])
+    ctx.decode_greedy_rows([tok, 5, 6])
+    assert 3 in ctx._row_steps
+    with pytest.raises(ValueError, match="out of range"):
+        ctx.decode_greedy_rows([1, m.hparams.n_vocab, 2])
+    while ctx.n_past() < ctx.n_ctx - 2:
+        tok = ctx.decode_greedy([tok])
+    with pytest.raises(ValueError, match="n_ctx"):
+        ctx.decode_greedy_rows([tok, 5, 6])
+    assert ctx.n_past() == ctx.n_ctx - 2
+
+
+def make_row_inputs(gctx, n, n_kv, v_channels, mask_type):
+    tensors = [gctx.new_tensor(gg.I32, [n]), gctx.new_tensor(gg.I32, [n]),
+               gctx.new_tensor(gg.I32, [n]), gctx.new_tensor(gg.I64, [n]),
+               gctx.new_tensor(gg.I64, [n * max(v_channels, 1)]),
+               gctx.new_tensor(mask_type, [n_kv, n, 1, 1])]
+    for t in tensors:
+        t.numpy()[...] = 7
+    return tensors
+
+
+@pytest.mark.parametrize("mask_type", [gg.F16, gg.F32], ids=["f16", "f32"])
+@pytest.mark.parametrize("v_channels", [0, 6])
+def test_row_filler_matches_find_slot_and_the_mask_rule(mask_type, v_channels):
+    from pyggml.llm.kv_cache import KVCache
+    rng = np.random.default_rng(23 + v_channels)
+    gctx = gg.Context(1 << 22)
+    for trial in range(40):
+        n_cells, n_seq = int(rng.choice([256, 300, 600])), int(rng.integers(1, 4))
+        n = int(rng.integers(2, 7))
+        pos, seq = random_table(rng, n_cells, n_seq, fill=float(rng.uniform(0.2, 0.99)))
+        kv = KVCache(n_layer=1, n_embd_k_gqa=8, n_embd_v_gqa=8, head_dim_k=4, head_dim_v=4,
+                     n_head_kv=2, size=n_cells, n_seq_max=n_seq)
+        kv.cells.pos[:], kv.cells.seq[:] = pos, seq
+        kv.cells.changed()
+        kv.head = int(rng.integers(0, n_cells))
+        s, p = int(rng.integers(0, n_seq)), int(rng.integers(0, 3 * n_cells))
+        max_p1 = kv.cells.used_max_p1()
+        ub = UBatch(pos=np.arange(p, p + n, dtype=np.int32), seq_id=np.full(n, s, np.int32),
+                    output=np.ones(n, bool), token=np.arange(9, 9 + n, dtype=np.int32))
+        slot = kv.find_slot(ub)
+        n_kv = 256
+        if slot is not None:
+            mp = max(max_p1, int(slot.idxs.max()) + 1)
+            n_kv = min(n_cells, max(256, -(-mp // 256) * 256))
+        wrong = trial % 3 == 0 and n_kv < n_cells
+        if wrong:
+            n_kv += 1
+        tensors = make_row_inputs(gctx, n, n_kv, v_channels, mask_type)
+        table_pos, table_seq = kv.cells.pos.copy(), kv.cells.seq.copy()
+        f = gg._core.KvDecodeStep(kv.cells.pos, kv.cells.seq, *tensors, v_channels, 256, True, n)
+        head = 0 if kv.head > kv.cells.used() + 2 * n else kv.head   # find_slot's refill rule
+        got = f.step_n(list(range(9, 9 + n)), p, s, head, max_p1)
+        if slot is None or wrong:
+            assert got is None
+            np.testing.assert_array_equal(kv.cells.pos, table_pos)
+            np.testing.assert_array_equal(kv.cells.seq, table_seq)
+            assert all(np.all(t.numpy() == 7) for t in tensors)
+            continue
+        cells = [int(c) for c in slot.idxs]
+        assert got == (cells[-1], max(cells))
+        exp_pos, exp_seq = table_pos.copy(), table_seq.copy()
+        exp_pos[cells], exp_seq[cells, s] = np.arange(p, p + n), True
+        np.testing.assert_array_equal(kv.cells.pos, exp_pos)
+        np.testing.assert_array_equal(kv.cells.seq, exp_seq)
+        tokens, tpos, out, k, v, mask = tensors
+        np.testing.assert_array_equal(tokens.numpy(), np.arange(9, 9 + n))
+        np.testing.assert_array_equal(tpos.numpy(), np.arange(p, p + n))
+        np.testing.assert_array_equal(out.numpy(), np.arange(n))
+        np.testing.assert_array_equal(k.numpy(), cells)
+        want_v = cells if v_channels == 0 else \
+            [c + j * n_cells for c in cells for j in range(v_channels)]
+        np.testing.assert_array_equal(v.numpy(), want_v)
+        ref = numpy_mask(exp_pos, exp_seq, np.arange(p, p + n), [s] * n, n_kv, True, 0, 0)
+        np.testing.assert_array_equal(mask.numpy().astype(np.float32).reshape(n, -1), ref)
+
+
+def test_row_filler_refuses_a_wrong_token_count():
+    gctx = gg.Context(1 << 20)
+    pos, seq = np.full(300, -1, np.int64), np.zeros((300, 1), bool)
+    f = gg._core.KvDecodeStep(pos, seq, *make_row_inputs(gctx, 3, 256, 0, gg.F16), 0, 256, True, 3)
+    with pytest.raises(ValueError, match="takes 3 tokens"):
+        f.step_n([1, 2], 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="one token"):
+        f.step(1, 0, 0, 0, 0)
+    with pytest.raises(ValueError, match="tokens must be .* of 4 elements"):
+        gg._core.KvDecodeStep(pos, seq, *make_row_inputs(gctx, 3, 256, 0, gg.F16), 0, 256, True, 4)
+    with pytest.raises(ValueError, match="n_tokens"):
+        gg._core.KvDecodeStep(pos, seq, *make_row_inputs(gctx, 3, 256, 0, gg.F16), 0, 256, True, 0)

@@ -127,6 +127,52 @@ def test_cpp_slot_search_equals_the_numpy_scan(swa_type, n_swa):
                     np.testing.assert_array_equal(got, ref)
 
 
+def numpy_seq_rm(pos, seq, shift, s, p0, p1):
+    """The removal rule in numpy (the pass the C++ helper replaced): clear s's flag (every
+    flag for s < 0) on its cells in [p0, p1), free the cells left without a sequence;
+    returns the lowest freed cell or -1."""
+    p0 = 0 if p0 < 0 else p0
+    p1 = np.iinfo(np.int64).max if p1 < 0 else p1
+    sel = (pos >= p0) & (pos < p1)
+    if s < 0:
+        sel &= pos >= 0
+        seq[sel] = False
+    else:
+        sel &= seq[:, s]
+        seq[sel, s] = False
+    dead = sel & ~seq.any(axis=1)
+    pos[dead], shift[dead] = -1, 0
+    return int(np.flatnonzero(dead)[0]) if dead.any() else -1
+
+
+def test_cpp_seq_rm_equals_the_numpy_removal():
+    rng = np.random.default_rng(17)
+    for n_cells, n_seq, fill in ((1, 1, 1.0), (41, 2, 0.8), (333, 4, 0.95), (64, 3, 1.0),
+                                 (512, 1, 0.6)):
+        for _ in range(20):
+            pos, seq = random_table(rng, n_cells, n_seq, fill)
+            shift = rng.integers(-3, 4, n_cells) * (pos >= 0)
+            s = int(rng.integers(-1, n_seq))
+            p0, p1 = int(rng.integers(-1, 3 * n_cells)), int(rng.integers(-1, 3 * n_cells))
+            ref = [a.copy() for a in (pos, seq, shift)]
+            want = numpy_seq_rm(*ref, s, p0, p1)
+            assert gg._core.llm_kv_seq_rm(pos, seq, shift, s, p0, p1) == want
+            for got, exp in zip((pos, seq, shift), ref):
+                np.testing.assert_array_equal(got, exp)
+
+
+def test_seq_rm_refuses_tables_it_cannot_write_in_place():
+    pos, seq, shift = np.full(8, -1, np.int64), np.zeros((8, 2), bool), np.zeros(8, np.int64)
+    with pytest.raises(ValueError, match="cell table"):
+        gg._core.llm_kv_seq_rm(pos.astype(np.int32), seq, shift, 0, 0, -1)
+    with pytest.raises(ValueError, match="cell table"):
+        gg._core.llm_kv_seq_rm(pos, seq[:4], shift, 0, 0, -1)
+    with pytest.raises(ValueError, match="cell table"):
+        gg._core.llm_kv_seq_rm(pos, np.asfortranarray(np.zeros((8, 2), bool)), shift, 0, 0, -1)
+    with pytest.raises(ValueError, match="seq out of range"):
+        gg._core.llm_kv_seq_rm(pos, seq, shift, 2, 0, -1)
+
+
 def recount(kv):
     c = kv.cells
     used = np.flatnonzero(c.pos >= 0)

@@ -402,3 +402,35 @@ def test_an_unmeasured_width_ages_a_bounded_amount():
     st = gate._state(0)
     st.accepted1 = st.trials1 = st.accepted2 = st.trials2 = 10.0   # drafts always accepted
     assert gate.choose(2, 0, 100) == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_kept_decision_equals_a_fresh_one(seed):
+    # the gate keeps its last prefix decision per class while neither the class's counts
+    # nor the costs moved: through random costs, acceptances, classes and lengths, every
+    # choice equals a twin gate's that decides afresh each time
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    gates = [DraftGate(4, MeasuredCost(), None), DraftGate(4, MeasuredCost(), None)]
+    for rnd in range(600):
+        op = rng.random()
+        if op < 0.25:
+            # a verify of w costs (1 + slope (w - 1)) plain steps, the slope changing every
+            # 100 rounds (lowest times age and give way): drafts lose, then pay, then lose
+            w, slope = int(rng.integers(1, 6)), (0.9, 0.05, 1.2, 0.2, 0.7, 0.1)[rnd // 100]
+            sec = float(rng.uniform(1.0, 1.1)) * 1e-4 * (1 + slope * (w - 1))
+            for g in gates:
+                g.observe_cost(w, sec)
+        elif op < 0.4:
+            cls, k = int(rng.integers(0, 3)), int(rng.integers(1, 5))
+            n_acc = int(rng.integers(0, k + 1)) if rng.random() < 0.3 else 0
+            for g in gates:
+                g.observe_accept(cls, k, n_acc)
+        else:
+            cls, k = int(rng.integers(0, 3)), int(rng.integers(1, 6))
+            for st in gates[1]._classes.values():
+                st.memo = (None, None, None)
+            a, b = (g.choose(k, cls, rnd) for g in gates)
+            assert a == b, f"round {rnd}"
+    assert gates[0].n_gated == gates[1].n_gated > 30
+    assert gates[0].n_probes == gates[1].n_probes

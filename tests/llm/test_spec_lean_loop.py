@@ -136,3 +136,41 @@ def test_the_lean_loop_is_taken_only_where_it_applies(tiny):
     dec = SpeculativeDecoder(ctx, "ngram")
     dec.sampler = lambda row: int(np.argmax(row))     # changed after construction
     assert not dec._plain_ok
+
+
+class Rejected(Drafter):
+    """Drafts that are never the target's tokens (the gate declines them, re-probing)."""
+    kind = "rejected"
+
+    def draft(self, id_last, pos0, n_max):
+        return Draft(ids=[(int(id_last) * 7 + 3 + i) % 256 for i in range(n_max)])
+
+
+def test_the_gate_clock_is_read_for_a_sample_of_asks(tiny, monkeypatch):
+    # the gate's CPU clock is a system call: read for every verify and stretch of plain
+    # rounds, but for one ask (and its declined plain step) in PLAIN_SAMPLE; the gate still
+    # learns a plain step's and an ask's cost, and the stream stays ctx.generate's
+    m, _, _ = tiny
+    ctx = Context(m, n_ctx=400)
+    want = list(ctx.generate(PROMPT, 300))
+    ctx.reset()
+    dec = SpeculativeDecoder(ctx, Rejected(), n_max=4)
+    import pyggml.llm.speculative.one_lane as one_lane
+    real, reads = one_lane.time.process_time, [0]
+
+    def counted():
+        reads[0] += 1
+        return real()
+    monkeypatch.setattr(one_lane.time, "process_time", counted)
+    out = dec.generate(PROMPT, 300)
+    assert list(out) == want
+    st = dec.stats
+    asks = st["n_verify_steps"] + st["n_gated"]
+    quiet = st["n_plain_steps"] - asks      # plain rounds that asked nobody, in stretches
+    assert asks > 20 and quiet > 150
+    # timed: every verify and each stretch's first plain step (at most one per ask, and
+    # the first); one in PLAIN_SAMPLE asks and of the plain steps of declined asks
+    every = SpeculativeDecoder.PLAIN_SAMPLE
+    timed = st["n_verify_steps"] + (asks + 1) + 2 * (asks // every + 1)
+    assert reads[0] <= 2 * timed
+    assert dec._gate.model.ask_cost() is not None and dec._gate.ready

@@ -251,6 +251,53 @@ def test_drafter_against_reference_through_steps(seed, vocab, ngram_min, substit
         assert d.history == hist and d._renames == ref.renames
 
 
+def _window_seen(hist, w):
+    """Whether hist's last w tokens occur earlier, wholly before its last token."""
+    L = len(hist)
+    return L > w and any(hist[s:s + w] == hist[L - w:] for s in range(L - w))
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(st.integers(0, 2 ** 31), st.integers(2, 6))
+def test_absorb_against_a_direct_window_search(seed, vocab):
+    # plain rounds' tokens (absorb), with the rewrites a decoder makes between them (a draft
+    # of id_last, a verify batch and its partial acceptance, a token absorbed again at its
+    # position, a rollback): every wake equals a search of the history itself, and the wake
+    # index holds exactly the windows before the last token (a window absorb indexed from a
+    # stale copy of the history would show in both)
+    rng = np.random.default_rng(seed)
+    d = NgramDrafter(None)
+    w = d._wake.width
+    hist, hit = [], False
+    for _ in range(120):
+        r = rng.random()
+        if r < 0.75 or len(hist) < 2:
+            pos = len(hist) - int(rng.random() < 0.1) * min(len(hist), int(rng.integers(1, 4)))
+            tok = int(rng.integers(0, vocab))
+            hist = hist[:pos] + [tok]
+            now = _window_seen(hist, w)
+            assert d.absorb(tok, pos) == (now and not hit)
+            hit = now
+            starts = {}
+            for s in range(max(len(hist) - w, 0)):
+                starts.setdefault(tuple(hist[s:s + w]), []).append(s)
+            if len(hist) > w:
+                assert d._wake.starts == starts and d._wake.covered == len(hist) - w
+        else:
+            # id_last is mostly the token absorbed last; a different one rewrites it
+            pos0 = len(hist) - 1
+            id_last = hist[-1] if rng.random() < 0.6 else int(rng.integers(0, vocab))
+            hist[-1] = id_last
+            ids = d.draft(id_last, pos0, 3).ids
+            batch = [id_last] + [int(t) for t in rng.integers(0, vocab, len(ids))]
+            d.process(np.array(batch, np.int32), pos0, {})
+            n_acc = int(rng.integers(0, len(batch)))
+            d.accept(n_acc)
+            hist = hist[:pos0] + batch[:n_acc + 1]
+            hit = _window_seen(hist[:pos0 + 1], w)   # draft() looked at id_last's window
+        assert d.history == hist
+
+
 def test_history_buffer_through_process_and_accept():
     # a long prompt (the buffer grows), then verify batches with partial acceptance: the
     # drafter's history is what a list of the committed tokens holds

@@ -218,7 +218,7 @@ def as_cost_model(model):
 
 class _ClassState:
     __slots__ = ("trials1", "accepted1", "trials2", "accepted2", "interval", "last_probe",
-                 "probing")
+                 "probing", "memo")
 
     def __init__(self, prior: float, rates: tuple, first: int):
         # decayed counts: first draft tokens compared with the target, and accepted; the
@@ -226,6 +226,8 @@ class _ClassState:
         self.trials1 = self.trials2 = prior
         self.accepted1, self.accepted2 = prior * float(rates[0]), prior * float(rates[1])
         self.interval, self.last_probe, self.probing = first, None, False
+        # DraftGate._prefixes' last answer: (costs table, k, the four counts), the answer
+        self.memo = (None, None, None)
 
     @property
     def rates(self) -> tuple:
@@ -352,6 +354,33 @@ class DraftGate:
         q1, q2 = self._state(cls).decision_rates(self.Q2_OPTIMISM)
         return (1.0 + sum(q1 * q2 ** i for i in range(j))) / max(c, 1e-12)
 
+    def _prefixes(self, st: _ClassState, k: int, costs: list) -> tuple:
+        """(the longest prefix of k drafts that beats a plain step, 0 when none does; the
+        prefix that loses least). Asks the gate declines change neither the class's counts
+        nor the costs table: the last answer is kept for them (a declined ask then costs a
+        comparison, not the sum over the prefixes)."""
+        key = (k, st.trials1, st.accepted1, st.trials2, st.accepted2)
+        memo = st.memo
+        if memo[0] is costs and memo[1] == key:
+            return memo[2]
+        q1, q2 = st.decision_rates(self.Q2_OPTIMISM)
+        c_plain = costs[0]
+        e, r, top_j, top_v, longest = 1.0, q1, self.n_min, -1.0, 0
+        for j in range(1, k + 1):
+            if j > 1:
+                r *= q2
+            e += r
+            c = costs[j]
+            if c is None or j < self.n_min:
+                continue
+            v = e / max(c, 1e-12)
+            if v > top_v:
+                top_j, top_v = j, v
+            if v * c_plain > 1.0:
+                longest = j
+        st.memo = (costs, key, (longest, top_j))
+        return longest, top_j
+
     def choose(self, k: int, cls, round_no: int) -> int:
         """How many of k drafted tokens (class cls) to verify at round round_no: the longest
         prefix that beats a plain step, 0 (a plain step) when none does but for a probe (the
@@ -373,20 +402,7 @@ class DraftGate:
                 self.n_probes += 1
                 return self.n_min
             k = known[-1]
-        q1, q2 = st.decision_rates(self.Q2_OPTIMISM)
-        e, r, top_j, top_v, longest = 1.0, q1, self.n_min, -1.0, 0
-        for j in range(1, k + 1):
-            if j > 1:
-                r *= q2
-            e += r
-            c = costs[j]
-            if c is None or j < self.n_min:
-                continue
-            v = e / max(c, 1e-12)
-            if v > top_v:
-                top_j, top_v = j, v
-            if v * c_plain > 1.0:
-                longest = j
+        longest, top_j = self._prefixes(st, k, costs)
         if longest:
             return longest
         if st.last_probe is None or round_no - st.last_probe >= st.interval:

@@ -237,6 +237,7 @@ class NgramDrafter(Drafter):
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
         self._wake = KeyIndex(WAKE_MATCH)
         self._hit = False              # absorb: the last window it looked at occurred before
+        self._wake_last = None         # absorb: (end, tokens) of that window
         self._ix = self._indexes()
         # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
         self._renames: set = set()
@@ -274,6 +275,7 @@ class NgramDrafter(Drafter):
 
     def _put(self, pos0: int, tokens: list) -> None:
         hist = self._hist
+        self._wake_last = None         # absorb's last window may be rewritten
         for ix in self._ix:
             if ix.covered + ix.width - 1 > pos0:
                 ix.cut(hist, pos0)
@@ -291,14 +293,35 @@ class NgramDrafter(Drafter):
         when the history's last WAKE_MATCH tokens occur earlier with a token after them and
         the window before it (or at the last draft()) did not: a copy wakes the decoder once,
         at its start, and a run of matches the asks declined does not keep waking it. One dict
-        look-up of one window, the index extended by the windows since the last call."""
+        look-up of one window; the index grows by the window looked up at the previous call
+        (this runs once a token in quiet stretches: one function, one new tuple)."""
         hist = self._hist
-        n = len(hist)
-        if pos == n:
+        L = len(hist)
+        if pos == L:
             hist.append(token)
-        elif not (pos == n - 1 and hist[pos] == token):
+            L += 1
+        elif not (pos == L - 1 and hist[pos] == token):
             self._put(pos, [token])
-        hit = self._window_hit()
+            L = len(hist)
+        wake = self._wake
+        w = wake.width
+        if L <= w:
+            hit = False
+        else:
+            last = self._wake_last
+            if last is not None and last[0] == L - 1 and wake.covered == L - 1 - w:
+                # the window looked up last (ending at L - 1) now has a token after it
+                lst = wake.starts.get(last[1])
+                if lst is None:
+                    wake.starts[last[1]] = [L - 1 - w]
+                else:
+                    lst.append(L - 1 - w)
+                wake.covered = L - w
+            else:
+                wake.extend(hist, L - 1)
+            key = tuple(hist[L - w:])
+            hit = key in wake.starts
+            self._wake_last = (L, key)
         woke, self._hit = hit and not self._hit, hit
         return woke
 
@@ -453,6 +476,7 @@ class NgramDrafter(Drafter):
                 if ix.covered + ix.width - 1 > keep:
                     ix.cut(self._hist, keep)
             del self._hist[keep:]
+            self._wake_last = None
             if keep < self._buf_n:
                 self._buf_n = keep
 
@@ -462,6 +486,6 @@ class NgramDrafter(Drafter):
         self._keys = KeyIndex(self.ngram_min)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
         self._wake = KeyIndex(WAKE_MATCH)
-        self._hit = False
+        self._hit, self._wake_last = False, None
         self._ix = self._indexes()
         self._buf_n = 0

@@ -37,6 +37,12 @@ def run_one(dec, lane, n: int, stop) -> None:
     fed = []           # tokens of plain rounds the drafter has not seen (up to pos0)
     draft_s = verify_s = 0.0
     n_rounds = n_plain = n_quiet = 0
+    # the gate's CPU clock is a system call (~1.5 us): asks and a declined ask's plain step
+    # are timed one in PLAIN_SAMPLE (the gate keeps the lowest time: a few samples tell
+    # it); every verify and each stretch's first plain step are timed (the plain cost is
+    # what a verify is weighed against: sampled more thinly, its lowest time would sit
+    # higher than the verifies' and let losing drafts through)
+    n_asks = n_plain_timings = 0
     try:
         while len(out) < n and out.stop_reason == "n":
             ta = perf()
@@ -71,7 +77,9 @@ def run_one(dec, lane, n: int, stop) -> None:
                 if fed:
                     drafter.process(np.asarray(fed, np.int32), pos0 - len(fed), {})
                     fed.clear()
-                ask0 = cpu() if gate is not None else 0.0
+                time_ask = gate is not None and n_asks % dec.PLAIN_SAMPLE == 0
+                n_asks += 1
+                ask0 = cpu() if time_ask else 0.0
                 d = drafter.draft(lane.id_last, pos0, k_max)
                 if d is not None and (d.ids if isinstance(d, Draft) else len(d)):
                     ids, _ = dec._take_draft(d, k_max)
@@ -80,13 +88,12 @@ def run_one(dec, lane, n: int, stop) -> None:
                         j = gate.choose(len(ids), cls, st["n_rounds"] + n_rounds)
                         if j < len(ids):
                             ids = ids[:j]
-                if gate is not None:
+                if time_ask:
                     gate.observe_ask_cost(cpu() - ask0)
             n_rounds += 1
             if not ids:
-                # the gate times every verify but only every PLAIN_SAMPLE-th plain step (a
-                # lowest time needs few samples; on a small target the timing is ~1% of it)
-                timed = gate is not None and n_plain % dec.PLAIN_SAMPLE == 0
+                timed = gate is not None and n_plain_timings % dec.PLAIN_SAMPLE == 0
+                n_plain_timings += 1
                 tok, tb, tc = timed_plain_step(dec, lane.id_last, seq, timed)
                 if k_max > 0:      # it drafted: the drafter sees the round and its end
                     drafter.process(np.array([lane.id_last], np.int32), pos0, {})

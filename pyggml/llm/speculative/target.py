@@ -66,6 +66,10 @@ def _decode_one(ctx, seq, tokens, logits_all, greedy, names):
         # and bits as the general path without its host work
         ctx.collected = None
         return StepRows(ids=np.array([ctx.decode_greedy([int(tokens[0])], seq_id=seq)], np.int32))
+    if greedy and not names and logits_all:
+        # a verify: decode_greedy_rows' shortcut (one C++ fill of a reused graph's inputs)
+        ctx.collected = None
+        return StepRows(ids=ctx.decode_greedy_rows(tokens, seq_id=seq))
     ctx.collected = {} if names else None
     try:
         if greedy:
