@@ -5,7 +5,10 @@
 Every sample is taken in one process with the sides interleaved (pyggml, ggml, memcpy, the
 order rotated each rep, idle workers before each timed call), so a burst of load hits all
 sides alike. Prints for each side the median and the minimum, and the ratios of medians and
-of minima (pyggml over the other side: > 1 means pyggml is faster).
+of minima (pyggml over the other side: > 1 means pyggml is faster). The big mode also prints
+the median of the per-round ratios pyggml/memcpy (the two samples of one rotation round, taken
+back to back) with its distribution-free ~95% interval: slow swings of the machine's bandwidth
+move both sides of a round alike, so this ratio is the steadiest of the three.
 
 Modes:
   big    GEMV (n=1) of a 4096 x 14336 weight on THREADS (default 2): weight GB/s of pyggml and
@@ -40,6 +43,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import numpy as np  # noqa: E402
+
+from paired_stats import median_interval  # noqa: E402
 
 TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "mxfp4",
          "nvfp4"]
@@ -143,6 +148,12 @@ def _med(x):
     return statistics.median(x)
 
 
+def _paired_rate_ratio(t_py, t_cp, py_bytes, cp_bytes) -> str:
+    """Median of the per-round rate ratios (py_bytes / t_py) / (cp_bytes / t_cp) and its interval."""
+    med, lo, hi, _ = median_interval([(py_bytes / a) / (cp_bytes / b) for a, b in zip(t_py, t_cp)])
+    return f"{med:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
 def mode_big(gg, ref, types, n_threads, reps):
     K, M = 4096, 14336
     cp, cp_bytes = _memcpy()
@@ -150,7 +161,8 @@ def mode_big(gg, ref, types, n_threads, reps):
     print(f"# GEMV K{K} x M{M}, n=1, {n_threads} threads, {reps} interleaved reps; GB/s = weight bytes / time;"
           " memcpy = 2 x 64 MiB / time")
     print(f"{'type':<7s} {'MB':>6s} {'py med':>7s} {'py min':>7s} {'gg med':>7s} {'gg min':>7s} {'cp med':>7s}"
-          f" {'cp min':>7s} {'py/cp':>6s} {'py/cp@min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}")
+          f" {'cp min':>7s} {'py/cp':>6s} {'py/cp@min':>9s} {'py/gg':>6s} {'py/gg@min':>9s}"
+          f"  {'py/cp paired [~95%]':>20s}")
     for name in types:
         c = Case(gg, ref, name, K, M, 1, n_threads)
         err = c.check()
@@ -166,6 +178,7 @@ def mode_big(gg, ref, types, n_threads, reps):
         py = gbs["py"]
         print(f"{name:<7s} {nb / 1e6:6.1f} {py[0]:7.2f} {py[1]:7.2f} {gg_[0]:7.2f} {gg_[1]:7.2f} {cpg[0]:7.2f}"
               f" {cpg[1]:7.2f} {py[0] / cpg[0]:6.2f} {py[1] / cpg[1]:9.2f} {py[0] / gg_[0]:6.2f} {py[1] / gg_[1]:9.2f}"
+              f"  {_paired_rate_ratio(ts['py'], ts['cp'], nb, cp_bytes):>20s}"
               + (f"   # WARNING outputs differ, NMSE {err:.1e}" if err is not None and err > 1e-3 else ""),
               flush=True)
         if c.rc is not None:
