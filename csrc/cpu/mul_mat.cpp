@@ -155,9 +155,9 @@ bool mul_mat_barrier_free(const Tensor* dst) {
 
 size_t cpu_work_size_MUL_MAT(const Tensor* dst, int n_threads) {
     if (is_float_weight(dst->src[0]->type)) return float_mul_mat_work_size(dst, n_threads);
+    if (use_ktile(dst)) return ktile_mul_mat_work_size(dst, n_threads);  // taken whether repacked or not
     // room for both paths: a repacked copy made or dropped between sizing and running is safe
     const size_t repacked = repack_supported(dst->src[0]) ? repack_mul_mat_work_size(dst, n_threads) : 0;
-    if (use_ktile(dst)) return ktile_mul_mat_work_size(dst, n_threads);
     const Kernels& kr = kernels_for(simd::cpu_isa());
     if (use_qgemm(kr, dst)) return std::max(repacked, qgemm_work_size(kr, dst, n_threads));
     if (!dot_needs_conversion(dst)) return std::max(repacked, kCounterBytes);
