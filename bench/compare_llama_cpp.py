@@ -5,7 +5,7 @@ decode tokens/s, same threads, in one run, the two engines alternating.
                                       [--max-others 1.0] [--only tiny-f16 ...] [--long 4096] [--no-long | --long-only]
                                       [--cpu-time]
 
-Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F16, Q8_0; --only small-*),
+Cases: tiny random LLaMAs (F32, F16, Q8_0, Q4_0), a ~100M one (F32, F16, Q8_0, Q4_0; --only small-*),
 SmolLM2-135M Q4_1 when the demo has fetched it and, made from it by llama.cpp's own quantizer
 (once, into the cache folder: tests/llm/llama_cpp_quantize.py), SmolLM2 Q4_K_M (Q4_K/Q6_K
 ffn_down, Q5_0/Q8_0 elsewhere), the tiny recurrent models (mamba2,
@@ -58,8 +58,10 @@ CASES = {
     "tiny-f16": ("llama", dict(TINY, dtype="f16")),
     "tiny-q8_0": ("llama", dict(TINY, dtype="q8_0")),
     "tiny-q4_0": ("llama", dict(TINY, dtype="q4_0")),
+    "small-f32": ("small", dict(dtype="f32")),
     "small-f16": ("small", dict(dtype="f16")),
     "small-q8_0": ("small", dict(dtype="q8_0")),
+    "small-q4_0": ("small", dict(dtype="q4_0")),
     "smollm2-q4_1": ("smollm2", {}),
     "smollm2-q4_k_m": ("smollm2-kquant", {}),
     "mamba2": ("mamba2", {}),
