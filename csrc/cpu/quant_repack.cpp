@@ -274,7 +274,7 @@ constexpr int64_t kMaxGroupsPerUnit = 8;
 
 }  // namespace
 
-RepackedWeights::~RepackedWeights() { std::free(buf); }
+RepackedWeights::~RepackedWeights() { weight_free(buf); }
 
 bool repack_supported(const Tensor* t) {
     if (!t || rp::record_bytes(t->type) == 0) return false;
@@ -299,7 +299,7 @@ RepackHandle repack_weights(const Tensor* t) {
     rw->group_bytes = size_t(rw->blocks) * rp::record_bytes(t->type);
     rw->mat_bytes = size_t(rw->groups) * rw->group_bytes;
     const size_t total = rw->mat_bytes * size_t(t->ne[2] * t->ne[3]);
-    rw->buf = (char*)host_alloc(total, 64);
+    rw->buf = (char*)weight_alloc(total);
     if (!rw->buf) throw OutOfMemoryError("repack_weights: cannot allocate " + std::to_string(total) + " bytes");
     std::memset(rw->buf, 0, total);  // padding rows
     const size_t rec = rp::record_bytes(t->type), src_block = type_traits(t->type).type_size;

@@ -1,5 +1,6 @@
 // Python bindings of the 'mul_mat' op family.
 #include "bind_common.h"
+#include "cpu/host_memory.h"
 #include "cpu/quant_repack.h"
 
 namespace pyggml::python {
@@ -34,6 +35,16 @@ void bind_mul_mat(py::module_& m) {
     m.def("has_repack", [](py::object t) {
         return cpu::has_repack(to_tensor(t, "has_repack", "t", true));
     }, py::arg("t"), "Whether mul_mat with weights t currently uses a repacked copy.");
+    m.def("weight_slab_stats", []() {
+        const cpu::WeightSlabStats st = cpu::weight_slab_stats();
+        py::dict d;
+        d["slabs"] = st.slabs;
+        d["pieces"] = st.pieces;
+        d["slab_bytes"] = st.slab_bytes;
+        d["own_blocks"] = st.own_blocks;
+        return d;
+    }, "Where the live repacked copies sit: copies under 4 MiB share huge-page slabs ('slabs' held, "
+       "'pieces' in them, 'slab_bytes' reserved); larger ones have a block each ('own_blocks').");
 }
 
 }  // namespace pyggml::python

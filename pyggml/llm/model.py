@@ -127,6 +127,8 @@ class Model:
         self.kv = kv
         self.header = header
         self._repacked = {}
+        self._weight_arenas = []  # copies of mapped weights (copy_mapped_weights)
+        self._copied = set()
 
     def __repr__(self):
         h = self.hparams
@@ -168,6 +170,57 @@ class Model:
                 continue
             self._repacked[name] = gg.repack_weights(t)
         return self.repacked_bytes
+
+    def _mapped_weight_names(self) -> list:
+        """Tensors still read from the file's memory map: all but the repacked ones and an
+        untied token embedding (get_rows reads a few of its rows per token)."""
+        tied = "output.weight" not in self.tensors
+        return [n for n, t in self.tensors.items()
+                if n not in self._repacked and n not in self._copied
+                and not (n == "token_embd.weight" and not tied) and t.nbytes > 0]
+
+    def mapped_weight_bytes(self) -> int:
+        """Bytes copy_mapped_weights would copy."""
+        return sum(self.tensors[n].nbytes for n in self._mapped_weight_names())
+
+    def copy_mapped_weights(self, progress: bool | None = None) -> int:
+        """Copy the weights that mul_mat still streams from the file's memory map into one
+        host buffer of the model's own. Page-cache pages are 4 KiB: a streamed product stops
+        its prefetchers and misses the TLB at every one of them, while the copy sits on 2 MiB
+        pages where the system offers them (a ~110M F16 model decodes ~1.2x faster). The
+        values are the same bytes, so every result is too. Costs the copied size in memory
+        (the file's pages stay in the page cache only until the system needs them); returns
+        the bytes copied. Call it before building contexts: graphs already built keep reading
+        the mapped tensors."""
+        gg = _gg()
+        names = self._mapped_weight_names()
+        if not names:
+            return 0
+        total = sum(-(-self.tensors[n].nbytes // 64) * 64 for n in names)
+        arena = gg.Context(mem_size=total)
+        mm = np.memmap(self.path, dtype=np.uint8, mode="r")
+        where = {ti.name: ti for ti in self.header.tensors}
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=total, unit="B", unit_scale=True,
+                       desc=f"copying {os.path.basename(self.path)}", leave=False)
+        try:
+            for n in names:
+                src = self.tensors[n]
+                dst = arena.new_tensor(src.type, list(src.ne))
+                dst.name = n
+                ti = where[n]
+                dst._upload(mm[ti.data_offset:ti.data_offset + ti.nbytes])
+                self.tensors[n] = dst
+                self._copied.add(n)
+                if bar is not None:
+                    bar.update(dst.nbytes)
+        finally:
+            if bar is not None:
+                bar.close()
+        self._weight_arenas.append(arena)
+        return total
 
     def drop_repack(self) -> None:
         """Release the repacked copies: mul_mat returns to the plain kernels."""
@@ -233,10 +286,14 @@ class Model:
 
     # ------------------------------------------------------------------ loading
     @classmethod
-    def load(cls, path, progress: bool | None = None, repack: bool | None = None) -> "Model":
+    def load(cls, path, progress: bool | None = None, repack: bool | None = None,
+             use_mmap: bool | None = None) -> "Model":
         """Validate and load a GGUF model. `progress`: show a tqdm bar (default: files > 64 MiB).
         `repack`: build the CPU's repacked weight copies (Model.repack_weights; default: on
-        unless the environment has PYGGML_REPACK=0).
+        unless the environment has PYGGML_REPACK=0). `use_mmap`: False copies the weights that
+        were not repacked out of the file's memory map (Model.copy_mapped_weights), True keeps
+        them mapped; the default (or PYGGML_USE_MMAP=0/1) copies them when the copy takes at
+        most half of the memory available.
 
         Raises FileNotFoundError for a missing file, GGUFError (a ValueError naming the file)
         for a malformed or truncated one or missing required keys, and NotImplementedError for
@@ -255,6 +312,13 @@ class Model:
             repack = os.environ.get("PYGGML_REPACK", "1") != "0"
         if repack:
             model.repack_weights()
+        if use_mmap is None and os.environ.get("PYGGML_USE_MMAP") in ("0", "1"):
+            use_mmap = os.environ["PYGGML_USE_MMAP"] == "1"
+        if use_mmap is None:
+            avail = _mem_available()
+            use_mmap = avail is None or model.mapped_weight_bytes() > avail // 2
+        if not use_mmap:
+            model.copy_mapped_weights(progress)
         return model
 
     @classmethod
@@ -298,6 +362,18 @@ class Model:
             if bar is not None:
                 bar.close()
         return cls(path, hp, tensors, vocab, ctx, kv, header)
+
+
+def _mem_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _advise_willneed(mm) -> None:
