@@ -127,7 +127,6 @@ class Model:
         self.kv = kv
         self.header = header
         self._repacked = {}
-        self._weight_arenas = []  # copies of mapped weights (copy_mapped_weights)
         self._copied = set()
 
     def __repr__(self):
@@ -196,8 +195,12 @@ class Model:
         names = self._mapped_weight_names()
         if not names:
             return 0
-        total = sum(-(-self.tensors[n].nbytes // 64) * 64 for n in names)
+        sizes = [-(-self.tensors[n].nbytes // 64) * 64 for n in names]
+        total = sum(sizes)
+        # One block from the CPU backend's allocator (huge pages from 4 MiB on), seen as bytes;
+        # the tensors are read-only views of it, as the mapped ones were.
         arena = gg.Context(mem_size=total)
+        raw = arena.new_tensor(gg.I32, [total // 4]).numpy().view(np.uint8)
         mm = np.memmap(self.path, dtype=np.uint8, mode="r")
         where = {ti.name: ti for ti in self.header.tensors}
         bar = None
@@ -206,20 +209,24 @@ class Model:
             bar = tqdm(total=total, unit="B", unit_scale=True,
                        desc=f"copying {os.path.basename(self.path)}", leave=False)
         try:
-            for n in names:
-                src = self.tensors[n]
-                dst = arena.new_tensor(src.type, list(src.ne))
-                dst.name = n
+            offsets, off = [], 0
+            for n, size in zip(names, sizes):
                 ti = where[n]
-                dst._upload(mm[ti.data_offset:ti.data_offset + ti.nbytes])
-                self.tensors[n] = dst
-                self._copied.add(n)
+                raw[off:off + ti.nbytes] = mm[ti.data_offset:ti.data_offset + ti.nbytes]
+                offsets.append(off)
+                off += size
                 if bar is not None:
-                    bar.update(dst.nbytes)
+                    bar.update(size)
         finally:
             if bar is not None:
                 bar.close()
-        self._weight_arenas.append(arena)
+        raw.flags.writeable = False
+        for n, off in zip(names, offsets):
+            src = self.tensors[n]
+            dst = self.ctx.tensor_from_buffer(raw[off:off + src.nbytes], src.type, list(src.ne))
+            dst.name = n
+            self.tensors[n] = dst
+            self._copied.add(n)
         return total
 
     def drop_repack(self) -> None:

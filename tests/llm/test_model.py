@@ -134,8 +134,9 @@ def _file_mappings(path):
 @pytest.mark.parametrize("variant", ["llama", "q8_0"])
 def test_zero_copy(files, variant):
     """Tensor data pointers lie inside a read-only mapping of the file itself, at the offset
-    the reader reports: nothing was copied."""
-    m = Model.load(files[variant])
+    the reader reports: nothing was copied (use_mmap=True; the default copies what is not
+    repacked, tests/llm/test_weight_copies.py)."""
+    m = Model.load(files[variant], use_mmap=True, repack=False)
     reader = gguf.GGUFReader(files[variant])
     spans = _file_mappings(files[variant])
     assert spans, "the model file is not memory-mapped"
@@ -303,8 +304,9 @@ def test_weights_are_well_conditioned(files):
     assert nw.min() >= 0.8 and nw.max() <= 1.2
 
 
-def test_mapped_weights_are_read_only_views(files):
-    m = Model.load(files["llama"])
+@pytest.mark.parametrize("use_mmap", [True, False])
+def test_mapped_weights_are_read_only_views(files, use_mmap):
+    m = Model.load(files["llama"], use_mmap=use_mmap)
     t = m.get("output_norm.weight")
     assert not t.numpy().flags.writeable
     with pytest.raises(ValueError):
