@@ -1,6 +1,6 @@
 """pyggml.llm: the Python analog of llama.cpp's model loader and llama-graph.
 
-Loading (owned by the gguf helper): :class:`Model` (GGUF -> zero-copy tensors, hparams,
+Loading (owned by the gguf helper): :class:`Model` (GGUF -> read-only weight tensors, hparams,
 vocab), :func:`validate_gguf` / :class:`GGUFError` (bounded header validation) and
 :func:`write_tiny_llama` (random-weight LLaMA/Qwen GGUF files for tests).
 """

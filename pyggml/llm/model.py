@@ -1,10 +1,12 @@
-"""Model loading from GGUF: hyperparameters, vocabulary and zero-copy weight tensors.
+"""Model loading from GGUF: hyperparameters, vocabulary and weight tensors.
 
 ``Model.load(path)`` parses and validates the header with
 :func:`pyggml.llm.gguf_check.read_gguf_header` (bounded reads; it also decodes the metadata,
 which is ~100x faster than ``gguf.GGUFReader`` on large vocabularies; the tests cross-check
 the two) and creates one pyggml tensor per GGUF tensor directly over a read-only memory map
-of the file (no copy; the model's context keeps the map alive).
+of the file (the model's context keeps the map alive). Then, by default, the CPU's repacked
+copies of the matrices it has kernels for are built and the rest is copied into one block of
+the model's own (huge pages; ``use_mmap`` in :meth:`Model.load`).
 
 Hyperparameters follow llama.cpp's loader (``src/llama-model.cpp``): keys are
 ``<arch>.<name>`` with llama.cpp's spelling, missing optional keys take llama.cpp's defaults.
@@ -107,7 +109,8 @@ def _supported_types() -> dict[int, Any]:
 
 
 class Model:
-    """Weights (zero-copy over the GGUF memory map), hyperparameters and vocabulary."""
+    """Weights (read-only views of the GGUF memory map or of the model's own copy, see
+    Model.load), hyperparameters and vocabulary."""
 
     arch: str
     hparams: HParams
