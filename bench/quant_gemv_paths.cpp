@@ -162,6 +162,17 @@ int main(int argc, char** argv) {
                     y[m1 - 1] = o[0];
                 }
             }});
+        // the two-row dot1x, paired as dot2h (mul_mat's one-column path where the type has one)
+        if (kr.dot1x2[(int)t] && cols == 1)
+            sides.push_back({"dot1x2h", [&](int64_t m0, int64_t m1) {
+                float o[2];
+                const int64_t h = (m1 - m0) / 2;
+                for (int64_t i = 0; i < h; ++i) {
+                    kr.dot1x2[(int)t](K, W + (m0 + i) * rs, h * rs, actp, actp + blocks_bytes, o, aux);
+                    y[m0 + i] = o[0], y[m0 + h + i] = o[1];
+                }
+                if ((m1 - m0) & 1) kr.dot1x[(int)t](K, W + (m1 - 1) * rs, actp, actp + blocks_bytes, &y[m1 - 1], aux);
+            }});
         if (g)
             sides.push_back({"ggml", [&](int64_t m0, int64_t m1) {
                 for (int64_t m = m0; m < m1; ++m) g->vec_dot((int)K, &y[m], 0, W + m * rs, 0, gact.data(), 0, 1);

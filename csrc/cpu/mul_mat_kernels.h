@@ -71,6 +71,9 @@ struct ActUnitNVFP4 {
 // out[0] = dot(a_row, the q8_0 column b) for one column whose extras start at ext.
 using Dot1xFn = void (*)(int64_t k, const void* a_row, const void* b, const void* ext, float* out,
                          const float* aux);
+// out[0], out[1] = the Dot1xFn of rows a_row and a_row + a_stride (each row's bits as Dot1xFn's).
+using Dot1x2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* b, const void* ext,
+                          float* out, const float* aux);
 
 struct Kernels {
     simd::Isa isa;
@@ -81,6 +84,7 @@ struct Kernels {
     // otherwise does, a single weight stream per thread)
     bool dot2_one_column[kTypeIdLimit];
     Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading act_extras; null: dot
+    Dot1x2Fn dot1x2[kTypeIdLimit];        // the same, two rows per call (one column of long rows)
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed

@@ -87,15 +87,13 @@ inline constexpr OffsetLevels kE2M1Levels{kE2M1Doubled, kE2M1Offset};
 inline constexpr OffsetLevels kIQ4NLLevels{kIQ4NLValues, kIQ4NLOffset};
 // Lane l: the sum of (u - offset) * y over 4-value group l, the signed values' integers: the
 // accumulator starts at the extras' -offset * (group sum).
-inline __m256i offset_dot(__m256i u, const ActExtra& e) {
-    return udot_acc(_mm256_loadu_si256((const __m256i*)e.offset), u, _mm256_loadu_si256((const __m256i*)e.qs));
-}
+inline __m256i offset_dot(__m256i u, __m256i q, __m256i off) { return udot_acc(off, u, q); }
 // mxfp4: levels value + kE2M1Offset; the scale 2^(e-128) from the table.
 struct Dot1xMXFP4 {
     using Block = BlockMXFP4;
     static __m256i lut() { return lut16(kE2M1Levels.v); }
-    static __m256i isum(const Block& b, __m256i lut, const ActExtra& e) {
-        return offset_dot(_mm256_shuffle_epi8(lut, nibbles(b.qs)), e);
+    static __m256i isum(const Block& b, __m256i lut, __m256i q, __m256i off) {
+        return offset_dot(_mm256_shuffle_epi8(lut, nibbles(b.qs)), q, off);
     }
     static __m256 scale(const Block& b) { return _mm256_broadcast_ss(&kE8M0Half.v[b.e]); }
 };
@@ -104,41 +102,58 @@ struct Dot1xMXFP4 {
 struct Dot1xIQ4NL {
     using Block = BlockIQ4NL;
     static __m256i lut() { return lut16(kIdotVnni ? kIQ4NLLevels.v : kIQ4NLValues); }
-    static __m256i isum(const Block& b, __m256i lut, const ActExtra& e) {
+    static __m256i isum(const Block& b, __m256i lut, __m256i q, __m256i off) {
         const __m256i v = _mm256_shuffle_epi8(lut, nibbles(b.qs));
-        if constexpr (kIdotVnni) return offset_dot(v, e);
-        const __m256i q = _mm256_loadu_si256((const __m256i*)e.qs);
+        if constexpr (kIdotVnni) return offset_dot(v, q, off);
         return udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q, v));
     }
     static __m256 scale(const Block& b) { return _mm256_cvtph_ps(_mm_set1_epi16((short)b.d)); }
 };
 // dot_signed<DecMXFP4 / DecIQ4NL, 1> with the same integers, products dx * dy and
-// accumulation order (even blocks in one chain, odd ones in the other). Four blocks' integer
-// work goes before their float updates, which keep their order: the same bits. Against the
-// former layout (8 copies of d and the offsets beside each q8_0 block, read unaligned, the
-// offset subtracted after the dot): one vector load and one subtraction fewer per block.
-template <class W>
-void dot1x_offset(int64_t k, const void* av, const void*, const void* ev, float* out, const float*) {
-    const typename W::Block* x = (const typename W::Block*)av;
+// accumulation order (even blocks in one chain, odd ones in the other), for R rows `as` bytes
+// apart (out[r]): each activation load serves every row. Several blocks' integer work goes
+// before their float updates, which keep their order: the same bits. Against the former layout
+// (8 copies of d and the offsets beside each q8_0 block, read unaligned, the offset subtracted
+// after the dot): one vector load and one subtraction fewer per block.
+template <class W, int R>
+void dot1x_rows(int64_t k, const void* av, size_t as, const void* ev, float* out) {
+    using Block = typename W::Block;
+    const Block* x[R];
+    for (int r = 0; r < R; ++r) x[r] = (const Block*)((const char*)av + r * as);
     const int64_t nb = k / 32;
     const ActExtra* ext = (const ActExtra*)ev;
     const float* dy = (const float*)(ext + nb);
     const __m256i lut = W::lut();
-    __m256 even = _mm256_setzero_ps(), odd = _mm256_setzero_ps();
-    auto update = [&](__m256& acc, __m256i isum, int64_t ib) __attribute__((always_inline)) {
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_mul_ps(W::scale(x[ib]), _mm256_set1_ps(dy[ib])), acc);
+    __m256 acc[2][R];  // [block parity][row]
+    for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+    constexpr int kAhead = R == 1 ? 4 : 2;  // blocks whose integers go first
+    auto run = [&](int64_t ib, int n) __attribute__((always_inline)) {
+        __m256i s[kAhead][R];
+        for (int i = 0; i < n; ++i) {
+            __m256i q = _mm256_loadu_si256((const __m256i*)ext[ib + i].qs), off = _mm256_loadu_si256((const __m256i*)ext[ib + i].offset);
+            if constexpr (R > 1) asm("" : "+x"(q), "+x"(off));  // one load each for every row
+            for (int r = 0; r < R; ++r) s[i][r] = W::isum(x[r][ib + i], lut, q, off);
+        }
+        for (int i = 0; i < n; ++i) {
+            const __m256 d = _mm256_set1_ps(dy[ib + i]);
+            for (int r = 0; r < R; ++r) {
+                __m256& a = acc[(ib + i) & 1][r];  // an odd last block joins the even chain
+                a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][r]), _mm256_mul_ps(W::scale(x[r][ib + i]), d), a);
+            }
+        }
     };
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4) {  // no software prefetch: see dot_signed
-        __m256i s[4];
-        for (int i = 0; i < 4; ++i) s[i] = W::isum(x[ib + i], lut, ext[ib + i]);
-        for (int i = 0; i < 4; i += 2) {
-            update(even, s[i], ib + i);
-            update(odd, s[i + 1], ib + i + 1);
-        }
-    }
-    for (; ib < nb; ++ib) update(ib & 1 ? odd : even, W::isum(x[ib], lut, ext[ib]), ib);  // an odd last block: even
-    out[0] = hsum(_mm256_add_ps(even, odd));
+    for (; ib + kAhead <= nb; ib += kAhead) run(ib, kAhead);  // no software prefetch: see dot_signed
+    for (; ib < nb; ++ib) run(ib, 1);
+    for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[0][r], acc[1][r]));
+}
+template <class W>
+void dot1x_offset(int64_t k, const void* av, const void*, const void* ev, float* out, const float*) {
+    dot1x_rows<W, 1>(k, av, 0, ev, out);
+}
+template <class W>
+void dot1x2_offset(int64_t k, const void* av, size_t as, const void*, const void* ev, float* out, const float*) {
+    dot1x_rows<W, 2>(k, av, as, ev, out);
 }
 
 // mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and lane chains: there
@@ -534,6 +549,8 @@ void fill_quant_dots(Kernels& k) {
     k.dot1x[(int)Type::MXFP4] = dot1x_offset<Dot1xMXFP4>;
     k.dot1x[(int)Type::NVFP4] = dot1x_nvfp4;
     k.dot1x[(int)Type::IQ4_NL] = dot1x_offset<Dot1xIQ4NL>;
+    k.dot1x2[(int)Type::MXFP4] = dot1x2_offset<Dot1xMXFP4>;
+    k.dot1x2[(int)Type::IQ4_NL] = dot1x2_offset<Dot1xIQ4NL>;
     k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
     k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
