@@ -118,8 +118,9 @@ int main(int argc, char** argv) {
         const Type vt = tt.vec_dot_type;
         const size_t blocks_bytes = cpu::mm::act_col_bytes(t, K);
         std::vector<char> act(blocks_bytes + cpu::mm::act_extras_bytes(t, K) + 64);
-        kr.quantize[(int)vt](x.data(), act.data(), K);
-        if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)act.data(), K, act.data() + blocks_bytes);
+        char* const actp = (char*)(((uintptr_t)act.data() + 63) & ~uintptr_t(63));  // 64-byte aligned, as mul_mat's
+        kr.quantize[(int)vt](x.data(), actp, K);
+        if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)actp, K, actp + blocks_bytes);
         const GTraits* g = gget && cols == 1 ? gget((int)t) : nullptr;
         std::vector<char> gact(row_size(Type(g ? g->vec_dot_type : 0), K) + 64);
         if (g) g->from_float(x.data(), gact.data(), K);
@@ -130,19 +131,19 @@ int main(int argc, char** argv) {
         sides.push_back({"dot", [&](int64_t m0, int64_t m1) {
             for (int64_t m = m0; m < m1; ++m) {
                 float o[4];
-                kr.dot[(int)t](K, W + m * rs, act.data(), 0, cols, o, aux);
+                kr.dot[(int)t](K, W + m * rs, actp, 0, cols, o, aux);
                 y[m] = o[0];
             }
         }});
         if (kr.dot1x[(int)t] && cols == 1)
             sides.push_back({"dot1x", [&](int64_t m0, int64_t m1) {
-                for (int64_t m = m0; m < m1; ++m) kr.dot1x[(int)t](K, W + m * rs, act.data(), act.data() + blocks_bytes, &y[m], aux);
+                for (int64_t m = m0; m < m1; ++m) kr.dot1x[(int)t](K, W + m * rs, actp, actp + blocks_bytes, &y[m], aux);
             }});
         if (kr.dot2[(int)t])
             sides.push_back({"dot2", [&](int64_t m0, int64_t m1) {
                 float o[8];
                 for (int64_t m = m0; m < m1; m += 2) {
-                    kr.dot2[(int)t](K, W + m * rs, rs, act.data(), 0, cols, o, aux);
+                    kr.dot2[(int)t](K, W + m * rs, rs, actp, 0, cols, o, aux);
                     y[m] = o[0], y[m + 1] = o[4];
                 }
             }});
@@ -153,13 +154,24 @@ int main(int argc, char** argv) {
                 float o[8];
                 const int64_t h = (m1 - m0) / 2;
                 for (int64_t i = 0; i < h; ++i) {
-                    kr.dot2[(int)t](K, W + (m0 + i) * rs, h * rs, act.data(), 0, cols, o, aux);
+                    kr.dot2[(int)t](K, W + (m0 + i) * rs, h * rs, actp, 0, cols, o, aux);
                     y[m0 + i] = o[0], y[m0 + h + i] = o[4];
                 }
                 if ((m1 - m0) & 1) {
-                    kr.dot[(int)t](K, W + (m1 - 1) * rs, act.data(), 0, cols, o, aux);
+                    kr.dot[(int)t](K, W + (m1 - 1) * rs, actp, 0, cols, o, aux);
                     y[m1 - 1] = o[0];
                 }
+            }});
+        // the two-row dot1x, paired as dot2h (mul_mat's one-column path where the type has one)
+        if (kr.dot1x2[(int)t] && cols == 1)
+            sides.push_back({"dot1x2h", [&](int64_t m0, int64_t m1) {
+                float o[2];
+                const int64_t h = (m1 - m0) / 2;
+                for (int64_t i = 0; i < h; ++i) {
+                    kr.dot1x2[(int)t](K, W + (m0 + i) * rs, h * rs, actp, actp + blocks_bytes, o, aux);
+                    y[m0 + i] = o[0], y[m0 + h + i] = o[1];
+                }
+                if ((m1 - m0) & 1) kr.dot1x[(int)t](K, W + (m1 - 1) * rs, actp, actp + blocks_bytes, &y[m1 - 1], aux);
             }});
         if (g)
             sides.push_back({"ggml", [&](int64_t m0, int64_t m1) {
@@ -169,10 +181,10 @@ int main(int argc, char** argv) {
         const Dot1xFn d1x = cols == 1 ? kr.dot1x[(int)t] : nullptr;
         sides.push_back({d1x ? "dot1x4K" : "dot4K", [&](int64_t m0, int64_t m1) {
             for (int64_t m = m0; m < m1; ++m)
-                if (d1x) d1x(K, W4 + m * rs, act.data(), act.data() + blocks_bytes, &y[m], aux);
+                if (d1x) d1x(K, W4 + m * rs, actp, actp + blocks_bytes, &y[m], aux);
                 else {
                     float o[4];
-                    kr.dot[(int)t](K, W4 + m * rs, act.data(), 0, cols, o, aux);
+                    kr.dot[(int)t](K, W4 + m * rs, actp, 0, cols, o, aux);
                     y[m] = o[0];
                 }
         }});
@@ -197,8 +209,8 @@ int main(int argc, char** argv) {
         std::vector<double> pro;
         for (int r = 0; r < 201; ++r) {
             const uint64_t t0 = __rdtsc();
-            kr.quantize[(int)vt](x.data(), act.data(), K);
-            if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)act.data(), K, act.data() + blocks_bytes);
+            kr.quantize[(int)vt](x.data(), actp, K);
+            if (kr.dot1x[(int)t]) cpu::mm::act_extras(t, (const BlockQ8_0*)actp, K, actp + blocks_bytes);
             pro.push_back(double(__rdtsc() - t0));
         }
         // cache: 8 rows, cycles per block

@@ -78,16 +78,18 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     // alone (Kernels::dot2_one_column: the exceptions). Both kernels give the same bits, so the
     // choice never shows in the results.
     const Dot2Fn dot2_rows = (N >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) ? kr.dot2[(int)w] : nullptr;
-    // the one-column kernel with activation extras, where some row will take it (no two-row
-    // kernel for these columns, or an odd last row)
-    const bool one_row_dots = !dot2_rows || (M & 1);
+    // the one-column kernels with activation extras: two rows per call where the weights have
+    // one and no two-row dot takes the column, and one row where some row is left (no two-row
+    // kernel, or an odd last row). Every one of them gives the one-row dot's bits.
+    const Dot1x2Fn dot1x_rows = convert && N == 1 && !dot2_rows ? kr.dot1x2[(int)w] : nullptr;
+    const bool one_row_dots = !(dot2_rows || dot1x_rows) || (M & 1);
     const Dot1xFn dot1x = convert && one_row_dots ? kr.dot1x[(int)w] : nullptr;
 
     if (convert) {
         std::vector<float> tmp;
         convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
             convert_act(kr, w, b->type, src, K, out, tmp);
-            if (dot1x) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
+            if (dot1x || dot1x_rows) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
         });
     }
     // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
@@ -103,14 +105,18 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
         const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        visit_row_pairs(m0, m1, dot2_rows != nullptr, [&](int64_t m, int64_t half) {
+        visit_row_pairs(m0, m1, dot2_rows || dot1x_rows, [&](int64_t m, int64_t half) {
             const char* arow = abase + m * a->nb[1];
             for (int64_t n = n0; n < n1; n += 4) {
                 const int nc = (int)std::min<int64_t>(4, n1 - n);
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
                 char* d = dbase + m * sizeof(float) + n * dst->nb[1];
-                if (half) {
+                if (half && dot1x_rows) {  // (one column)
+                    dot1x_rows(K, arow, half * a->nb[1], bp, bp + blocks_bytes, out, nvfp4_scale);
+                    ((float*)d)[0] = out[0];
+                    ((float*)d)[half] = out[1];
+                } else if (half) {
                     dot2_rows(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
                     for (int j = 0; j < nc; ++j) {
                         ((float*)(d + j * dst->nb[1]))[0] = out[j];

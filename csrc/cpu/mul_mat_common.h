@@ -130,10 +130,11 @@ inline void convert_act_f32(const Kernels& kr, Type wt, Type bt, const char* bro
 
 // The extras of one activation column of K values for the dot1x of weights of type w.
 inline size_t act_extras_bytes(Type w, int64_t K) {
-    return w == Type::NVFP4 ? size_t(K / 64) * sizeof(ActUnitNVFP4) : size_t(K / 32) * sizeof(ActExtra);
+    return w == Type::NVFP4 ? size_t(K / 64) * sizeof(ActUnitNVFP4) : size_t(K / 32) * (sizeof(ActExtra) + sizeof(float));
 }
 inline int32_t q8_group_sum(const int8_t* q) { return int32_t(q[0]) + q[1] + q[2] + q[3]; }
 inline void act_extras(Type w, const BlockQ8_0* y, int64_t K, void* out) {
+    const int32_t off = act_extra_offset(w);
     if (w == Type::NVFP4) {
         ActUnitNVFP4* u = (ActUnitNVFP4*)out;
         static constexpr int kLoGroups[4] = {0, 1, 4, 5}, kHiGroups[4] = {2, 3, 6, 7};
@@ -144,20 +145,20 @@ inline void act_extras(Type w, const BlockQ8_0* y, int64_t K, void* out) {
                     const int l = 4 * h + j;
                     std::memcpy(u[i].lo + 4 * l, b.qs + 4 * kLoGroups[j], 4);
                     std::memcpy(u[i].hi + 4 * l, b.qs + 4 * kHiGroups[j], 4);
-                    u[i].offset_lo[l] = kE2M1Offset * q8_group_sum(b.qs + 4 * kLoGroups[j]);
-                    u[i].offset_hi[l] = kE2M1Offset * q8_group_sum(b.qs + 4 * kHiGroups[j]);
+                    u[i].offset_lo[l] = -off * q8_group_sum(b.qs + 4 * kLoGroups[j]);
+                    u[i].offset_hi[l] = -off * q8_group_sum(b.qs + 4 * kHiGroups[j]);
                     u[i].d[l] = fp16_to_fp32(b.d);
                 }
             }
         return;
     }
+    const int64_t nb = K / 32;
     ActExtra* e = (ActExtra*)out;
-    for (int64_t ib = 0; ib < K / 32; ++ib) {
-        const float d = fp16_to_fp32(y[ib].d);
-        for (int l = 0; l < 8; ++l) {
-            e[ib].d[l] = d;
-            e[ib].offset_sum[l] = kE2M1Offset * q8_group_sum(y[ib].qs + 4 * l);
-        }
+    float* d = (float*)(e + nb);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        std::memcpy(e[ib].qs, y[ib].qs, 32);
+        for (int l = 0; l < 8; ++l) e[ib].offset[l] = -off * q8_group_sum(y[ib].qs + 4 * l);
+        d[ib] = fp16_to_fp32(y[ib].d);
     }
 }
 

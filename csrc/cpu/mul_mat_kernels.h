@@ -40,18 +40,22 @@ using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* 
 // per row, each activation load serving both.
 using QgTile2Fn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, float* out);
 
-// Extras of a q8_0 activation column for the one-column dots of the E2M1 types (mxfp4,
-// nvfp4; iq4_nl uses d): those look their values up as unsigned levels value + kE2M1Offset, so they need
-// kE2M1Offset * (the sum of each 4-value group of y), and take d already widened and
-// broadcast (a product with a memory operand). Made once per column (act_extras), after its
-// q8_0 blocks, which every other kernel reads unchanged. Each lane's integer dot is then the
-// same integer as with the signed values, in the same float operations, so the bits stay.
-constexpr int kE2M1Offset = 12;  // -min(kE2M1Doubled)
-// mxfp4: one per q8_0 block (iq4_nl's dot1x reads d only: its values are too large for
-// unsigned levels under maddubs).
+// Extras of a q8_0 activation column for the one-column dots of mxfp4, iq4_nl and nvfp4: those
+// look their values up as unsigned levels u = value + offset, and start each lane's vpdpbusd
+// (or maddubs sum) from -offset * (the sum of its 4-value group of y), so the lane ends at the
+// same integer as the signed values' dot, and the float operations stay those of the signed
+// kernels: the same bits. Made once per column (act_extras), after its q8_0 blocks, which every
+// other kernel reads unchanged, starting 64-byte aligned (so none of their loads splits a line).
+constexpr int kE2M1Offset = 12;    // -min(kE2M1Doubled): levels 0..24
+constexpr int kIQ4NLOffset = 128;  // levels 1..241: exact under vpdpbusd only (maddubs would
+                                   // saturate), so the AVX2 iq4_nl kernel keeps the signed values
+// The level offset of weight type w's one-column dot (mxfp4, iq4_nl, nvfp4).
+constexpr int act_extra_offset(Type w) { return w == Type::IQ4_NL ? kIQ4NLOffset : kE2M1Offset; }
+// mxfp4, iq4_nl: one per q8_0 block, then (after all K/32 of them) the blocks' d widened, one
+// float each. Every load of a block's activations is one aligned load or a 4-byte broadcast.
 struct ActExtra {
-    float d[8];               // the block's d, 8 times
-    int32_t offset_sum[8];    // kE2M1Offset * (qs[4l] + ... + qs[4l + 3]) for lane l
+    int8_t qs[32];            // the block's values
+    int32_t offset[8];        // -offset * (qs[4l] + ... + qs[4l + 3]) for lane l
 };
 // nvfp4: one per 64 values (q8_0 blocks y0, y1; group g = values 4g..4g+3 of a block). A
 // weight block's 32 bytes masked give, in dword order, the nibbles of groups 0, 1, 4, 5 of
@@ -60,13 +64,16 @@ struct ActExtra {
 struct ActUnitNVFP4 {
     int8_t lo[32];            // y0 groups 0, 1, 4, 5, then y1's
     int8_t hi[32];            // y0 groups 2, 3, 6, 7, then y1's
-    int32_t offset_lo[8];     // kE2M1Offset * (sum of lo's dword l)
+    int32_t offset_lo[8];     // -kE2M1Offset * (sum of lo's dword l)
     int32_t offset_hi[8];
     float d[8];               // y0.d 4 times, y1.d 4 times
 };
 // out[0] = dot(a_row, the q8_0 column b) for one column whose extras start at ext.
 using Dot1xFn = void (*)(int64_t k, const void* a_row, const void* b, const void* ext, float* out,
                          const float* aux);
+// out[0], out[1] = the Dot1xFn of rows a_row and a_row + a_stride (each row's bits as Dot1xFn's).
+using Dot1x2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* b, const void* ext,
+                          float* out, const float* aux);
 
 struct Kernels {
     simd::Isa isa;
@@ -77,6 +84,7 @@ struct Kernels {
     // otherwise does, a single weight stream per thread)
     bool dot2_one_column[kTypeIdLimit];
     Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading act_extras; null: dot
+    Dot1x2Fn dot1x2[kTypeIdLimit];        // the same, two rows per call (one column of long rows)
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed

@@ -1,13 +1,15 @@
-"""One-column MUL_MAT of the E2M1 types (mxfp4, nvfp4) through the offset-form kernels: the
-weights are looked up as unsigned levels (value + 12) and each activation column carries, beside
-its q8_0 blocks, 12 x the sum of every 4-value group and its widened scale (nvfp4: and its values
-in the order a block's masked bytes give them). iq4_nl's one-column kernel reads the widened
-scale from there too. Those kernels serve
-a column multiplied alone with rows longer than 1024 values, and the odd last row of any
-product; every other column goes through the signed-value kernels (two-row dots, GEMM tiles).
-Both must give the same bits, on random weight bytes, activation blocks at the int8 extremes
-(every value +-127, alternating signs, an outlier, all zero), odd block counts, widths 1..64 and
-1 or 2 threads, and match the float64 product of the dequantized weights."""
+"""One-column MUL_MAT of mxfp4, nvfp4 and iq4_nl through the offset-form kernels: the weights
+are looked up as unsigned levels (value + 12 for the E2M1 types; iq4_nl at the avx512 level value
++ 128, exact under vpdpbusd) and each activation column carries, beside its q8_0 blocks, -offset x
+the sum of every 4-value group, as the integer dot's starting value, and its widened scale
+(mxfp4, iq4_nl: in aligned per-block records with the block's values; nvfp4: with its values in
+the order a block's masked bytes give them). The avx2 level's iq4_nl kernel reads the values and
+scale from there with the signed values. Those kernels serve a column multiplied alone with rows
+longer than 1024 values, two rows per call (mxfp4, iq4_nl) and the odd row of a unit alone;
+every other column goes through the signed-value kernels (two-row dots, GEMM tiles). Both must
+give the same bits, on random weight bytes, activation blocks at the int8 extremes (every value
++-127, alternating signs, an outlier, all zero), odd block counts, widths 1..64 and 1 or 2
+threads, and match the float64 product of the dequantized weights."""
 import numpy as np
 import pytest
 
@@ -101,3 +103,28 @@ def test_mxfp4_extreme_exponents_keep_the_wide_bits():
     one = np.concatenate([values(o) for o in singles], axis=-2)
     for N, out in wides.items():
         np.testing.assert_array_equal(values(out), one[..., :N, :])
+
+
+@pytest.mark.parametrize("simd", ["native", "avx2"], indirect=True)
+@pytest.mark.parametrize("name", ["mxfp4", "iq4_nl"])
+@pytest.mark.parametrize("M", [2, 9, 37, 130])
+def test_row_pairs_keep_the_one_row_bits(simd, name, M):
+    """One column against M rows: the two-row kernel pairs row i of a unit with the row half a
+    unit later (an odd unit's last row goes alone); each output must equal that row multiplied
+    alone (the one-row kernel) and the same column inside a product 5 wide (the signed kernels)."""
+    rng = np.random.default_rng(M)
+    K = 32 * 37
+    ctx = gg.Context(mem_size=96 << 20)
+    w, wv = weight_tensor(ctx, name, K, M, rng)
+    x, xv = new(ctx, gg.F32, [K, 5], data=extreme_activations(K, 5, rng))
+    col = gg.view_2d(ctx, x, K, 1, x.nb[1], 3 * x.nb[1])
+    alone = [gg.mul_mat(ctx, gg.view_2d(ctx, w, K, 1, w.nb[1], m * w.nb[1]), col) for m in range(M)]
+    paired, wide = gg.mul_mat(ctx, w, col), gg.mul_mat(ctx, w, x)
+    for n_threads in (1, 2):
+        compute(ctx, paired, wide, *alone, n_threads=n_threads)
+        got = values(paired).reshape(M)
+        rows = np.array([values(o).reshape(()) for o in alone])
+        bad = np.flatnonzero(got.view(np.uint32) != rows.view(np.uint32))
+        assert bad.size == 0, f"{name} {simd} M={M} threads={n_threads}: rows {bad.tolist()} differ from the row alone"
+        np.testing.assert_array_equal(got, values(wide).reshape(5, M)[3])
+    assert_close(got, wv @ xv.reshape(5, K)[3].astype(np.float64), PEER, what=f"{name} {simd} M={M}")

@@ -73,62 +73,87 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
         out[j] = hsum(kPasses == 2 ? _mm256_add_ps(accv[0][j], accv[kPasses - 1][j]) : accv[0][j]);
 }
 
-// ---- one-column dots of the E2M1 types with the activations' ActExtra ----
-// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
-// saturates: 2 * 24 * 128 < 2^15).
-struct E2M1Levels {
+// ---- one-column dots with the activations' extras (ActExtra, ActUnitNVFP4) ----
+// A lookup table of 16 levels: the type's values plus its offset.
+struct OffsetLevels {
     int8_t v[16];
-    constexpr E2M1Levels() : v() {
-        for (int i = 0; i < 16; ++i) v[i] = int8_t(kE2M1Doubled[i] + kE2M1Offset);
+    constexpr OffsetLevels(const int8_t* values, int offset) : v() {
+        for (int i = 0; i < 16; ++i) v[i] = int8_t(values[i] + offset);
     }
 };
-inline constexpr E2M1Levels kE2M1Levels{};
-// Lane l: sum of (u - kE2M1Offset) * y over 4-value group l, the signed dot's integers.
-inline __m256i e2m1_offset_dot(__m256i u, const BlockQ8_0& y, const ActExtra& e) {
-    return _mm256_sub_epi32(udot(u, _mm256_loadu_si256((const __m256i*)y.qs)), _mm256_loadu_si256((const __m256i*)e.offset_sum));
-}
-
-// dot_signed<DecMXFP4, 1> with the same integers, products dx * dy and accumulation order.
-void dot1x_mxfp4(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
-    const BlockMXFP4* x = (const BlockMXFP4*)av;
-    const ActExtra* ext = (const ActExtra*)ev;
-    const BlockQ8_0* y = (const BlockQ8_0*)bv;
-    const __m256i lut = lut16(kE2M1Levels.v);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    auto step = [&](int64_t ib) __attribute__((always_inline)) {
-        const __m256i u = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
-        const __m256 scale = _mm256_mul_ps(_mm256_broadcast_ss(&kE8M0Half.v[x[ib].e]), _mm256_loadu_ps(ext[ib].d));
-        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(e2m1_offset_dot(u, y[ib], ext[ib])), scale, acc[ib & 1]);
-    };
+// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
+// saturates: 2 * 24 * 128 < 2^15).
+inline constexpr OffsetLevels kE2M1Levels{kE2M1Doubled, kE2M1Offset};
+inline constexpr OffsetLevels kIQ4NLLevels{kIQ4NLValues, kIQ4NLOffset};
+// Lane l: the sum of (u - offset) * y over 4-value group l, the signed values' integers: the
+// accumulator starts at the extras' -offset * (group sum).
+inline __m256i offset_dot(__m256i u, __m256i q, __m256i off) { return udot_acc(off, u, q); }
+// mxfp4: levels value + kE2M1Offset; the scale 2^(e-128) from the table.
+struct Dot1xMXFP4 {
+    using Block = BlockMXFP4;
+    static __m256i lut() { return lut16(kE2M1Levels.v); }
+    static __m256i isum(const Block& b, __m256i lut, __m256i q, __m256i off) {
+        return offset_dot(_mm256_shuffle_epi8(lut, nibbles(b.qs)), q, off);
+    }
+    static __m256 scale(const Block& b) { return _mm256_broadcast_ss(&kE8M0Half.v[b.e]); }
+};
+// iq4_nl: with VNNI levels value + kIQ4NLOffset; the maddubs build (whose 16-bit pair sums
+// those levels would saturate) takes |value| times y with value's sign, as dot_signed.
+struct Dot1xIQ4NL {
+    using Block = BlockIQ4NL;
+    static __m256i lut() { return lut16(kIdotVnni ? kIQ4NLLevels.v : kIQ4NLValues); }
+    static __m256i isum(const Block& b, __m256i lut, __m256i q, __m256i off) {
+        const __m256i v = _mm256_shuffle_epi8(lut, nibbles(b.qs));
+        if constexpr (kIdotVnni) return offset_dot(v, q, off);
+        return udot(_mm256_sign_epi8(v, v), _mm256_sign_epi8(q, v));
+    }
+    static __m256 scale(const Block& b) { return _mm256_cvtph_ps(_mm_set1_epi16((short)b.d)); }
+};
+// dot_signed<DecMXFP4 / DecIQ4NL, 1> with the same integers, products dx * dy and
+// accumulation order (even blocks in one chain, odd ones in the other), for R rows `as` bytes
+// apart (out[r]): each activation load serves every row. Several blocks' integer work goes
+// before their float updates, which keep their order: the same bits. Against the former layout
+// (8 copies of d and the offsets beside each q8_0 block, read unaligned, the offset subtracted
+// after the dot): one vector load and one subtraction fewer per block.
+template <class W, int R>
+void dot1x_rows(int64_t k, const void* av, size_t as, const void* ev, float* out) {
+    using Block = typename W::Block;
+    const Block* x[R];
+    for (int r = 0; r < R; ++r) x[r] = (const Block*)((const char*)av + r * as);
     const int64_t nb = k / 32;
-    int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
-        for (int i = 0; i < 4; ++i) step(ib + i);
-    for (; ib < nb; ++ib) step(ib);  // block ib joins pass ib & 1 (an odd last block: the even one)
-    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
-}
-
-// dot_signed<DecIQ4NL, 1> (its values reach 127 in size, too large for the offset form's
-// unsigned levels): only the activation's widened d comes from the extras.
-void dot1x_iq4nl(int64_t k, const void* av, const void* bv, const void* ev, float* out, const float*) {
-    const BlockIQ4NL* x = (const BlockIQ4NL*)av;
-    const BlockQ8_0* y = (const BlockQ8_0*)bv;
     const ActExtra* ext = (const ActExtra*)ev;
-    const __m256i lut = lut16(kIQ4NLValues);
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-    auto step = [&](int64_t ib) __attribute__((always_inline)) {
-        const __m256i a = _mm256_shuffle_epi8(lut, nibbles(x[ib].qs));
-        const __m256i q = _mm256_loadu_si256((const __m256i*)y[ib].qs);
-        const __m256i isum = udot(_mm256_sign_epi8(a, a), _mm256_sign_epi8(q, a));
-        const __m256 scale = _mm256_mul_ps(_mm256_broadcastss_ps(f16_pair(&x[ib].d)), _mm256_loadu_ps(ext[ib].d));
-        acc[ib & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), scale, acc[ib & 1]);
+    const float* dy = (const float*)(ext + nb);
+    const __m256i lut = W::lut();
+    __m256 acc[2][R];  // [block parity][row]
+    for (int r = 0; r < R; ++r) acc[0][r] = acc[1][r] = _mm256_setzero_ps();
+    constexpr int kAhead = R == 1 ? 4 : 2;  // blocks whose integers go first
+    auto run = [&](int64_t ib, int n) __attribute__((always_inline)) {
+        __m256i s[kAhead][R];
+        for (int i = 0; i < n; ++i) {
+            __m256i q = _mm256_loadu_si256((const __m256i*)ext[ib + i].qs), off = _mm256_loadu_si256((const __m256i*)ext[ib + i].offset);
+            if constexpr (R > 1) asm("" : "+x"(q), "+x"(off));  // one load each for every row
+            for (int r = 0; r < R; ++r) s[i][r] = W::isum(x[r][ib + i], lut, q, off);
+        }
+        for (int i = 0; i < n; ++i) {
+            const __m256 d = _mm256_set1_ps(dy[ib + i]);
+            for (int r = 0; r < R; ++r) {
+                __m256& a = acc[(ib + i) & 1][r];  // an odd last block joins the even chain
+                a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[i][r]), _mm256_mul_ps(W::scale(x[r][ib + i]), d), a);
+            }
+        }
     };
-    const int64_t nb = k / 32;
     int64_t ib = 0;
-    for (; ib + 4 <= nb; ib += 4)  // no software prefetch: see dot_signed
-        for (int i = 0; i < 4; ++i) step(ib + i);
-    for (; ib < nb; ++ib) step(ib);
-    out[0] = hsum(_mm256_add_ps(acc[0], acc[1]));
+    for (; ib + kAhead <= nb; ib += kAhead) run(ib, kAhead);  // no software prefetch: see dot_signed
+    for (; ib < nb; ++ib) run(ib, 1);
+    for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[0][r], acc[1][r]));
+}
+template <class W>
+void dot1x_offset(int64_t k, const void* av, const void*, const void* ev, float* out, const float*) {
+    dot1x_rows<W, 1>(k, av, 0, ev, out);
+}
+template <class W>
+void dot1x2_offset(int64_t k, const void* av, size_t as, const void*, const void* ev, float* out, const float*) {
+    dot1x_rows<W, 2>(k, av, as, ev, out);
 }
 
 // mm_dot_nvfp4<1> (mm_quant256.h) with the same integers, products and lane chains: there
@@ -137,7 +162,7 @@ void dot1x_iq4nl(int64_t k, const void* av, const void* bv, const void* ev, floa
 // are those same chains in another order, put back in place before the final sum. Lanes 2j,
 // 2j+1 of both belong to sub-block j, so one scale vector serves the whole block.
 inline __m256i e2m1_offset_dot32(__m256i u, const int8_t* y, const int32_t* offset) {
-    return _mm256_sub_epi32(udot(u, _mm256_loadu_si256((const __m256i*)y)), _mm256_loadu_si256((const __m256i*)offset));
+    return udot_acc(_mm256_loadu_si256((const __m256i*)offset), u, _mm256_loadu_si256((const __m256i*)y));
 }
 void dot1x_nvfp4(int64_t k, const void* av, const void*, const void* ev, float* out, const float* scale) {
     const BlockNVFP4* x = (const BlockNVFP4*)av;
@@ -521,9 +546,11 @@ void fill_quant_dots(Kernels& k) {
     k.dot[(int)Type::Q5_0] = dispatch<Signed, DecQ5_0>;
     k.dot[(int)Type::IQ4_NL] = dispatch<Signed, DecIQ4NL>;
     k.dot[(int)Type::MXFP4] = dispatch<Signed, DecMXFP4>;
-    k.dot1x[(int)Type::MXFP4] = dot1x_mxfp4;
+    k.dot1x[(int)Type::MXFP4] = dot1x_offset<Dot1xMXFP4>;
     k.dot1x[(int)Type::NVFP4] = dot1x_nvfp4;
-    k.dot1x[(int)Type::IQ4_NL] = dot1x_iq4nl;
+    k.dot1x[(int)Type::IQ4_NL] = dot1x_offset<Dot1xIQ4NL>;
+    k.dot1x2[(int)Type::MXFP4] = dot1x2_offset<Dot1xMXFP4>;
+    k.dot1x2[(int)Type::IQ4_NL] = dot1x2_offset<Dot1xIQ4NL>;
     k.dot[(int)Type::Q2_K] = dispatch<KQuant, UnpQ2_K>;
     k.dot[(int)Type::Q3_K] = dispatch<KQuant, UnpQ3_K>;
     k.dot[(int)Type::Q4_K] = dispatch<KQuant, UnpQ4_K>;
