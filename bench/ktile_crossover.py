@@ -5,7 +5,7 @@ tiles where A runs the narrower paths (the quantized GEMM, or the repacked tiles
 At and over A's threshold both run the tiles: that ratio shows the noise.
 
     python bench/ktile_crossover.py BUILD_A BUILD_B [--rounds R] [--shape cache|stream]
-                                    [--repack] [--ns 8,16,...] [TYPE ...]
+                                    [--repack] [--ns 8,16,...] [--types q4_K,...]
 
 One worker process per build and round, the order alternating; a worker times each product by
 its own thread's CPU time (1 thread), median of its calls. Prints per type and N the median over
@@ -62,9 +62,10 @@ def main():
     ap.add_argument("--repack", action="store_true", help="weights repacked as Model.load does (q4_K..q6_K)")
     ap.add_argument("--ns", default="8,12,16,20,24,28,31,32,40,48,64")
     ap.add_argument("--worker", action="store_true")
-    ap.add_argument("types", nargs="*", default=["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"])
+    ap.add_argument("--types", default="q2_K,q3_K,q4_K,q5_K,q6_K")
     a = ap.parse_args()
     a.ns = [int(v) for v in a.ns.split(",")]
+    a.types = a.types.split(",")
     if a.worker:
         return worker(a)
     if len(a.builds) != 2:
@@ -75,7 +76,7 @@ def main():
         for i in ((0, 1) if r % 2 == 0 else (1, 0)):
             env = dict(os.environ, PYGGML_BUILD_DIR=a.builds[i], PYTHONPATH=str(ROOT))
             cmd = [sys.executable, __file__, "--worker", "--shape", a.shape, "--ns", ",".join(map(str, a.ns)),
-                   *(["--repack"] if a.repack else []), *a.types]
+                   "--types", ",".join(a.types), *(["--repack"] if a.repack else [])]
             runs[i].append(json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True,
                                                      check=True).stdout.splitlines()[-1]))
     th = [runs[i][0]["threshold"] for i in (0, 1)]

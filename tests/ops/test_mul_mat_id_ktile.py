@@ -13,29 +13,20 @@ at least gg.KTILE_MIN_COLUMNS tokens takes MUL_MAT's K-quant tiles, per expert M
   it does not depend on how many tokens the expert has, nor on their order or the threads;
 * within the peer NMSE of the float64 product.
 """
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import pyggml as gg
 import reference as ref
-from util import assert_close, compute, new, values
+from util import assert_close, compute, ggml_ref_avx512_vnni, new, values
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 KQUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
 PEER = 5e-4
 TH = gg.KTILE_MIN_COLUMNS
 
-pytestmark = pytest.mark.skipif(gg.isa(detected=True) != "avx512", reason="no AVX-512 on this CPU")
-
-
-@pytest.fixture(autouse=True)
-def avx512_level():
-    previous = gg.set_isa("avx512")
-    yield
-    gg.set_isa(previous)
+pytestmark = pytest.mark.usefixtures("avx512_level")  # tests/conftest.py
 
 
 def _routing(counts, U, rng):
@@ -77,15 +68,7 @@ def _setup(name, K, M, counts, U, Nb, seed):
 
 @pytest.fixture(scope="module")
 def ggml():
-    pytest.importorskip("llama_cpp")
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    import ggml_ref
-    g = ggml_ref.load()
-    if g is None:
-        pytest.skip("llama_cpp's ggml libraries are not there")
-    if not (g.compiled_for["avx512"] and g.compiled_for["avx512_vnni"]):
-        pytest.skip("llama.cpp's ggml here is not an AVX-512 VNNI build (its K-quant tiles sum otherwise)")
-    return g
+    return ggml_ref_avx512_vnni()
 
 
 def _ggml_mul_mat_id(g, name, as_, bv, ids, n_threads):
