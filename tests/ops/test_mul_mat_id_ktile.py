@@ -185,3 +185,24 @@ def test_wide_k_and_rows_past_the_panels():
         assert_close(got, ref.mul_mat_id(asv, bv, ids), PEER, what=name)
         want, pairs = _expert_mul_mat(ctx, as_, bv, ids, 3)
         assert np.array_equal(np.stack([got[t, e] for t, e in pairs]), want), name
+
+
+@pytest.mark.parametrize("btype", ["f16", "bf16"])
+def test_half_precision_activations(btype):
+    """b in f16 / bf16 (widened, then quantized as the dot path does): a tile expert's outputs
+    are MUL_MAT's on the same half-precision columns, and near the float64 product."""
+    K, M, counts, U = 512, 24, [TH + 6, 10, TH + 6, 0], 2
+    ctx, as_, asv, ids, bv = _setup("q4_K", K, M, counts, U, 1, seed=8)
+    gtype = {"f16": gg.F16, "bf16": gg.BF16}[btype]
+    T = ids.shape[0]
+    b, bh = new(ctx, gtype, [K, 1, T], data=bv)
+    t_ids = ctx.new_tensor(gg.I32, [U, T])
+    t_ids.set(ids)
+    out = gg.mul_mat_id(ctx, as_, b, t_ids)
+    pairs = [(t, e) for t in range(T) for e in range(U) if ids[t, e] == 2]
+    cols, _ = new(ctx, gtype, [K, len(pairs)], data=np.stack([bv[t, 0] for t, _ in pairs]))
+    ref_out = gg.mul_mat(ctx, gg.view_2d(ctx, as_, K, M, as_.nb[1], 2 * as_.nb[2]), cols)
+    compute(ctx, out, ref_out)
+    got = values(out)[0]
+    assert np.array_equal(np.stack([got[t, e] for t, e in pairs]), values(ref_out)[0, 0]), btype
+    assert_close(got, ref.mul_mat_id(asv, bh[0], ids), PEER, what=btype)
