@@ -74,8 +74,9 @@ const Kernels& kernels_avx512();
 
 // The pieces MUL_MAT's driver (quant_ktile.cpp) and MUL_MAT_ID's (mul_mat_id.cpp) share.
 
-// Weights a (q2_K..q6_K, whole super-blocks a row) and activations b (f32 / f16 / bf16) the
-// tiles take at the current level, whatever the column count: the kernels, else null.
+// Whether the tiles take weights a (q2_K..q6_K, whole super-blocks a row) with activations b
+// (f32 / f16 / bf16) at the current level, whatever the column count; if so, out holds their
+// kernels.
 struct TypeKernels {
     DecodeFn decode;
     TileFn tile;
