@@ -30,6 +30,8 @@ size_t thread_bytes(const Tensor* dst) {
 
 namespace kt {
 
+constexpr size_t kStreamedWeightBytes = size_t(1) << 20;  // a core's L2
+
 bool kernels_for(const Tensor* a, const Tensor* b, TypeKernels& out) {
     if (a->ne[0] <= 0 || a->ne[0] % 256 || simd::cpu_isa() < simd::Isa::Avx512) return false;
     if (!(b->type == Type::F32 || b->type == Type::F16 || b->type == Type::BF16)) return false;
@@ -58,10 +60,17 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
 }
 
 void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t block_bytes, int64_t m0, int rows,
-                  int64_t nsb, PanelSb* panel) {
+                  int64_t nsb, PanelSb* panel, int64_t m_end) {
     const char* row_ptrs[kRows];
     for (int r = 0; r < rows; ++r) row_ptrs[r] = abase + (m0 + r) * row_stride;
     for (int64_t ib = 0; ib < nsb; ++ib) decode(row_ptrs, block_bytes, rows, ib, panel + ib);
+    // Weights bigger than L2 stream from memory: the next panel's rows (often this thread's next
+    // unit) start towards L2 while this one is tiled. Smaller ones stay in L2 across units.
+    if (size_t(m_end) * row_stride <= kStreamedWeightBytes) return;
+    for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r) {
+        const char* row = abase + (m0 + kRows + r) * row_stride;
+        for (size_t off = 0; off < size_t(nsb) * block_bytes; off += 64) __builtin_prefetch(row + off, 0, 2);
+    }
 }
 
 }  // namespace kt
@@ -111,7 +120,7 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
         const int64_t n0 = cb * kt::kColBlock, n1 = std::min(N, n0 + kt::kColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
-        kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel);
+        kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M);
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3] + m0 * sizeof(float);
         const char* cbase = conv + bt * N * colb;
         kt::tile_columns(
