@@ -206,3 +206,23 @@ def test_half_precision_activations(btype):
     got = values(out)[0]
     assert np.array_equal(np.stack([got[t, e] for t, e in pairs]), values(ref_out)[0, 0]), btype
     assert_close(got, ref.mul_mat_id(asv, bh[0], ids), PEER, what=btype)
+
+
+def test_experts_bigger_than_l2():
+    """An expert of more than 1 MiB (its panels prefetch the next ones, streamed weights) and M
+    not a multiple of 16: the float64 product, and each row's bits are MUL_MAT's on a few rows of
+    the expert (a matrix small enough to stay in L2)."""
+    K, M, name = 4096, 470, "q4_K"
+    ctx, as_, asv, ids, bv = _setup(name, K, M, [TH + 3, TH + 3], 2, 1, seed=31)
+    assert M * as_.nb[1] > 1 << 20
+    got = _mul_mat_id(ctx, as_, bv, ids)
+    assert_close(got, ref.mul_mat_id(asv, bv, ids), PEER, what=name)
+    for x, m0 in ((0, 448), (1, 0)):
+        pairs = [(t, e) for t in range(ids.shape[0]) for e in range(2) if ids[t, e] == x]
+        b = ctx.new_tensor(gg.F32, [K, len(pairs)])
+        b.set(np.stack([bv[t, 0] for t, _ in pairs]))
+        rows = gg.view_2d(ctx, as_, K, M - m0 if m0 else 48, as_.nb[1], x * as_.nb[2] + m0 * as_.nb[1])
+        out = gg.mul_mat(ctx, rows, b)
+        compute(ctx, out)
+        mine = np.stack([got[t, e, m0:m0 + rows.ne[1]] for t, e in pairs])
+        assert np.array_equal(mine, values(out)[0, 0]), f"expert {x} rows from {m0}"
