@@ -7,7 +7,8 @@ Rows: mul_mat GEMV (n=1) and GEMM (n=128, 512) per weight type at K=4096 x M=409
 (GEMV also as a fraction of the memcpy bandwidth measured in this run: weight bytes read per
 second over read+write memcpy GB/s, bench_ops' convention), gated_delta_net and ssm_scan
 GFLOP/s, flash_attn_ext over an F16 cache (decode n1 and a verify batch n9; K/V GB/s), F32 GEMM against numpy (OpenBLAS limited to the same threads), and the FMA peak
-(build/bench_ops fma_peak, when built), mul_mat_id (64 experts, 6 used, K 2048 x M 1408, 1/32/128 tokens routed at random). FILTER words select rows by substring (any match).
+(build/bench_ops fma_peak, when built), mul_mat_id (64 experts, 6 used, K 2048 x M 1408, 1/32/128 tokens routed at random;
+q4_K / q6_K with 8 experts, 2 used, 128/512 tokens: ~32/128 tokens an expert). FILTER words select rows by substring (any match).
 Reported, never asserted. Prints `uptime` first: figures on a loaded machine are noisy.
 """
 from __future__ import annotations
@@ -306,6 +307,11 @@ def main():
             case = f"mul_mat_id {name} E64 U6 K2048 M1408 T{T} ggml"
             if want(case):
                 row(case, *mul_mat_id_case(gg, np, ref, name, 2048, 1408, 64, 6, T, a.threads, a.reps), "GFLOP/s")
+    for T in (128, 512):  # few experts: ~T/4 tokens each, MUL_MAT_ID's K-quant tiles from KTILE_MIN_COLUMNS on
+        for name in ("q4_K", "q6_K"):
+            case = f"mul_mat_id {name} E8 U2 K2048 M1408 T{T} ggml"
+            if want(case):
+                row(case, *mul_mat_id_case(gg, np, ref, name, 2048, 1408, 8, 2, T, a.threads, a.reps), "GFLOP/s")
     for T in (1, 64):
         if want(f"gated_delta_net T{T}"):
             row(f"gated_delta_net S128 H32 T{T} ggml", *gated_delta_net_case(gg, np, ref, T, a.threads, a.reps),

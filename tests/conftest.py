@@ -43,3 +43,15 @@ def ggml_avx2_arithmetic():
     previous = gg.set_isa("avx2")
     yield
     gg.set_isa(previous)
+
+
+@pytest.fixture
+def avx512_level():
+    """Runs a test at the avx512 kernel level (the K-quant tiles' level); skips on a CPU
+    without AVX-512. The previous level comes back afterwards."""
+    import pyggml as gg
+    if gg.isa(detected=True) != "avx512":
+        pytest.skip("no AVX-512 on this CPU")
+    previous = gg.set_isa("avx512")
+    yield
+    gg.set_isa(previous)

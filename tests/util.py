@@ -170,3 +170,20 @@ def tiny_eagle3_draft(folder, name="e.gguf"):
     from pyggml.llm.tiny import write_tiny_eagle3
     return write_tiny_eagle3(folder / name, target_layers=(0, 1, 3))
 
+
+
+def ggml_ref_avx512_vnni():
+    """llama.cpp's ggml CPU backend through bench/ggml_ref.py where it is an AVX-512 VNNI build
+    (whose tiled K-quant kernels the avx512 level's K-quant tiles match bit for bit); skips the
+    test otherwise."""
+    import os
+    import sys
+    pytest.importorskip("llama_cpp")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    import ggml_ref
+    g = ggml_ref.load()
+    if g is None:
+        pytest.skip("llama_cpp's ggml libraries are not there")
+    if not (g.compiled_for["avx512"] and g.compiled_for["avx512_vnni"]):
+        pytest.skip("llama.cpp's ggml here is not an AVX-512 VNNI build (its K-quant tiles sum otherwise)")
+    return g

@@ -8,12 +8,16 @@
 //     once per unit and dotted with the unit's groups; a last group of 1..3 columns and the
 //     experts with fewer tokens take the dot kernels (1..4 columns, two rows where the set
 //     has two-row dots);
-//   - float weights (mul_mat_float.h): the direct tiles of up to 8 rows x 4 columns.
-// Every output is bitwise what the dot kernel gives for that weight row and column (the tiles
-// repeat its arithmetic in its order), so a token's result is the same however the batch
-// groups tokens onto experts and whatever the thread count (speculative decoding verifies a
-// batch against tokens decoded alone). Units (expert, row chunk, 64-column block) are taken
-// from a shared counter; experts without tokens have none.
+//   - float weights (mul_mat_float.h): the direct tiles of up to 8 rows x 4 columns;
+//   - K-quant weights at the avx512 level (quant_ktile.h), on experts with at least
+//     kt::kMinColumns tokens: MUL_MAT's tile path, 16-row panels decoded once per unit.
+// Every output of an expert under kt::kMinColumns tokens is bitwise what the dot kernel gives
+// for that weight row and column (the tiles repeat its arithmetic in its order), so a token's
+// result is the same however the batch groups tokens onto experts and whatever the thread
+// count (speculative decoding verifies a batch against tokens decoded alone). From
+// kt::kMinColumns tokens on, an expert's outputs are the K-quant tiles' bits, again the same
+// whatever the token count and the threads (MUL_MAT's rule, per expert). Units (expert, row
+// chunk, column block) are taken from a shared counter; experts without tokens have none.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -22,6 +26,7 @@
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
 #include "cpu/mul_mat_qgemm.h"
+#include "cpu/quant_ktile.h"
 #include "pyggml/error.h"
 
 namespace pyggml::cpu {
@@ -72,6 +77,26 @@ int64_t max_groups(int64_t slots, int64_t E) {
 }
 
 size_t qg_thread_bytes(const QgSizes& q) { return (q.groups_outer ? size_t(q.max_rows) : 2) * q.row_bytes; }
+
+// The K-quant tile path where these weights and activations can take it (experts with enough
+// tokens then do). A tile expert's column holds ActSb records, so every column gets room for them.
+struct KtSizes {
+    bool on = false;
+    kt::TypeKernels k{};
+};
+KtSizes kt_sizes(const Tensor* dst) {
+    KtSizes s;
+    s.on = kt::kernels_for(dst->src[0], dst->src[1], s.k);
+    return s;
+}
+size_t col_bytes(const KtSizes& t, Type w, int64_t K) {
+    return t.on ? std::max(act_col_bytes(w, K), kt::act_col_bytes(K)) : act_col_bytes(w, K);
+}
+// Per thread: the packed weight rows of the GEMM or a tile panel (a unit takes one path), or,
+// while converting, a q8_K column for the tiles (the panel's room: conversion ends before units).
+size_t thread_bytes(const QgSizes& q, const KtSizes& t, int64_t K) {
+    return std::max(qg_thread_bytes(q), t.on ? size_t(K / 256) * sizeof(kt::PanelSb) : size_t(0));
+}
 
 struct Layout {  // offsets into wdata
     size_t conv, groups, rows;
@@ -126,14 +151,17 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     if (w == Type::NVFP4) nvfp4_scale_table(scale);
 
     const QgSizes qg = qg_sizes(kr, w, K);
+    const KtSizes kts = kt_sizes(dst);
     const bool float_tiles = is_float_weight(w);
     const FloatKernels& fk = float_kernels_for(simd::cpu_isa(), w);
-    auto gemm_expert = [&](int64_t x) { return qg.on && count[x] >= kQgMinColumns; };
-    const size_t colb = act_col_bytes(w, K);
+    auto tile_expert = [&](int64_t x) { return kts.on && count[x] >= kt::kMinColumns; };
+    auto gemm_expert = [&](int64_t x) { return qg.on && count[x] >= kQgMinColumns && !tile_expert(x); };
+    const size_t colb = col_bytes(kts, w, K);
     const Layout lay = layout(qg, U * T, E, colb);
     char* conv = (char*)p.wdata + lay.conv;
     char* groups = (char*)p.wdata + lay.groups;
-    char* packed_rows = (char*)p.wdata + lay.rows + size_t(p.ith) * qg_thread_bytes(qg);
+    char* packed_rows = (char*)p.wdata + lay.rows + size_t(p.ith) * thread_bytes(qg, kts, K);
+    kt::PanelSb* panel = (kt::PanelSb*)packed_rows;
     {  // group g of expert x: slots [start[x] + 8 (g - first_group[x]), +8)
         std::vector<float> tmp;
         int64_t g0, g1;
@@ -142,8 +170,11 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
         for (int64_t g = g0; g < g1; ++g) {
             while (g >= first_group[x + 1]) ++x;
             const int64_t s0 = start[x] + (g - first_group[x]) * kQgCols, s1 = std::min(start[x + 1], s0 + kQgCols);
-            for (int64_t s = s0; s < s1; ++s)
-                convert_act(kr, w, b->type, b->row(slot_e[s] % Nb, slot_t[s]), K, conv + s * colb, tmp);
+            for (int64_t s = s0; s < s1; ++s) {
+                const char* brow = b->row(slot_e[s] % Nb, slot_t[s]);
+                if (tile_expert(x)) kt::convert_column(kr, w, b->type, brow, K, packed_rows, (kt::ActSb*)(conv + s * colb), tmp);
+                else convert_act(kr, w, b->type, brow, K, conv + s * colb, tmp);
+            }
             if (gemm_expert(x) && s1 - s0 > kQgDotTail)
                 kr.qg_pack_act[(int)vec_dot_type(w)](conv + s0 * colb, colb, int(s1 - s0), K, groups + g * qg.group_bytes);
         }
@@ -151,10 +182,11 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
 
     const int64_t rows = rows_per_unit(M, std::max<int64_t>(1, std::min<int64_t>(E, U * T)), p.nth,
                                        qg.max_rows);
-    const int64_t chunks = (M + rows - 1) / rows;
+    const int64_t chunks = (M + rows - 1) / rows, tile_chunks = (M + kt::kRows - 1) / kt::kRows;
     std::vector<int64_t> first_unit(E + 1, 0);
     for (int64_t x = 0; x < E; ++x)
-        first_unit[x + 1] = first_unit[x] + chunks * ((count[x] + kColBlock - 1) / kColBlock);
+        first_unit[x + 1] = first_unit[x] + (tile_expert(x) ? tile_chunks * ((count[x] + kt::kColBlock - 1) / kt::kColBlock)
+                                                            : chunks * ((count[x] + kColBlock - 1) / kColBlock));
 
     auto store = [&](int64_t m, int64_t s, float v) {
         *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s] * dst->nb[1] + slot_t[s] * dst->nb[2]) = v;
@@ -227,12 +259,26 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             }
         }
     };
+    // A tile unit: one 16-row panel, decoded once, times up to kt::kColBlock of the expert's slots.
+    auto run_tiles = [&](const char* abase, int64_t local, int64_t x) {
+        const int64_t m0 = (local % tile_chunks) * kt::kRows, s0 = start[x] + local / tile_chunks * kt::kColBlock;
+        const int nr = (int)std::min<int64_t>(kt::kRows, M - m0);
+        kt::decode_panel(kts.k.decode, abase, as->nb[1], type_size(w), m0, nr, K / 256, panel, M);
+        kt::tile_columns(
+            kts.k.tile, K / 256, panel, s0, std::min(start[x + 1], s0 + kt::kColBlock),
+            [&](int64_t s) { return (const kt::ActSb*)(conv + s * colb); },
+            [&](int64_t s, const float* v) {
+                char* d = (char*)dst->data + m0 * sizeof(float) + slot_e[s] * dst->nb[1] + slot_t[s] * dst->nb[2];
+                std::copy(v, v + nr, (float*)d);
+            });
+    };
     run_mul_mat_units(p, first_unit[E], false, [&](int64_t u) {
         const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
+        const char* abase = (const char*)as->data + x * as->nb[2];
+        if (tile_expert(x)) return run_tiles(abase, u - first_unit[x], x);
         const int64_t local = u - first_unit[x], cb = local / chunks;
         const int64_t m0 = (local % chunks) * rows, m1 = std::min(M, m0 + rows);
         const int64_t s0 = start[x] + cb * kColBlock, s1 = std::min(start[x + 1], s0 + kColBlock);
-        const char* abase = (const char*)as->data + x * as->nb[2];
         if (gemm_expert(x)) run_gemm(abase, x, m0, m1, s0, s1);
         else if (float_tiles) run_float(abase, m0, m1, s0, s1);
         else run_dots(abase, x, m0, m1, s0, s1);
@@ -242,9 +288,11 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
 size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int n_threads) {
     const Tensor* as = dst->src[0];
     const Tensor* ids = dst->src[2];
-    const QgSizes qg = qg_sizes(kernels_for(simd::cpu_isa()), as->type, as->ne[0]);
-    const Layout l = layout(qg, ids->ne[0] * ids->ne[1], as->ne[2], act_col_bytes(as->type, as->ne[0]));
-    return l.rows + size_t(std::max(1, n_threads)) * qg_thread_bytes(qg);
+    const int64_t K = as->ne[0];
+    const QgSizes qg = qg_sizes(kernels_for(simd::cpu_isa()), as->type, K);
+    const KtSizes kts = kt_sizes(dst);
+    const Layout l = layout(qg, ids->ne[0] * ids->ne[1], as->ne[2], col_bytes(kts, as->type, K));
+    return l.rows + size_t(std::max(1, n_threads)) * thread_bytes(qg, kts, K);
 }
 
 }  // namespace pyggml::cpu

@@ -1,4 +1,4 @@
-// The K-quant tile path of MUL_MAT (quant_ktile.h): activation conversion and the driver.
+// The K-quant tile path (quant_ktile.h): activation conversion, panels, and the MUL_MAT driver.
 #include "cpu/quant_ktile.h"
 
 #include <algorithm>
@@ -15,13 +15,7 @@ using kt::PanelSb;
 
 namespace {
 
-constexpr int64_t kColBlock = 256;  // columns per unit: one decoded panel serves them all
-
-const kt::Kernels* ktile_kernels() {
-    return simd::cpu_isa() >= simd::Isa::Avx512 ? &kt::kernels_avx512() : nullptr;
-}
-
-size_t col_bytes(const Tensor* dst) { return size_t(dst->src[0]->ne[0] / 256) * sizeof(ActSb); }
+size_t col_bytes(const Tensor* dst) { return kt::act_col_bytes(dst->src[0]->ne[0]); }
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
     return mm::align64(size_t(b->ne[1] * b->ne[2] * b->ne[3]) * col_bytes(dst));
@@ -32,7 +26,21 @@ size_t thread_bytes(const Tensor* dst) {
     return size_t(nsb) * sizeof(PanelSb) + mm::align64(size_t(nsb) * sizeof(BlockQ8_K));
 }
 
-// One column converted as the plain path converts it (q8_K), then widened to ActSb records.
+}  // namespace
+
+namespace kt {
+
+constexpr size_t kStreamedWeightBytes = size_t(1) << 20;  // a core's L2
+
+bool kernels_for(const Tensor* a, const Tensor* b, TypeKernels& out) {
+    if (a->ne[0] <= 0 || a->ne[0] % 256 || simd::cpu_isa() < simd::Isa::Avx512) return false;
+    if (!(b->type == Type::F32 || b->type == Type::F16 || b->type == Type::BF16)) return false;
+    if (b->nb[0] != type_size(b->type)) return false;
+    const Kernels& k = kernels_avx512();
+    out = {k.decode[(int)a->type], k.tile[(int)a->type]};
+    return out.decode && out.tile;
+}
+
 void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, int64_t K, char* q8, ActSb* out,
                     std::vector<float>& tmp) {
     mm::convert_act(kr, wt, bt, brow, K, q8, tmp);
@@ -51,16 +59,25 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
     }
 }
 
-}  // namespace
+void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t block_bytes, int64_t m0, int rows,
+                  int64_t nsb, PanelSb* panel, int64_t m_end) {
+    const char* row_ptrs[kRows];
+    for (int r = 0; r < rows; ++r) row_ptrs[r] = abase + (m0 + r) * row_stride;
+    for (int64_t ib = 0; ib < nsb; ++ib) decode(row_ptrs, block_bytes, rows, ib, panel + ib);
+    // Weights bigger than L2 stream from memory: the next panel's rows (often this thread's next
+    // unit) start towards L2 while this one is tiled. Smaller ones stay in L2 across units.
+    if (size_t(m_end) * row_stride <= kStreamedWeightBytes) return;
+    for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r) {
+        const char* row = abase + (m0 + kRows + r) * row_stride;
+        for (size_t off = 0; off < size_t(nsb) * block_bytes; off += 64) __builtin_prefetch(row + off, 0, 2);
+    }
+}
+
+}  // namespace kt
 
 bool use_ktile(const Tensor* dst) {
-    const Tensor* a = dst->src[0];
-    const Tensor* b = dst->src[1];
-    if (dst->ne[1] < kt::kMinColumns || a->ne[0] <= 0 || a->ne[0] % 256) return false;
-    if (!(b->type == Type::F32 || b->type == Type::F16 || b->type == Type::BF16)) return false;
-    if (b->nb[0] != type_size(b->type) || dst->nb[0] != sizeof(float)) return false;
-    const kt::Kernels* k = ktile_kernels();
-    return k && k->tile[(int)a->type] && k->decode[(int)a->type];
+    kt::TypeKernels k;
+    return dst->ne[1] >= kt::kMinColumns && dst->nb[0] == sizeof(float) && kt::kernels_for(dst->src[0], dst->src[1], k);
 }
 
 size_t ktile_mul_mat_work_size(const Tensor* dst, int n_threads) {
@@ -77,10 +94,9 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     const Type w = a->type;
     const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1], nsb = K / 256;
     const int64_t ne12 = b->ne[2], ne13 = b->ne[3], r2 = ne12 / a->ne[2], r3 = ne13 / a->ne[3];
-    const kt::Kernels& kk = *ktile_kernels();
+    kt::TypeKernels kk;
+    kt::kernels_for(a, b, kk);
     const mm::Kernels& kr = mm::kernels_for(simd::cpu_isa());
-    const kt::DecodeFn decode = kk.decode[(int)w];
-    const kt::TileFn tile = kk.tile[(int)w];
     const bool priv = mm::private_conversion(dst);
     const size_t colb = col_bytes(dst);
     char* mine = (char*)p.wdata + mm::kCounterBytes + size_t(p.ith) * thread_bytes(dst);
@@ -91,32 +107,25 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     {
         std::vector<float> tmp;
         mm::convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
-            convert_column(kr, w, b->type, src, K, q8, (ActSb*)out, tmp);
+            kt::convert_column(kr, w, b->type, src, K, q8, (ActSb*)out, tmp);
         });
     }
     const size_t block_bytes = type_size(w);
-    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows, col_blocks = (N + kColBlock - 1) / kColBlock;
+    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows, col_blocks = (N + kt::kColBlock - 1) / kt::kColBlock;
     const int64_t units = chunks * col_blocks * ne12 * ne13;
     auto run_unit = [&](int64_t u) {
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * kt::kRows;
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
-        const int64_t n0 = cb * kColBlock, n1 = std::min(N, n0 + kColBlock);
+        const int64_t n0 = cb * kt::kColBlock, n1 = std::min(N, n0 + kt::kColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
-        const char* row_ptrs[kt::kRows];
-        for (int r = 0; r < rows; ++r) row_ptrs[r] = abase + (m0 + r) * a->nb[1];
-        for (int64_t ib = 0; ib < nsb; ++ib) decode(row_ptrs, block_bytes, rows, ib, panel + ib);
+        kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M);
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3] + m0 * sizeof(float);
         const char* cbase = conv + bt * N * colb;
-        float out[kt::kRows * kt::kCols];
-        const ActSb* cols[kt::kCols];
-        for (int64_t n = n0; n < n1; n += kt::kCols) {
-            const int nc = (int)std::min<int64_t>(kt::kCols, n1 - n);
-            for (int c = 0; c < nc; ++c) cols[c] = (const ActSb*)(cbase + (n + c) * colb);
-            tile(nsb, panel, cols, nc, out);
-            for (int c = 0; c < nc; ++c) std::memcpy(dbase + (n + c) * dst->nb[1], out + kt::kRows * c, size_t(rows) * sizeof(float));
-        }
+        kt::tile_columns(
+            kk.tile, nsb, panel, n0, n1, [&](int64_t n) { return (const ActSb*)(cbase + n * colb); },
+            [&](int64_t n, const float* v) { std::memcpy(dbase + n * dst->nb[1], v, size_t(rows) * sizeof(float)); });
     };
     if (priv) mm::run_barrier_free_units(p, units, run_unit);
     else mm::run_mul_mat_units(p, units, false, run_unit);

@@ -68,7 +68,8 @@ py::list type_table() {
 
 void bind_types(py::module_& m) {
     // MUL_MAT with q2_K..q6_K weights takes the K-quant tiles (another summation order) at the
-    // avx512 level from this many columns on (cpu/quant_ktile.h)
+    // avx512 level from this many columns on, MUL_MAT_ID from this many tokens an expert on
+    // (cpu/quant_ktile.h)
     m.attr("KTILE_MIN_COLUMNS") = cpu::kt::kMinColumns;
     m.def("type_size", [](Type t) { return type_size(t); });
     m.def("blck_size", [](Type t) { return blck_size(t); });

@@ -2,7 +2,10 @@
 token alone (or in any other batch), whatever the batch puts on each expert and whatever
 the thread count, and they match the numpy product. Odd sizes, a token that picks the same
 expert twice, experts no token picks, an expert with more than one column block of tokens,
-b broadcast over the slots (Nb = 1), every kernel set."""
+b broadcast over the slots (Nb = 1), every kernel set. (At the avx512 level an expert with at
+least gg.KTILE_MIN_COLUMNS K-quant tokens takes the K-quant tiles, whose bits are not the token
+alone's: test_mul_mat_id_ktile.py covers those; here such slots are left out of the token-alone
+check only.)"""
 import numpy as np
 import pytest
 
@@ -13,6 +16,7 @@ from util import assert_close, compute, new, values
 WTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "q8_0": gg.Q8_0, "q4_0": gg.Q4_0,
           "q4_1": gg.Q4_1, "q5_0": gg.Q5_0, "q4_K": gg.Q4_K, "q6_K": gg.Q6_K, "nvfp4": gg.NVFP4}
 EMULATED = ("f32", "f16", "bf16", "q8_0", "q4_0", "nvfp4")   # activations as the reference converts them
+KTILE = {row["name"]: bool(row["mul_mat_paths"].get("ktile")) for row in gg.type_traits()}
 
 
 @pytest.fixture(params=["scalar", "avx2", "avx512"])
@@ -64,9 +68,11 @@ def test_each_token_equals_the_token_alone(isa, wtype, Nb):
     order = rng.permutation(T)          # the same tokens, grouped and ordered differently
     shuffled = _mul_mat_id(ctx, as_, bv[order], ids[order], n_threads=2)
     assert np.array_equal(shuffled, full[order]), "another batch order"
+    counts = np.bincount(ids.ravel(), minlength=E)
+    tiled = (counts[ids] >= gg.KTILE_MIN_COLUMNS) & (isa == "avx512" and KTILE[wtype])
     for t in range(0, T, 7):
         alone = _mul_mat_id(ctx, as_, bv[t:t + 1], ids[t:t + 1], n_threads=2)
-        assert np.array_equal(alone[0], full[t]), f"token {t} alone"
+        assert np.array_equal(alone[0][~tiled[t]], full[t][~tiled[t]]), f"token {t} alone"
     want = ref.mul_mat_id(asv, bv, ids)
     assert_close(full, want, 5e-4, what="exact")
     if wtype in EMULATED:

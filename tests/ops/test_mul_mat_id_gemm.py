@@ -3,9 +3,10 @@ more than one 64-column block, experts just under and over the GEMM's 8 columns)
 output is bitwise what MUL_MAT gives for that expert's weights and that column (MUL_MAT's
 paths all give the dot kernel's bits), whatever the thread count, with non-contiguous b and
 ids, 1..8 experts per token, and b broadcast over the slots or not. Also within the NMSE
-bound of the float64 product. (MUL_MAT_ID does not take the avx512 level's K-quant tiles,
-which MUL_MAT takes from gg.KTILE_MIN_COLUMNS columns on: the MUL_MAT references below are
-taken a narrower window of columns at a time.)"""
+bound of the float64 product. (At the avx512 level, an expert with at least
+gg.KTILE_MIN_COLUMNS tokens takes the K-quant tiles as MUL_MAT does from that many columns on:
+the MUL_MAT references below are taken a narrower window of columns at a time for the other
+experts, all columns at once for those.)"""
 import numpy as np
 import pytest
 
@@ -13,6 +14,7 @@ import pyggml as gg
 import reference as ref
 from util import assert_close, compute, new, values
 
+TABLE = {row["name"]: row for row in gg.type_traits()}
 WTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "q8_0": gg.Q8_0, "q4_K": gg.Q4_K,
           "mxfp4": gg.MXFP4, "q4_1": gg.Q4_1, "nvfp4": gg.NVFP4}
 
@@ -51,12 +53,13 @@ def _mul_mat_id_strided(ctx, as_, bv, ids, n_threads):
     return values(out)[0]
 
 
-def _per_expert_mul_mat(ctx, as_, bv, E, n_threads):
+def _per_expert_mul_mat(ctx, as_, bv, E, n_threads, tiles=False):
     """MUL_MAT of every expert's weights with every (token, slot) column of b: (E, T*Nb, M),
-    in windows of fewer columns than the K-quant tiles take."""
+    in windows of fewer columns than the K-quant tiles take (tiles: all columns at once, which
+    the tiles take where they can)."""
     T, Nb, K = bv.shape
     cols = bv.reshape(T * Nb, K)
-    step = gg.KTILE_MIN_COLUMNS - 1
+    step = T * Nb if tiles else gg.KTILE_MIN_COLUMNS - 1
     parts = []
     for c0 in range(0, T * Nb, step):
         part = cols[c0:c0 + step]
@@ -66,6 +69,12 @@ def _per_expert_mul_mat(ctx, as_, bv, E, n_threads):
         compute(ctx, out, n_threads=n_threads)
         parts.append(values(out)[0])
     return np.concatenate(parts, axis=1)
+
+
+def _tile_experts(isa, wtype, counts):
+    """Experts that take the K-quant tiles (gg.KTILE_MIN_COLUMNS tokens on, the avx512 level)."""
+    on = isa == "avx512" and bool(TABLE[wtype]["mul_mat_paths"].get("ktile"))
+    return (counts >= gg.KTILE_MIN_COLUMNS) & on
 
 
 @pytest.mark.parametrize("wtype", list(WTYPES))
@@ -87,6 +96,10 @@ def test_grouped_gemm_is_bitwise_the_mul_mat_columns(isa, wtype, U, Nb, T):
     for nth in (1, 3):
         assert np.array_equal(_mul_mat_id_strided(ctx, as_, bv, ids, n_threads=nth), got), f"{nth} threads"
     per_expert = _per_expert_mul_mat(ctx, as_, bv, E, n_threads=2)
+    tiled = _tile_experts(isa, wtype, counts)
+    if tiled.any():
+        assert T * Nb >= gg.KTILE_MIN_COLUMNS
+        per_expert[tiled] = _per_expert_mul_mat(ctx, as_, bv, E, n_threads=2, tiles=True)[tiled]
     want = np.empty_like(got)
     for t in range(T):
         for e in range(U):
@@ -97,14 +110,17 @@ def test_grouped_gemm_is_bitwise_the_mul_mat_columns(isa, wtype, U, Nb, T):
         bt = ctx.new_tensor(gg.F32, [K, 1])
         bt.set(bv[t, 0])
         x = int(ids[t, 0])
+        if tiled[x]:
+            continue
         one = gg.mul_mat(ctx, gg.view_2d(ctx, as_, K, M, as_.nb[1], x * as_.nb[2]), bt)
         compute(ctx, one, n_threads=1)
         assert np.array_equal(values(one)[0, 0, 0], got[t, 0]), f"token {t} slot 0 vs the GEMV"
     assert_close(got, ref.mul_mat_id(asv[0], bv, ids), 5e-4, what="float64 product")
 
 
-def test_every_token_on_one_expert_and_big_batch():
-    # one expert takes all slots (several column blocks, a tail of 1..3 columns on the dot kernel)
+def test_every_token_on_one_expert_and_big_batch(isa):
+    # one expert takes all slots (several column blocks, a tail of 1..3 columns on the dot
+    # kernel; at the avx512 level the K-quant tiles)
     K, M, E, U, T = 256, 70, 4, 2, 67
     ctx = gg.Context(mem_size=64 << 20)
     rng = np.random.default_rng(9)
@@ -113,6 +129,7 @@ def test_every_token_on_one_expert_and_big_batch():
     ids[:, 1] = 3
     bv = rng.uniform(-1, 1, size=(T, 1, K)).astype(np.float32)
     got = _mul_mat_id_strided(ctx, as_, bv, ids, n_threads=2)
-    per_expert = _per_expert_mul_mat(ctx, as_, bv, E, n_threads=1)
+    tiles = isa == "avx512"                         # 67 tokens an expert: the K-quant tiles there
+    per_expert = _per_expert_mul_mat(ctx, as_, bv, E, n_threads=1, tiles=tiles)
     assert np.array_equal(got[:, 0], per_expert[0]) and np.array_equal(got[:, 1], per_expert[3])
     assert_close(got, ref.mul_mat_id(asv[0], bv, ids), 5e-4)

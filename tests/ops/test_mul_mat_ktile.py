@@ -12,29 +12,20 @@ runs the floats once per super-block.
   verify batches of speculative decoding), from the threshold on the columns take the tiles'
   bits (not the one-column ones) and are again the same whatever the width.
 """
-import os
-import sys
 
 import numpy as np
 import pytest
 
 import pyggml as gg
 import reference as ref
-from util import assert_close, compute, new, values
+from util import assert_close, compute, ggml_ref_avx512_vnni, new, values
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 KQUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
 REPACKABLE = ["q4_K", "q5_K", "q6_K"]
 PEER = 5e-4
 
-pytestmark = pytest.mark.skipif(gg.isa(detected=True) != "avx512", reason="no AVX-512 on this CPU")
-
-
-@pytest.fixture(autouse=True)
-def avx512_level():
-    previous = gg.set_isa("avx512")
-    yield
-    gg.set_isa(previous)
+pytestmark = pytest.mark.usefixtures("avx512_level")  # tests/conftest.py
 
 
 def test_the_table_lists_the_tiles():
@@ -60,15 +51,7 @@ def _product(name, K, M, N, rng, repack=False, a_batches=(1, 1), b_batches=(1, 1
 
 @pytest.fixture(scope="module")
 def ggml():
-    pytest.importorskip("llama_cpp")
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    import ggml_ref
-    g = ggml_ref.load()
-    if g is None:
-        pytest.skip("llama_cpp's ggml libraries are not there")
-    if not (g.compiled_for["avx512"] and g.compiled_for["avx512_vnni"]):
-        pytest.skip("llama.cpp's ggml here is not an AVX-512 VNNI build (its K-quant tiles sum otherwise)")
-    return g
+    return ggml_ref_avx512_vnni()
 
 
 def _ggml_product(g, name, raw, bv, K, M, N, a_batches, b_batches, n_threads):
