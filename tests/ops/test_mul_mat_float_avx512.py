@@ -1,4 +1,4 @@
-"""The avx512 float kernels tuned on Zen 4: the 32 x 12 lane-pass GEMM tile
+"""The avx512 float kernels tuned on Zen 4: the 32 x 12 GEMM tile of 16-row lane passes
 (simd/float_gemm_avx512.cpp, simd/float_lanes_avx512.h) and the AVX512-BF16 pair form of bf16
 weights (simd/float_bf16_avx512.cpp), against float64 numpy, on the tile's edges: M not a
 multiple of 32 (rows past the panel), N not a multiple of 12 (columns past the panel), K not a

@@ -17,8 +17,9 @@ constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kFloatSlicePad;
 // Slice of lane l in a packed panel: the tree's pass order.
 constexpr int slice_of(int l) { return ((l & 1) << 3) | ((l & 2) << 1) | ((l & 4) >> 1) | ((l & 8) >> 3); }
 
-// 16 rows (one vector of each packed chunk) x NC columns of lane-l sums over nq chunks: 12
-// accumulators, so that the lanes' tree keeps a partial sum in registers beside them.
+// 16 rows (one vector of each packed chunk) x NC columns of lane-l sums over nq chunks, into
+// acc[j]: at most 12 accumulators, so that the lanes' tree keeps a partial sum in registers
+// beside them (see simd/float_gemm_avx512.cpp).
 template <class Mac, int NC>
 inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* acc) {
     __m512 c[NC];
@@ -33,7 +34,9 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* acc) {
     for (int j = 0; j < NC; ++j) acc[j] = c[j];
 }
 
-// The tile for the first NC columns of the panel (nv <= NC valid), 16 rows at a time.
+// The tile for the first NC columns of the panel (nv <= NC valid), 16 rows at a time: per half,
+// t_0 and then t_1 of the tree, each from 8 lane passes with p (the partial sum) in registers and
+// m0..m2 (the compiler's choice: registers or stack) for the others.
 template <class Mac, int NC>
 void micro_cols(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
                 const char* pf, int pf_lines) {
