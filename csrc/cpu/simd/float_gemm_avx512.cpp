@@ -16,8 +16,9 @@
 // Packed layouts (per K block of nq chunks): a weight panel ap[p(l) * (nq * 32 + 16) + q * 32 + r]
 // (float_lanes_avx512.h: a_slice_floats), a column
 // panel bp[(p(l) * nq + q) * 12 + j], so one lane's pass reads both contiguously; p(l) (4-bit
-// reversal) puts the slices in the order the tree takes the lanes (0, 8, 4, 12, 2, ...), so a
-// micro-kernel call reads both panels front to back, one stream for the hardware prefetcher.
+// reversal) puts the slices in the order the tree takes the lanes (0, 8, 4, 12, 2, ...), so each
+// 16-row half of a micro-kernel call reads both panels front to back (the weight panel's every
+// other cache line), one stream each for the hardware prefetcher.
 #include <algorithm>
 
 #include "cpu/mul_mat_float.h"
