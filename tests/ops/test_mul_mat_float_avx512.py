@@ -1,4 +1,4 @@
-"""The avx512 float kernels tuned on Zen 4: the 32 x 12 lane-pass GEMM tile
+"""The avx512 float kernels tuned on Zen 4: the 32 x 12 GEMM tile of 16-row lane passes
 (simd/float_gemm_avx512.cpp, simd/float_lanes_avx512.h) and the AVX512-BF16 pair form of bf16
 weights (simd/float_bf16_avx512.cpp), against float64 numpy, on the tile's edges: M not a
 multiple of 32 (rows past the panel), N not a multiple of 12 (columns past the panel), K not a
@@ -150,3 +150,33 @@ def test_pair_form_rounds_raw_columns_like_the_direct_tiles(bf16_form, n_threads
         assert np.array_equal(got, want), f"{bf16_form} column {j}: {np.flatnonzero(got != want).size} outputs differ"
     bv4 = bv.reshape(1, 1, N, K)
     assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv4, "bf16")), 1e-9, what="cpu-emulation")
+
+
+@pytest.mark.parametrize("M", [16, 47, 48, 49, 63, 64])
+@pytest.mark.parametrize("N", [76, 80])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_half_panels_match_single_columns(bf16_form, M, N, n_threads):
+    """The GEMM tile runs its 32 rows as two 16-row halves (the second skipped where a panel's
+    last rows are all past M) and a panel's last 4 or 8 columns in narrower tiles: M ends a
+    panel at 15, 16, 17, 31 and 32 rows, N ends the last column panel at 4 and 8 columns, K
+    crosses two 512-value blocks with a 16-value tail, and b's rows are padded (a view). Every
+    column must have the bits the direct tiles give it alone, for each weight type."""
+    K = 1040
+    for wname, wtype in WTYPES.items():
+        if wname != "bf16" and bf16_form == "f32-form":
+            continue
+        rng = np.random.default_rng(M * 131 + N)
+        ctx = gg.Context(mem_size=64 << 20)
+        a, av = new(ctx, wtype, [K, M], rng=rng)
+        b0, b0v = new(ctx, gg.F32, [K + 3, N], rng=rng)
+        nb1 = (K + 3) * 4
+        wide = gg.mul_mat(ctx, a, gg.view_2d(ctx, b0, K, N, nb1, 0))
+        singles = [gg.mul_mat(ctx, a, gg.view_2d(ctx, b0, K, 1, nb1, j * nb1)) for j in range(N)]
+        compute(ctx, wide, *singles, n_threads=n_threads)
+        w = values(wide).reshape(N, M).view(np.uint32)
+        one = np.stack([values(s).reshape(M) for s in singles]).view(np.uint32)
+        bad = np.argwhere(w != one)
+        assert bad.size == 0, f"{bf16_form} {wname} M={M} N={N}: {len(bad)} outputs differ, first (column, row) {tuple(bad[0])}"
+        bv = b0v[..., :K]
+        assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv, wname)), 1e-9,
+                     what=f"{bf16_form} {wname} M={M} N={N} cpu-emulation")

@@ -2,18 +2,23 @@
 // canonical order (cpu/mul_mat_float.h: 16 lanes, the hsum4 tree of simd/mul_mat_avx512.cpp).
 //
 // The canonical order's lane sums (lane l of a block: acc_l = fma(a[16 q + l], b[16 q + l],
-// acc_l) over the block's chunks q, from zero) can be run for 32 rows at once with the rows in
-// two vectors and b's value broadcast: an outer-product tile of 32 rows x 12 columns (24
-// accumulators) that loads 2 weight vectors and 12 scalars per 24 multiply-adds, where the
-// dot-product tile of 4 x 6 loaded 10 vectors per 24 and paid a horizontal sum per output and
-// block (Zen 4, one core: 0.85 of the FMA peak against 0.93-0.95 for this form, bench/float_micro_cycles.cpp).
+// acc_l) over the block's chunks q, from zero) can be run for many rows at once with the rows in
+// a vector and b's value broadcast: an outer-product tile of 32 rows x 12 columns that loads
+// 1 weight vector and 12 scalars per 12 multiply-adds, where the dot-product tile of 4 x 6
+// loaded 10 vectors per 24 and paid a horizontal sum per output and block (Zen 4, one core:
+// 0.85 of the FMA peak). A lane pass takes 16 rows x 12 columns (12 accumulators), the tile's
+// two halves one after the other: with 24 accumulators (both halves in one pass) the lanes'
+// tree went through memory, 24 stores or read-add-stores after every pass, and the tile ran
+// at 0.93 of the peak; with 12 the tree keeps a partial sum in registers and the tile runs at
+// 0.98-0.99 (f32, f16; the bf16 pair form 0.87 -> 0.95; in cache, bench/float_micro_cycles.cpp).
 // The 16 lane results of a block are then added by the dot tiles' tree, 16 outputs per vector:
 // u_i = v_i + v_{i+8}, s_i = u_i + u_{i+4}, t_0 = s_0 + s_2, t_1 = s_1 + s_3, y = t_0 + t_1.
 // Packed layouts (per K block of nq chunks): a weight panel ap[p(l) * (nq * 32 + 16) + q * 32 + r]
 // (float_lanes_avx512.h: a_slice_floats), a column
 // panel bp[(p(l) * nq + q) * 12 + j], so one lane's pass reads both contiguously; p(l) (4-bit
-// reversal) puts the slices in the order the tree takes the lanes (0, 8, 4, 12, 2, ...), so a
-// micro-kernel call reads both panels front to back, one stream for the hardware prefetcher.
+// reversal) puts the slices in the order the tree takes the lanes (0, 8, 4, 12, 2, ...), so each
+// 16-row half of a micro-kernel call reads both panels front to back (the weight panel's every
+// other cache line), one stream each for the hardware prefetcher.
 #include <algorithm>
 
 #include "cpu/mul_mat_float.h"

@@ -17,77 +17,71 @@ constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kFloatSlicePad;
 // Slice of lane l in a packed panel: the tree's pass order.
 constexpr int slice_of(int l) { return ((l & 1) << 3) | ((l & 2) << 1) | ((l & 4) >> 1) | ((l & 8) >> 3); }
 
-// How a lane pass leaves its 24 sums: stored, added to out, or added to out + other.
-enum Finish { kStore, kAdd, kAdd2 };
-
-// 32 rows x NC (at most 12) columns of lane-l sums over nq chunks; acc[2 j + h] holds rows
-// 16 h .. 16 h + 15 of column j.
-template <class Mac, Finish F, int NC>
-inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* out, const __m512* other) {
-    __m512 c[2 * NC];
-#pragma GCC unroll 24
-    for (int i = 0; i < 2 * NC; ++i) c[i] = _mm512_setzero_ps();
-    for (int64_t q = 0; q < nq; ++q, a += kMR, b += kNR) {
-        const auto a0 = Mac::load(a), a1 = Mac::load(a + 16);
+// 16 rows (one vector of each packed chunk) x NC columns of lane-l sums over nq chunks, into
+// acc[j]: at most 12 accumulators, so that the lanes' tree keeps a partial sum in registers
+// beside them (see simd/float_gemm_avx512.cpp).
+template <class Mac, int NC>
+inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* acc) {
+    __m512 c[NC];
 #pragma GCC unroll 12
-        for (int j = 0; j < NC; ++j) {
-            c[2 * j] = Mac::mac(c[2 * j], a0, b + j);
-            c[2 * j + 1] = Mac::mac(c[2 * j + 1], a1, b + j);
-        }
+    for (int j = 0; j < NC; ++j) c[j] = _mm512_setzero_ps();
+    for (int64_t q = 0; q < nq; ++q, a += kMR, b += kNR) {
+        const auto a0 = Mac::load(a);
+#pragma GCC unroll 12
+        for (int j = 0; j < NC; ++j) c[j] = Mac::mac(c[j], a0, b + j);
     }
-#pragma GCC unroll 24
-    for (int i = 0; i < 2 * NC; ++i) {
-        if constexpr (F == kStore) out[i] = c[i];
-        else if constexpr (F == kAdd) out[i] = _mm512_add_ps(out[i], c[i]);
-        else out[i] = _mm512_add_ps(out[i], _mm512_add_ps(other[i], c[i]));
-    }
+#pragma GCC unroll 12
+    for (int j = 0; j < NC; ++j) acc[j] = c[j];
 }
 
-// The tile for the first NC columns of the panel (nv <= NC valid).
+// The tile for the first NC columns of the panel (nv <= NC valid), 16 rows at a time: per half,
+// t_0 and then t_1 of the tree, each from 8 lane passes with p (the partial sum) in registers and
+// m0..m2 (the compiler's choice: registers or stack) for the others.
 template <class Mac, int NC>
 void micro_cols(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
                 const char* pf, int pf_lines) {
-    constexpr int kA = 2 * NC;
     const int64_t as = a_slice_floats(nq), bs = nq * kNR;  // floats between two lanes' slices
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
             _mm_prefetch((const char*)(c + j * ldc + mv - 1), _MM_HINT_T0);
         }
+    const int halves = mv > 16 ? 2 : 1;  // rows past mv are zero: a half of none is skipped
+    const int passes = 16 * halves;
     int pass = 0;
-    auto prefetch_share = [&] {  // a share of the next column panel's lines before each pass
-        for (int k = pass * pf_lines / 16; k < (pass + 1) * pf_lines / 16; ++k) _mm_prefetch(pf + k * 64, _MM_HINT_T0);
-        ++pass;
-    };
-    alignas(64) __m512 t0[kA], t1[kA], tmp[kA];
-    // s_i (i < 4) into s: u_i = v_i + v_{i+8} in s, u_{i+4} in tmp, s = u_i + u_{i+4}
-    auto s_of = [&](int i, __m512* s) {
-        for (int k = 0; k < 4; ++k) prefetch_share();
-        auto at = [&](int l, const float* base, int64_t stride) { return base + slice_of(l) * stride; };
-        lane_pass<Mac, kStore, NC>(nq, at(i, ap, as), at(i, bp, bs), s, nullptr);
-        lane_pass<Mac, kAdd, NC>(nq, at(i + 8, ap, as), at(i + 8, bp, bs), s, nullptr);
-        lane_pass<Mac, kStore, NC>(nq, at(i + 4, ap, as), at(i + 4, bp, bs), tmp, nullptr);
-        lane_pass<Mac, kAdd2, NC>(nq, at(i + 12, ap, as), at(i + 12, bp, bs), s, tmp);
-    };
-    alignas(64) __m512 x[kA];
-    s_of(0, t0);
-    s_of(2, x);
-    for (int i = 0; i < kA; ++i) t0[i] = _mm512_add_ps(t0[i], x[i]);
-    s_of(1, t1);
-    s_of(3, x);
-    for (int i = 0; i < kA; ++i) x[i] = _mm512_add_ps(t0[i], _mm512_add_ps(t1[i], x[i]));  // y
-    const __mmask16 m0 = tail_mask(std::min(mv, 16)), m1 = tail_mask(std::max(mv - 16, 0));
-    for (int j = 0; j < nv; ++j) {
-        float* cj = c + j * ldc;
-        if (mv == kMR) {
-            for (int h = 0; h < 2; ++h) {
-                const __m512 v = x[2 * j + h];
-                _mm512_storeu_ps(cj + 16 * h, accumulate ? _mm512_add_ps(_mm512_loadu_ps(cj + 16 * h), v) : v);
-            }
-        } else {
-            const __m512 v0 = x[2 * j], v1 = x[2 * j + 1];
-            _mm512_mask_storeu_ps(cj, m0, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(m0, cj), v0) : v0);
-            if (m1) _mm512_mask_storeu_ps(cj + 16, m1, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(m1, cj + 16), v1) : v1);
+    for (int h = 0; h < halves; ++h) {
+        const float* a = ap + 16 * h;
+        __m512 p[NC], acc[NC];
+        alignas(64) __m512 m0[NC], m1[NC], m2[NC];
+        auto run = [&](int l, __m512* out) {  // a share of the next column panel's prefetches first
+            for (int k = pass * pf_lines / passes; k < (pass + 1) * pf_lines / passes; ++k) _mm_prefetch(pf + k * 64, _MM_HINT_T0);
+            ++pass;
+            lane_pass<Mac, NC>(nq, a + slice_of(l) * as, bp + slice_of(l) * bs, out);
+        };
+        for (int t = 0; t < 2; ++t) {  // t_t = s_t + s_{t+2}
+            const int i0 = t, i1 = t + 2;
+            run(i0, p);
+            run(i0 + 8, acc);
+            for (int j = 0; j < NC; ++j) p[j] = _mm512_add_ps(p[j], acc[j]);  // u_i0
+            run(i0 + 4, m1);
+            run(i0 + 12, acc);
+            for (int j = 0; j < NC; ++j) p[j] = _mm512_add_ps(p[j], _mm512_add_ps(m1[j], acc[j]));  // s_i0
+            run(i1, m1);
+            run(i1 + 8, acc);
+            for (int j = 0; j < NC; ++j) m1[j] = _mm512_add_ps(m1[j], acc[j]);  // u_i1
+            run(i1 + 4, m2);
+            run(i1 + 12, acc);
+            for (int j = 0; j < NC; ++j) p[j] = _mm512_add_ps(p[j], _mm512_add_ps(m1[j], _mm512_add_ps(m2[j], acc[j])));  // t_t
+            if (t == 0)
+                for (int j = 0; j < NC; ++j) m0[j] = p[j];
+        }
+        const int mh = std::min(mv - 16 * h, 16);
+        const __mmask16 m = tail_mask(mh);
+        for (int j = 0; j < nv; ++j) {
+            float* cj = c + j * ldc + 16 * h;
+            const __m512 y = _mm512_add_ps(m0[j], p[j]);
+            if (mh == 16) _mm512_storeu_ps(cj, accumulate ? _mm512_add_ps(_mm512_loadu_ps(cj), y) : y);
+            else _mm512_mask_storeu_ps(cj, m, accumulate ? _mm512_add_ps(_mm512_maskz_loadu_ps(m, cj), y) : y);
         }
     }
 }
