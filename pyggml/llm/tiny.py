@@ -59,6 +59,18 @@ def _vocab(n_vocab: int):
     return tokens, scores, types
 
 
+def _add_vocab(w, n_vocab: int) -> None:
+    """Write the minimal vocabulary and its special token ids."""
+    tokens, scores, types = _vocab(n_vocab)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+
+
 def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int = 2, n_head: int = 4,
                      n_head_kv: int = 2, n_ff: int = 128, n_ctx_train: int = 512, head_dim: int | None = None,
                      qk_norm: bool = False, bias: bool = False, tied_embeddings: bool = False,
@@ -122,14 +134,7 @@ def write_tiny_llama(path, *, n_vocab: int = 256, n_embd: int = 64, n_layer: int
         w.add_rope_scaling_factor(float(rope_scaling_factor))
     w.add_file_type({"f32": 0, "f16": 1, "q8_0": 7, "q4_0": 2}[dtype])   # llama_ftype ALL_F32 / MOSTLY_F16 / MOSTLY_Q8_0 / MOSTLY_Q4_0
 
-    tokens, scores, types = _vocab(V)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    _add_vocab(w, V)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
     if chat_template is not None:
@@ -201,14 +206,7 @@ def _tiny_writer(path, arch: str, name: str, keys_u32: dict, keys_f32: dict, n_v
     for key, val in keys_f32.items():
         w.add_float32(f"{arch}.{key}", float(val))
     w.add_file_type(0)
-    tokens, scores, types = _vocab(n_vocab)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    _add_vocab(w, n_vocab)
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
     return w

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from .tiny import _near_bigram, _vocab
+from .tiny import _add_vocab, _near_bigram
 
 
 def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: int = 4,
@@ -76,14 +76,7 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
         w.add_float32(f"{a}.rope.scaling.factor", float(yarn_factor))
         w.add_uint32(f"{a}.rope.scaling.original_context_length", n_ctx_train)
     w.add_file_type(0)
-    tokens, scores, types = _vocab(V)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    _add_vocab(w, V)
 
     def t(name, *shape, std=None, kind="normal"):
         # numpy shape (..., n_out, n_in) == ggml [n_in, n_out, ...]
