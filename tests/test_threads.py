@@ -202,3 +202,52 @@ def test_tiny_llm_decode_at_a_short_context_never_wakes_the_workers(monkeypatch,
         assert c["computes_with_workers"] == 0 and c["split_steps"] == 0, c
         toks[n_threads] = out
     assert toks[1] == toks[2]
+
+
+@pytest.mark.parametrize("kind", ["q8_0-repacked", "q8_0", "f16"])
+def test_a_shared_products_units_claimed_from_both_ends_cover_every_row_once(monkeypatch, kind):
+    # As a shared step, a one-column product's units are claimed by share 0 from the front and
+    # by the other shares from the back: every row must be computed, by exactly the same
+    # arithmetic as on one thread, however the claims from the two ends met. The outputs are
+    # filled with NaN before each compute, so a unit that no claim reached shows. Six products
+    # in a row, so that a worker woken late still finds units in the later ones.
+    monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")
+    rng = np.random.default_rng(11)
+    K, M = (768, 1024) if kind == "f16" else (1024, 2048)   # f16: above the float path's claim bar
+    ctx = gg.Context(1 << 26)
+    wf = rng.standard_normal((M, K)).astype(np.float32)
+    if kind == "f16":
+        w = ctx.from_numpy(wf.astype(np.float16))
+        wv = wf.astype(np.float16).astype(np.float64)
+    else:
+        w = ctx.new_tensor(gg.Q8_0, [K, M])
+        w.set(gg.quantize(gg.Q8_0, wf.ravel()))
+        wv = np.asarray(gg.dequantize(gg.Q8_0, gg.quantize(gg.Q8_0, wf.ravel())), np.float64).reshape(M, K)
+    handle = gg.repack_weights(w) if kind == "q8_0-repacked" else None
+    assert (handle is not None) == gg.has_repack(w)
+    xs = rng.standard_normal((6, 1, K)).astype(np.float32)
+    ys = [gg.mul_mat(ctx, w, ctx.from_numpy(x)) for x in xs]
+    g = gg.Graph(ctx)
+    for y in ys:
+        g.build_forward_expand(y)
+    outs = {}
+    for n_threads in (1, 2, 4):
+        # until the back has served some units (a worker that wakes after thread 0 took every
+        # unit from the front claims none), at most 100 computes
+        back = 0
+        for _ in range(1 if n_threads == 1 else 100):
+            for y in ys:
+                y.set(np.full((1, M), np.nan, np.float32))
+            c = counts_of(lambda: g.compute(n_threads))
+            assert c["split_steps"] == (0 if n_threads == 1 else len(ys)), c
+            got = np.stack([np.array(y.numpy()).reshape(M) for y in ys])
+            outs.setdefault(n_threads, got)
+            np.testing.assert_array_equal(got, outs[1], err_msg=f"{n_threads} threads")
+            back += c["back_claimed_units"]
+            if back >= 8:
+                break
+        assert n_threads == 1 or back > 0, f"{n_threads} threads: no unit was claimed from the back"
+        assert n_threads > 1 or back == 0
+    ref = xs[:, 0, :].astype(np.float64) @ wv.T
+    nmse = np.sum((outs[1] - ref) ** 2) / np.sum(ref ** 2)
+    assert nmse < 5e-4, nmse

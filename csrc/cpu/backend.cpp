@@ -171,7 +171,10 @@ std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
 
 namespace {
 std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0};
+std::atomic<int64_t> g_back_claimed_units{0};
 }  // namespace
+
+void count_back_claimed_units(int64_t n) { g_back_claimed_units.fetch_add(n, std::memory_order_relaxed); }
 
 ScheduleCounts schedule_counts() {
     ScheduleCounts c;
@@ -179,6 +182,7 @@ ScheduleCounts schedule_counts() {
     c.computes_with_workers = g_computes_with_workers.load(std::memory_order_relaxed);
     c.solo_steps = g_solo_steps.load(std::memory_order_relaxed);
     c.split_steps = g_split_steps.load(std::memory_order_relaxed);
+    c.back_claimed_units = g_back_claimed_units.load(std::memory_order_relaxed);
     return c;
 }
 

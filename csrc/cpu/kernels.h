@@ -33,6 +33,10 @@ struct ComputeParams {
     }
 };
 
+// Adds to the schedule counts' units that shares claimed from the back of a shared step
+// (mul_mat_common.h run_barrier_free_units; defined in backend.cpp).
+void count_back_claimed_units(int64_t n);
+
 // True when this MUL_MAT node's kernel never meets the other threads (defined with the kernel).
 bool mul_mat_barrier_free(const Tensor* dst);
 // True when this FLASH_ATTN_EXT node's kernel can run as shares given share_slots.
