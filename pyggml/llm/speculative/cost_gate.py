@@ -32,9 +32,20 @@ A copy is often rejected at its first token and then accepted along (q2 > q1); a
 position would never learn the positions the gate stops verifying, the two pooled ones
 learn from every verify. A class whose drafts the gate drops
 learns nothing more, so it is re-probed: the first dropped draft of a class after
-`interval` rounds is verified anyway (its best non-empty prefix); a probe accepted in full
-brings the interval back to PROBE_FIRST, any other doubles it up to PROBE_MAX. A class seen
-for the first time (a long match appearing in fresh text) probes at once.
+`interval` rounds is verified anyway; a probe accepted in full brings the interval back to
+PROBE_FIRST, any other doubles it up to PROBE_MAX. A class seen for the first time (a long
+match appearing in fresh text) probes at once. A probe verifies the prefix that loses least,
+but n_min tokens (one) where the class's first token is accepted less than PROBE_WIDE_Q1 of
+the time: such a probe most likely ends at its first token, and the tokens after it would
+be decoded for nothing (a probe is there to learn q1; an accepted one lets the next asks
+verify wider). Probes also back off across classes: after a probe whose first token was
+rejected, no class probes for `probe_gap` rounds (PROBE_FIRST, doubling while probes keep
+failing, up to PROBE_MAX; an accepted probe clears it), so a drafter whose drafts fall into
+several classes (the n-gram's substitutions, short and medium matches) pays one schedule of
+failing probes, not one per class. Between a class's probes its decision cannot change but
+through the costs: where the gate has seen one class only, a declined draft leaves in
+`quiet_hint` the rounds until that class may probe again, which the decoder spends without
+asking (up to its longest quiet stretch): asks that could only be declined cost host time.
 
 Verification never depends on which prefix is verified: every committed token is the
 target's own, so the stream is the same with any gate.
@@ -251,6 +262,9 @@ class DraftGate:
     Q2_OPTIMISM = 2.0
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
+    # a class whose first draft token is accepted less often than this probes with n_min
+    # tokens (the prefix that loses least otherwise)
+    PROBE_WIDE_Q1 = 0.5
 
     def __init__(self, n_max: int, cost_model=None, class_prior=None, count_draft=False,
                  n_min: int = 0):
@@ -273,6 +287,9 @@ class DraftGate:
         """Forget the acceptance estimates and probe state (a new text); costs stay."""
         self._classes: dict = {}
         self.n_gated = self.n_probes = 0
+        # the back-off across classes: no probe before round probe_from + probe_gap
+        self.probe_gap, self.probe_from, self._probe_round = 0, 0, 0
+        self.quiet_hint = 0
 
     # ---- observations ---------------------------------------------------------------------
     def observe_cost(self, width: int, seconds: float) -> None:
@@ -315,6 +332,11 @@ class DraftGate:
             st.probing = False
             st.interval = (self.PROBE_FIRST if n_acc >= n_drafted
                            else min(2 * st.interval, self.PROBE_MAX))
+            if n_acc:
+                self.probe_gap = 0
+            else:
+                self.probe_gap = min(max(2 * self.probe_gap, self.PROBE_FIRST), self.PROBE_MAX)
+                self.probe_from = self._probe_round
 
     # ---- the decision -----------------------------------------------------------------------
     def _state(self, cls) -> _ClassState:
@@ -387,6 +409,7 @@ class DraftGate:
         prefix that loses least), never fewer than n_min. While costs are unknown it measures
         them cheaply: a plain step first, then a one-token probe (n_min tokens) (the widths above are extrapolated from those two
         until verified)."""
+        self.quiet_hint = 0
         k = min(k, self.n_max)
         if k < self.n_min:
             return 0
@@ -405,9 +428,22 @@ class DraftGate:
         longest, top_j = self._prefixes(st, k, costs)
         if longest:
             return longest
-        if st.last_probe is None or round_no - st.last_probe >= st.interval:
+        due = max(self.probe_from + self.probe_gap,
+                  round_no if st.last_probe is None else st.last_probe + st.interval)
+        if round_no >= due:
             st.last_probe, st.probing = round_no, True
+            self._probe_round = round_no
             self.n_probes += 1
+            if st.accepted1 < self.PROBE_WIDE_Q1 * st.trials1:
+                return self.n_min
             return top_j
         self.n_gated += 1
+        if len(self._classes) == 1:
+            self.quiet_hint = due - round_no - 1
         return 0
+
+    def take_quiet_hint(self) -> int:
+        """The rounds the last declined draft's class cannot probe in (0: none known; see
+        the module's note); read once."""
+        hint, self.quiet_hint = self.quiet_hint, 0
+        return hint
