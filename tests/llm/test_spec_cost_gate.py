@@ -152,6 +152,46 @@ def test_a_lone_class_declined_hints_the_rounds_until_its_probe():
     assert gate.choose(3, 0, due + 2) == 0 and gate.take_quiet_hint() == 0
 
 
+def test_a_verify_rounds_host_work_counts_in_its_cost():
+    # c(w) = 1 + 0.15 (w - 1): a first token accepted 30% of the time pays on the decode
+    # alone (1.3 / 1.15 tokens per plain step), not once the round's host work, 0.3 of a
+    # plain step, is added (1.3 / 1.45); a plain step's cost has no such term
+    decode = lambda w: 1.0 + 0.15 * (w - 1)  # noqa: E731
+    for host, want in ((0.0, 1), (0.3, 0)):
+        gate = DraftGate(4, FixedCost(decode, round=host))
+        assert gate._costs() == pytest.approx([1.0] + [decode(w) + host for w in range(2, 6)])
+        st = gate._state(0)
+        st.accepted1, st.trials1, st.accepted2, st.trials2 = 3.0, 10.0, 0.0, 10.0
+        st.last_probe = 0                     # not due for a probe
+        assert gate.choose(1, 0, 1) == want
+    # measured: the lowest round seen, aged as the other tables; its version moves the gate's
+    m = MeasuredCost(drift=0.0)
+    gate = DraftGate(4, m)
+    m.observe(1, 1.0)
+    m.observe(2, 1.2)
+    assert m.round_cost() is None and gate._costs()[1] == pytest.approx(1.2)
+    gate.observe_round_cost(0.5)
+    gate.observe_round_cost(0.4)
+    gate.observe_round_cost(0.9)
+    assert m.round_cost() == pytest.approx(0.4)
+    assert gate._costs()[:2] == pytest.approx([1.0, 1.6])
+
+
+def test_the_one_sequence_loop_measures_a_verify_rounds_host_work(tiny):
+    # measured costs (the default): one verify in PLAIN_SAMPLE times the host work after
+    # its decode; the general round leaves it unknown (0 in the costs)
+    _, ctx, full = tiny
+    for general in (False, True):
+        dec = SpeculativeDecoder(ctx, WrongThenRight(full, len(PROMPT) + 20), n_max=4)
+        if general:
+            dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
+        ctx.reset()
+        assert list(dec.generate(PROMPT, N)) == full[len(PROMPT):]
+        assert dec.stats["n_verify_steps"] >= 2
+        host = dec.cost_model.round_cost()
+        assert (host is None) if general else (0.0 < host < 0.1)
+
+
 def test_unknown_costs_are_learnt_by_a_plain_step_then_a_one_token_probe():
     gate = DraftGate(4)                       # measured: nothing yet
     assert gate.choose(4, 0, 0) == 0          # a plain step first: it times c(1)
@@ -217,6 +257,9 @@ def test_bad_cost_options(tiny):
         SpeculativeDecoder(ctx, "ngram", cost_gate="yes")
     with pytest.raises(ValueError, match="FixedCost"):
         FixedCost(2.0)
+    for bad in (-1.0, None, True):
+        with pytest.raises(ValueError, match="round must be seconds"):
+            FixedCost(lambda w: 1.0, round=bad)
     # fixed drafting has no gate
     assert SpeculativeDecoder(ctx, "ngram", adaptive=False).cost_model is None
 

@@ -21,7 +21,10 @@ is a plain step and the first verify a one-token probe, wider verifies being ext
 from those two until one is measured. With a draft model the gate decides before drafting,
 and a round's cost also counts the draft's own (its draft graphs for j tokens and its
 processing of the target's batch, measured the same way), against a plain round's
-processing of one token.
+processing of one token. A verify round also has host work a plain step has not (the
+drafter's processing of the batch, the comparison, the rollback of rejected cells: tens of
+us, which on a small target is a third of a token): the one-sequence loop measures it, and
+it counts in every verifying round's cost.
 
 The acceptance estimate is kept per draft class (`Drafter.draft_class`: the n-gram drafter
 tells a substitution, a short, a medium and a long exact match apart; other drafters use one
@@ -139,19 +142,21 @@ class MeasuredCost:
     plain step, w = j + 1: a verify of j drafts). draft_cost(j): the draft side of a round
     that drafts j tokens with a draft model (its draft graphs and its processing of the
     target's batch; j = 0: the processing of a plain step). ask_cost(): one ask of the
-    drafter and the gate (a draft and the decision on it). Each is a _WidthTable (aged
+    drafter and the gate (a draft and the decision on it). round_cost(): a verify round's
+    host work after its decode (the drafter's processing of the batch, the comparison and
+    rollback, the bookkeeping). Each is a _WidthTable (aged
     minimum, interpolated); None while unknown. drift: how fast a lowest time ages
     (default _WidthTable.DRIFT; 0: never)."""
 
     def __init__(self, drift: float | None = None):
         self._target, self._draft = _WidthTable(drift), _WidthTable(drift)
-        self._ask = _WidthTable(drift)
+        self._ask, self._round = _WidthTable(drift), _WidthTable(drift)
         self.seconds = self._target.seconds
         self.draft_seconds = self._draft.seconds    # keyed by j + 1
 
     @property
     def version(self) -> int:
-        return self._target.version + self._draft.version
+        return self._target.version + self._draft.version + self._round.version
 
     def observe(self, width: int, seconds: float) -> None:
         self._target.observe(width, seconds)
@@ -171,16 +176,23 @@ class MeasuredCost:
     def ask_cost(self) -> float | None:
         return self._ask.cost(1)
 
+    def observe_round(self, seconds: float) -> None:
+        self._round.observe(1, seconds)
+
+    def round_cost(self) -> float | None:
+        return self._round.cost(1)
+
 
 class FixedCost:
     """c(w) = fn(w) (w = 1: a plain step) and, for draft models, draft_cost(j) = draft(j)
-    (default 0: drafting is free) and ask_cost() = ask (seconds; None: unknown, so asks stay
-    MAX_QUIET rounds apart at the most), ignoring what is measured: deterministic drafting for
-    tests and for callers who know their costs."""
+    (default 0: drafting is free), ask_cost() = ask (seconds; None: unknown, so asks stay
+    MAX_QUIET rounds apart at the most) and round_cost() = round (a verify round's host
+    work, seconds; default 0), ignoring what is measured: deterministic drafting for tests
+    and for callers who know their costs."""
 
     version = 0
 
-    def __init__(self, fn, draft=None, ask=None):
+    def __init__(self, fn, draft=None, ask=None, round=0.0):
         for name, f in (("fn", fn), ("draft", draft)):
             if f is not None and not callable(f):
                 raise ValueError(f"FixedCost: {name} must be a callable width -> seconds, "
@@ -189,7 +201,9 @@ class FixedCost:
             raise ValueError("FixedCost: expected a callable width -> seconds, got None")
         if ask is not None and (isinstance(ask, bool) or not isinstance(ask, (int, float)) or ask < 0):
             raise ValueError(f"FixedCost: ask must be seconds >= 0 or None, got {ask!r}")
-        self.fn, self.draft, self.ask = fn, draft, ask
+        if isinstance(round, bool) or not isinstance(round, (int, float)) or round < 0:
+            raise ValueError(f"FixedCost: round must be seconds >= 0, got {round!r}")
+        self.fn, self.draft, self.ask, self.round = fn, draft, ask, float(round)
 
     def observe(self, width: int, seconds: float) -> None:
         pass
@@ -212,6 +226,12 @@ class FixedCost:
 
     def ask_cost(self) -> float | None:
         return None if self.ask is None else float(self.ask)
+
+    def observe_round(self, seconds: float) -> None:
+        pass
+
+    def round_cost(self) -> float | None:
+        return self.round
 
 
 def as_cost_model(model):
@@ -317,6 +337,11 @@ class DraftGate:
             return shortest
         return max(shortest, min(longest, math.ceil(ask / (share * plain))))
 
+    def observe_round_cost(self, seconds: float) -> None:
+        observe = getattr(self.model, "observe_round", None)
+        if observe is not None:
+            observe(seconds)
+
     def observe_accept(self, cls, n_drafted: int, n_acc: int) -> None:
         if n_drafted <= 0:
             return
@@ -349,11 +374,15 @@ class DraftGate:
 
     def _costs(self) -> list:
         """[T(0), .., T(n_max)]: the seconds of a round verifying j drafts (j = 0: a plain
-        step), c(j + 1) plus, with count_draft, the draft's draft_cost(j); None where a part
-        is unknown. Recomputed when the model's version moves."""
+        step), c(j + 1) plus, for j >= 1, a verify round's host work (round_cost, 0 while
+        unknown) and, with count_draft, the draft's draft_cost(j); None where a part is
+        unknown. Recomputed when the model's version moves."""
         version = getattr(self.model, "version", None)
         if self._table is None or version is None or version != self._table_version:
             table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
+            round_cost = getattr(self.model, "round_cost", None)
+            host = (round_cost() if round_cost is not None else None) or 0.0
+            table = table[:1] + [None if c is None else c + host for c in table[1:]]
             if self._draft_cost is not None:
                 table = [None if c is None or d is None else c + d
                          for c, d in zip(table, (self._draft_cost(j)
