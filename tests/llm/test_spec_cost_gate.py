@@ -192,6 +192,23 @@ def test_the_one_sequence_loop_measures_a_verify_rounds_host_work(tiny):
         assert (host is None) if general else (0.0 < host < 0.1)
 
 
+def test_only_the_cost_rule_keeps_the_draft_lengths_estimates(tiny):
+    # the per-position rates and per-width times of draft_length.py serve the "cost" rule
+    # alone: the default mode skips them (numpy updates of a few us in every verify round)
+    _, ctx, full = tiny
+    for adaptive, general in ((True, False), (True, True), ("cost", False), ("cost", True)):
+        dec = SpeculativeDecoder(ctx, WrongThenRight(full, len(PROMPT) + 20), n_max=4,
+                                 adaptive=adaptive, cost_model=MIDDLE)
+        if general:
+            dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
+        ctx.reset()
+        assert list(dec.generate(PROMPT, N)) == full[len(PROMPT):]
+        length = dec._length
+        rule = adaptive == "cost"
+        assert bool(length.cost) == rule, (adaptive, general)
+        assert bool((length.seen > length.PRIOR).any()) == rule, (adaptive, general)
+
+
 def test_unknown_costs_are_learnt_by_a_plain_step_then_a_one_token_probe():
     gate = DraftGate(4)                       # measured: nothing yet
     assert gate.choose(4, 0, 0) == 0          # a plain step first: it times c(1)

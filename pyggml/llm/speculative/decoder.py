@@ -307,7 +307,8 @@ class SpeculativeDecoder:
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
-        self._length.observe_accept(n_drafted, n_acc)
+        if self.adaptive == "cost":      # only the cost rule reads the per-position rates
+            self._length.observe_accept(n_drafted, n_acc)
         if n_acc == n_drafted:
             lane.n_cur, lane.backoff = min(self.n_max, 2 * lane.n_cur), 1
         elif n_acc == 0 and lane.n_cur == 1:
@@ -603,7 +604,8 @@ class SpeculativeDecoder:
         # a decode that built a graph says nothing of the width's steady cost
         timed = ctx.timings["n_graph_build"] == builds
         if len(batches) == 1 and timed:   # what a verify of this width costs
-            self._length.observe_cost(len(batches[0][1]), tc - tb)
+            if self.adaptive == "cost":
+                self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), cc - cb)
         # the drafter sees the round now (after a draft: accept refers to it), but for a

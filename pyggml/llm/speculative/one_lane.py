@@ -123,7 +123,8 @@ def run_one(dec, lane, n: int, stop) -> None:
                 cc = cpu()
             tc = perf()
             if ctx.timings["n_graph_build"] == builds:
-                dec._length.observe_cost(len(batch), tc - tb)
+                if cost_rule:
+                    dec._length.observe_cost(len(batch), tc - tb)
                 if gate is not None:
                     gate.observe_cost(len(batch), cc - cb)
             drafter.process(np.asarray(batch, np.int32), pos0, {})
