@@ -102,6 +102,113 @@ def test_a_dropped_class_probes_at_once_then_after_its_interval():
     assert gate.choose(3, 4, 2 * DraftGate.PROBE_FIRST + 1) == 1
 
 
+def test_a_probe_of_a_class_rarely_accepted_verifies_n_min_tokens():
+    # a jump at the first draft then flat: the prefix that loses least is the whole draft
+    cost = lambda w: 1.0 if w == 1 else 3.0 + 0.1 * (w - 2)  # noqa: E731
+    for q1, want in ((0.2, 1), (0.45, 1), (0.6, 4)):
+        for n_min in (1, 2):
+            gate = DraftGate(4, cost, n_min=n_min)
+            st = gate._state(0)
+            st.accepted1, st.trials1 = 10 * q1, 10.0
+            st.accepted2, st.trials2 = 8.0, 10.0
+            assert gate._prefixes(st, 4, gate._costs()) == (0, 4)    # it loses: a probe
+            assert gate.choose(4, 0, 0) == (max(want, n_min) if q1 < DraftGate.PROBE_WIDE_Q1
+                                            else 4)
+            assert gate.n_probes == 1
+
+
+def test_failing_probes_back_off_across_classes():
+    gate = DraftGate(4, EXPENSIVE)
+    first = DraftGate.PROBE_FIRST
+    assert gate.choose(3, 0, 0) == 1          # class 0 at first sight: a probe
+    gate.observe_accept(0, 1, 0)              # rejected: no class probes for PROBE_FIRST
+    assert gate.choose(3, 1, first - 1) == 0  # class 1, never seen, waits
+    assert gate.choose(3, 1, first) == 1
+    gate.observe_accept(1, 1, 0)              # rejected again: the gap doubles
+    assert gate.probe_gap == 2 * first
+    assert gate.choose(3, 2, 3 * first - 1) == 0
+    assert gate.choose(3, 2, 3 * first) == 1 and gate.n_probes == 3
+    gate.observe_accept(2, 1, 1)              # accepted: the gap is cleared
+    assert gate.probe_gap == 0
+    assert gate.choose(3, 3, 3 * first + 1) == 1
+    gate.observe_accept(3, 1, 0)
+    assert gate.probe_gap == first            # failing again: from PROBE_FIRST
+
+
+def test_a_lone_class_declined_hints_the_rounds_until_its_probe():
+    gate = DraftGate(4, EXPENSIVE)
+    assert gate.choose(3, 0, 0) == 1
+    gate.observe_accept(0, 1, 0)              # the class probes next at round 2 * PROBE_FIRST
+    due = 2 * DraftGate.PROBE_FIRST
+    assert gate.choose(3, 0, 5) == 0
+    assert gate.take_quiet_hint() == due - 5 - 1      # the rounds before the due one
+    assert gate.take_quiet_hint() == 0                # read once
+    assert gate.choose(3, 0, 6) == 0 and gate.choose(3, 0, 7) == 0
+    assert gate.take_quiet_hint() == due - 7 - 1      # the last decision's
+    assert gate.choose(3, 0, due) == 1 and gate.take_quiet_hint() == 0
+    # a second class: another draft could be verified before then, no hint
+    gate.choose(3, 1, due + 1)
+    gate.observe_accept(1, 1, 0)
+    assert gate.choose(3, 0, due + 2) == 0 and gate.take_quiet_hint() == 0
+
+
+def test_a_verify_rounds_host_work_counts_in_its_cost():
+    # c(w) = 1 + 0.15 (w - 1): a first token accepted 30% of the time pays on the decode
+    # alone (1.3 / 1.15 tokens per plain step), not once the round's host work, 0.3 of a
+    # plain step, is added (1.3 / 1.45); a plain step's cost has no such term
+    decode = lambda w: 1.0 + 0.15 * (w - 1)  # noqa: E731
+    for host, want in ((0.0, 1), (0.3, 0)):
+        gate = DraftGate(4, FixedCost(decode, round=host))
+        assert gate._costs() == pytest.approx([1.0] + [decode(w) + host for w in range(2, 6)])
+        st = gate._state(0)
+        st.accepted1, st.trials1, st.accepted2, st.trials2 = 3.0, 10.0, 0.0, 10.0
+        st.last_probe = 0                     # not due for a probe
+        assert gate.choose(1, 0, 1) == want
+    # measured: the lowest round seen, aged as the other tables; its version moves the gate's
+    m = MeasuredCost(drift=0.0)
+    gate = DraftGate(4, m)
+    m.observe(1, 1.0)
+    m.observe(2, 1.2)
+    assert m.round_cost() is None and gate._costs()[1] == pytest.approx(1.2)
+    gate.observe_round_cost(0.5)
+    gate.observe_round_cost(0.4)
+    gate.observe_round_cost(0.9)
+    assert m.round_cost() == pytest.approx(0.4)
+    assert gate._costs()[:2] == pytest.approx([1.0, 1.6])
+
+
+def test_the_one_sequence_loop_measures_a_verify_rounds_host_work(tiny):
+    # measured costs (the default): one verify in PLAIN_SAMPLE times the host work after
+    # its decode; the general round leaves it unknown (0 in the costs)
+    _, ctx, full = tiny
+    for general in (False, True):
+        dec = SpeculativeDecoder(ctx, WrongThenRight(full, len(PROMPT) + 20), n_max=4)
+        if general:
+            dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
+        ctx.reset()
+        assert list(dec.generate(PROMPT, N)) == full[len(PROMPT):]
+        assert dec.stats["n_verify_steps"] >= 2
+        host = dec.cost_model.round_cost()
+        assert (host is None) if general else (0.0 < host < 0.1)
+
+
+def test_only_the_cost_rule_keeps_the_draft_lengths_estimates(tiny):
+    # the per-position rates and per-width times of draft_length.py serve the "cost" rule
+    # alone: the default mode skips them (numpy updates of a few us in every verify round)
+    _, ctx, full = tiny
+    for adaptive, general in ((True, False), (True, True), ("cost", False), ("cost", True)):
+        dec = SpeculativeDecoder(ctx, WrongThenRight(full, len(PROMPT) + 20), n_max=4,
+                                 adaptive=adaptive, cost_model=MIDDLE)
+        if general:
+            dec.__dict__["_plain_ok_cached"] = (dec.sampler, dec.drafter, False)
+        ctx.reset()
+        assert list(dec.generate(PROMPT, N)) == full[len(PROMPT):]
+        length = dec._length
+        rule = adaptive == "cost"
+        assert bool(length.cost) == rule, (adaptive, general)
+        assert bool((length.seen > length.PRIOR).any()) == rule, (adaptive, general)
+
+
 def test_unknown_costs_are_learnt_by_a_plain_step_then_a_one_token_probe():
     gate = DraftGate(4)                       # measured: nothing yet
     assert gate.choose(4, 0, 0) == 0          # a plain step first: it times c(1)
@@ -167,6 +274,9 @@ def test_bad_cost_options(tiny):
         SpeculativeDecoder(ctx, "ngram", cost_gate="yes")
     with pytest.raises(ValueError, match="FixedCost"):
         FixedCost(2.0)
+    for bad in (-1.0, None, True):
+        with pytest.raises(ValueError, match="round must be seconds"):
+            FixedCost(lambda w: 1.0, round=bad)
     # fixed drafting has no gate
     assert SpeculativeDecoder(ctx, "ngram", adaptive=False).cost_model is None
 

@@ -21,7 +21,10 @@ is a plain step and the first verify a one-token probe, wider verifies being ext
 from those two until one is measured. With a draft model the gate decides before drafting,
 and a round's cost also counts the draft's own (its draft graphs for j tokens and its
 processing of the target's batch, measured the same way), against a plain round's
-processing of one token.
+processing of one token. A verify round also has host work a plain step has not (the
+drafter's processing of the batch, the comparison, the rollback of rejected cells: tens of
+us, which on a small target is a third of a token): the one-sequence loop measures it, and
+it counts in every verifying round's cost.
 
 The acceptance estimate is kept per draft class (`Drafter.draft_class`: the n-gram drafter
 tells a substitution, a short, a medium and a long exact match apart; other drafters use one
@@ -32,9 +35,20 @@ A copy is often rejected at its first token and then accepted along (q2 > q1); a
 position would never learn the positions the gate stops verifying, the two pooled ones
 learn from every verify. A class whose drafts the gate drops
 learns nothing more, so it is re-probed: the first dropped draft of a class after
-`interval` rounds is verified anyway (its best non-empty prefix); a probe accepted in full
-brings the interval back to PROBE_FIRST, any other doubles it up to PROBE_MAX. A class seen
-for the first time (a long match appearing in fresh text) probes at once.
+`interval` rounds is verified anyway; a probe accepted in full brings the interval back to
+PROBE_FIRST, any other doubles it up to PROBE_MAX. A class seen for the first time (a long
+match appearing in fresh text) probes at once. A probe verifies the prefix that loses least,
+but n_min tokens (one) where the class's first token is accepted less than PROBE_WIDE_Q1 of
+the time: such a probe most likely ends at its first token, and the tokens after it would
+be decoded for nothing (a probe is there to learn q1; an accepted one lets the next asks
+verify wider). Probes also back off across classes: after a probe whose first token was
+rejected, no class probes for `probe_gap` rounds (PROBE_FIRST, doubling while probes keep
+failing, up to PROBE_MAX; an accepted probe clears it), so a drafter whose drafts fall into
+several classes (the n-gram's substitutions, short and medium matches) pays one schedule of
+failing probes, not one per class. Between a class's probes its decision cannot change but
+through the costs: where the gate has seen one class only, a declined draft leaves in
+`quiet_hint` the rounds until that class may probe again, which the decoder spends without
+asking (up to its longest quiet stretch): asks that could only be declined cost host time.
 
 Verification never depends on which prefix is verified: every committed token is the
 target's own, so the stream is the same with any gate.
@@ -128,19 +142,21 @@ class MeasuredCost:
     plain step, w = j + 1: a verify of j drafts). draft_cost(j): the draft side of a round
     that drafts j tokens with a draft model (its draft graphs and its processing of the
     target's batch; j = 0: the processing of a plain step). ask_cost(): one ask of the
-    drafter and the gate (a draft and the decision on it). Each is a _WidthTable (aged
+    drafter and the gate (a draft and the decision on it). round_cost(): a verify round's
+    host work after its decode (the drafter's processing of the batch, the comparison and
+    rollback, the bookkeeping). Each is a _WidthTable (aged
     minimum, interpolated); None while unknown. drift: how fast a lowest time ages
     (default _WidthTable.DRIFT; 0: never)."""
 
     def __init__(self, drift: float | None = None):
         self._target, self._draft = _WidthTable(drift), _WidthTable(drift)
-        self._ask = _WidthTable(drift)
+        self._ask, self._round = _WidthTable(drift), _WidthTable(drift)
         self.seconds = self._target.seconds
         self.draft_seconds = self._draft.seconds    # keyed by j + 1
 
     @property
     def version(self) -> int:
-        return self._target.version + self._draft.version
+        return self._target.version + self._draft.version + self._round.version
 
     def observe(self, width: int, seconds: float) -> None:
         self._target.observe(width, seconds)
@@ -160,16 +176,23 @@ class MeasuredCost:
     def ask_cost(self) -> float | None:
         return self._ask.cost(1)
 
+    def observe_round(self, seconds: float) -> None:
+        self._round.observe(1, seconds)
+
+    def round_cost(self) -> float | None:
+        return self._round.cost(1)
+
 
 class FixedCost:
     """c(w) = fn(w) (w = 1: a plain step) and, for draft models, draft_cost(j) = draft(j)
-    (default 0: drafting is free) and ask_cost() = ask (seconds; None: unknown, so asks stay
-    MAX_QUIET rounds apart at the most), ignoring what is measured: deterministic drafting for
-    tests and for callers who know their costs."""
+    (default 0: drafting is free), ask_cost() = ask (seconds; None: unknown, so asks stay
+    MAX_QUIET rounds apart at the most) and round_cost() = round (a verify round's host
+    work, seconds; default 0), ignoring what is measured: deterministic drafting for tests
+    and for callers who know their costs."""
 
     version = 0
 
-    def __init__(self, fn, draft=None, ask=None):
+    def __init__(self, fn, draft=None, ask=None, round=0.0):
         for name, f in (("fn", fn), ("draft", draft)):
             if f is not None and not callable(f):
                 raise ValueError(f"FixedCost: {name} must be a callable width -> seconds, "
@@ -178,7 +201,9 @@ class FixedCost:
             raise ValueError("FixedCost: expected a callable width -> seconds, got None")
         if ask is not None and (isinstance(ask, bool) or not isinstance(ask, (int, float)) or ask < 0):
             raise ValueError(f"FixedCost: ask must be seconds >= 0 or None, got {ask!r}")
-        self.fn, self.draft, self.ask = fn, draft, ask
+        if isinstance(round, bool) or not isinstance(round, (int, float)) or round < 0:
+            raise ValueError(f"FixedCost: round must be seconds >= 0, got {round!r}")
+        self.fn, self.draft, self.ask, self.round = fn, draft, ask, float(round)
 
     def observe(self, width: int, seconds: float) -> None:
         pass
@@ -201,6 +226,12 @@ class FixedCost:
 
     def ask_cost(self) -> float | None:
         return None if self.ask is None else float(self.ask)
+
+    def observe_round(self, seconds: float) -> None:
+        pass
+
+    def round_cost(self) -> float | None:
+        return self.round
 
 
 def as_cost_model(model):
@@ -251,6 +282,9 @@ class DraftGate:
     Q2_OPTIMISM = 2.0
     PROBE_FIRST = 16      # rounds between probes of a class whose last probe was accepted
     PROBE_MAX = 128
+    # a class whose first draft token is accepted less often than this probes with n_min
+    # tokens (the prefix that loses least otherwise)
+    PROBE_WIDE_Q1 = 0.5
 
     def __init__(self, n_max: int, cost_model=None, class_prior=None, count_draft=False,
                  n_min: int = 0):
@@ -273,6 +307,9 @@ class DraftGate:
         """Forget the acceptance estimates and probe state (a new text); costs stay."""
         self._classes: dict = {}
         self.n_gated = self.n_probes = 0
+        # the back-off across classes: no probe before round probe_from + probe_gap
+        self.probe_gap, self.probe_from, self._probe_round = 0, 0, 0
+        self.quiet_hint = 0
 
     # ---- observations ---------------------------------------------------------------------
     def observe_cost(self, width: int, seconds: float) -> None:
@@ -300,6 +337,11 @@ class DraftGate:
             return shortest
         return max(shortest, min(longest, math.ceil(ask / (share * plain))))
 
+    def observe_round_cost(self, seconds: float) -> None:
+        observe = getattr(self.model, "observe_round", None)
+        if observe is not None:
+            observe(seconds)
+
     def observe_accept(self, cls, n_drafted: int, n_acc: int) -> None:
         if n_drafted <= 0:
             return
@@ -315,6 +357,11 @@ class DraftGate:
             st.probing = False
             st.interval = (self.PROBE_FIRST if n_acc >= n_drafted
                            else min(2 * st.interval, self.PROBE_MAX))
+            if n_acc:
+                self.probe_gap = 0
+            else:
+                self.probe_gap = min(max(2 * self.probe_gap, self.PROBE_FIRST), self.PROBE_MAX)
+                self.probe_from = self._probe_round
 
     # ---- the decision -----------------------------------------------------------------------
     def _state(self, cls) -> _ClassState:
@@ -327,11 +374,15 @@ class DraftGate:
 
     def _costs(self) -> list:
         """[T(0), .., T(n_max)]: the seconds of a round verifying j drafts (j = 0: a plain
-        step), c(j + 1) plus, with count_draft, the draft's draft_cost(j); None where a part
-        is unknown. Recomputed when the model's version moves."""
+        step), c(j + 1) plus, for j >= 1, a verify round's host work (round_cost, 0 while
+        unknown) and, with count_draft, the draft's draft_cost(j); None where a part is
+        unknown. Recomputed when the model's version moves."""
         version = getattr(self.model, "version", None)
         if self._table is None or version is None or version != self._table_version:
             table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
+            round_cost = getattr(self.model, "round_cost", None)
+            host = (round_cost() if round_cost is not None else None) or 0.0
+            table = table[:1] + [None if c is None else c + host for c in table[1:]]
             if self._draft_cost is not None:
                 table = [None if c is None or d is None else c + d
                          for c, d in zip(table, (self._draft_cost(j)
@@ -387,6 +438,7 @@ class DraftGate:
         prefix that loses least), never fewer than n_min. While costs are unknown it measures
         them cheaply: a plain step first, then a one-token probe (n_min tokens) (the widths above are extrapolated from those two
         until verified)."""
+        self.quiet_hint = 0
         k = min(k, self.n_max)
         if k < self.n_min:
             return 0
@@ -405,9 +457,22 @@ class DraftGate:
         longest, top_j = self._prefixes(st, k, costs)
         if longest:
             return longest
-        if st.last_probe is None or round_no - st.last_probe >= st.interval:
+        due = max(self.probe_from + self.probe_gap,
+                  round_no if st.last_probe is None else st.last_probe + st.interval)
+        if round_no >= due:
             st.last_probe, st.probing = round_no, True
+            self._probe_round = round_no
             self.n_probes += 1
+            if st.accepted1 < self.PROBE_WIDE_Q1 * st.trials1:
+                return self.n_min
             return top_j
         self.n_gated += 1
+        if len(self._classes) == 1:
+            self.quiet_hint = due - round_no - 1
         return 0
+
+    def take_quiet_hint(self) -> int:
+        """The rounds the last declined draft's class cannot probe in (0: none known; see
+        the module's note); read once."""
+        hint, self.quiet_hint = self.quiet_hint, 0
+        return hint

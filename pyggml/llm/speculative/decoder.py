@@ -120,7 +120,8 @@ class SpeculativeDecoder:
     fail, so a draft that never matches costs about plain decoding; after a round that asked
     the drafter (or the gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds
     (up to MAX_QUIET_LONG where an ask costs more than ASK_SHARE of the stretch's plain
-    steps) decode plainly without asking (stats "n_quiet_rounds"; an accepted draft asks every
+    steps, or until the gate's next probe where it has seen one draft class) decode plainly
+    without asking (stats "n_quiet_rounds"; an accepted draft asks every
     round again), their tokens handed to the drafter at the next round that asks; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
     width measured as it runs and the recent acceptance per position (draft_length.py;
@@ -306,7 +307,8 @@ class SpeculativeDecoder:
     def _control(self, lane, n_drafted: int, n_acc: int) -> None:
         if not self.adaptive or n_drafted == 0:
             return
-        self._length.observe_accept(n_drafted, n_acc)
+        if self.adaptive == "cost":      # only the cost rule reads the per-position rates
+            self._length.observe_accept(n_drafted, n_acc)
         if n_acc == n_drafted:
             lane.n_cur, lane.backoff = min(self.n_max, 2 * lane.n_cur), 1
         elif n_acc == 0 and lane.n_cur == 1:
@@ -322,7 +324,9 @@ class SpeculativeDecoder:
         2, 4 .. MAX_QUIET after consecutive ones: a drafter that keeps proposing nothing
         worth verifying costs a lookup every MAX_QUIET + 1 tokens, not every token, and one
         miss between accepted drafts costs nothing); an accepted draft asks every round
-        again. The gate's re-probes still come, at the next round that asks."""
+        again. The gate's re-probes still come, at the next round that asks; where the gate
+        has seen one draft class only, a declined draft's stretch lasts until that class's
+        next probe (up to MAX_QUIET_LONG): asks before it could only be declined."""
         if not self.adaptive:
             return
         if n_drafted == 0 and self._gate is not None and not self._gate.ready:
@@ -331,6 +335,10 @@ class SpeculativeDecoder:
             cap = self.MAX_QUIET if self._gate is None else self._gate.quiet_cap(
                 self.MAX_QUIET, self.MAX_QUIET_LONG, self.ASK_SHARE)
             lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), cap)
+            if self._gate is not None:
+                # the gate's one class cannot probe before then: asks could only be declined
+                lane.quiet = max(lane.quiet, min(self._gate.take_quiet_hint(),
+                                                 self.MAX_QUIET_LONG))
         elif n_acc > 0:
             lane.span = 0
 
@@ -596,7 +604,8 @@ class SpeculativeDecoder:
         # a decode that built a graph says nothing of the width's steady cost
         timed = ctx.timings["n_graph_build"] == builds
         if len(batches) == 1 and timed:   # what a verify of this width costs
-            self._length.observe_cost(len(batches[0][1]), tc - tb)
+            if self.adaptive == "cost":
+                self._length.observe_cost(len(batches[0][1]), tc - tb)
             if gate is not None:
                 gate.observe_cost(len(batches[0][1]), cc - cb)
         # the drafter sees the round now (after a draft: accept refers to it), but for a

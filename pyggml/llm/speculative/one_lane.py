@@ -41,8 +41,9 @@ def run_one(dec, lane, n: int, stop) -> None:
     # are timed one in PLAIN_SAMPLE (the gate keeps the lowest time: a few samples tell
     # it); every verify and each stretch's first plain step are timed (the plain cost is
     # what a verify is weighed against: sampled more thinly, its lowest time would sit
-    # higher than the verifies' and let losing drafts through)
-    n_asks = n_plain_timings = 0
+    # higher than the verifies' and let losing drafts through); a verify round's host work
+    # after its decode is timed for one verify in PLAIN_SAMPLE
+    n_asks = n_plain_timings = n_verifies = 0
     try:
         while len(out) < n and out.stop_reason == "n":
             ta = perf()
@@ -122,7 +123,8 @@ def run_one(dec, lane, n: int, stop) -> None:
                 cc = cpu()
             tc = perf()
             if ctx.timings["n_graph_build"] == builds:
-                dec._length.observe_cost(len(batch), tc - tb)
+                if cost_rule:
+                    dec._length.observe_cost(len(batch), tc - tb)
                 if gate is not None:
                     gate.observe_cost(len(batch), cc - cb)
             drafter.process(np.asarray(batch, np.int32), pos0, {})
@@ -153,6 +155,11 @@ def run_one(dec, lane, n: int, stop) -> None:
             t5 = perf()
             drafter.accept(n_acc)
             te = perf()
+            if gate is not None:
+                # the round's host work after its decode, one verify in PLAIN_SAMPLE
+                if n_verifies % dec.PLAIN_SAMPLE == 0:
+                    gate.observe_round_cost(cpu() - cc)
+                n_verifies += 1
             t_draft += te - t5
             draft_s += (tb - ta) + t_draft
             verify_s += (tc - tb) + (te - tc - t_draft)
