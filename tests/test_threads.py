@@ -213,7 +213,9 @@ def test_a_shared_products_units_claimed_from_both_ends_cover_every_row_once(mon
     # in a row, so that a worker woken late still finds units in the later ones.
     monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")
     rng = np.random.default_rng(11)
-    K, M = (768, 1024) if kind == "f16" else (1024, 2048)   # f16: above the float path's claim bar
+    # f16: above the float path's claim bar; every kind a few MiB, so that thread 0 cannot take
+    # every unit of six products before a worker woken from its sleep arrives
+    K, M = (768, 4096) if kind == "f16" else (1024, 8192)
     ctx = gg.Context(1 << 26)
     wf = rng.standard_normal((M, K)).astype(np.float32)
     if kind == "f16":
