@@ -105,7 +105,8 @@ def test_small_repacked_matrices_share_slabs_released_with_the_model(tmp_path):
     n_repacked = sum(len(m._repacked) for m in models)
     during = gg.weight_slab_stats()
     assert during["pieces"] - before["pieces"] == n_repacked  # every copy is under 4 MiB
-    assert during["slabs"] - before["slabs"] == 1, "three tiny models need one slab"
+    # one slab at most: the pieces may also fill the room left in a slab that earlier tests hold
+    assert during["slabs"] - before["slabs"] <= 1, "three tiny models need one slab"
     assert during["own_blocks"] == before["own_blocks"]
     k = len(models[0]._repacked)
     models[0].drop_repack()
