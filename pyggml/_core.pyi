@@ -185,6 +185,7 @@ class RepackedWeights:
     @property
     def nbytes(self) -> typing.Any: ...
 
+KTILE_MIN_COLUMNS: int
 OP_POOL_AVG: int
 OP_POOL_MAX: int
 ROPE_TYPE_IMROPE: int
@@ -227,6 +228,8 @@ def argsort(ctx: Context, a: Tensor, order: SortOrder = ...) -> Tensor:
     """I32 per-row permutation sorting a's rows; order 0 = ascending, 1 = descending."""
 def argsort_top_k(ctx: Context, a: Tensor, k: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """Descending argsort, then a view of its first k columns (ordered, strided)."""
+def avx512_bf16(detected: bool = False) -> bool:
+    """Whether bf16 weights are dotted as bf16 pairs (AVX512-BF16 vdpbf16ps) at the current level (detected=True: whether the CPU has the instruction)."""
 def backend_kinds() -> list:
     """(kind, device count) of every backend kind in this build, 'cpu' first."""
 def backend_names() -> list[str]:
@@ -437,8 +440,6 @@ def interpolate(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.Suppor
     """Resamples a f32 to [ne0, ne1, ne2, ne3]. mode: gg.SCALE_MODE_NEAREST (0, floor(i*in/out)), SCALE_MODE_BILINEAR (1, half-pixel samples, edges clamped) or SCALE_MODE_BICUBIC (2), or-ed with SCALE_FLAG_ALIGN_CORNERS (256) or SCALE_FLAG_ANTIALIAS (512, bilinear only). 2-D modes interpolate dims 0 and 1."""
 def is_quantized(arg0: Type) -> bool:
     ...
-def avx512_bf16(detected: bool = False) -> bool:
-    """Whether bf16 weights are dotted as bf16 pairs (AVX512-BF16 vdpbf16ps) at the current level (detected=True: whether the CPU has the instruction)."""
 def isa(detected: bool = False) -> str:
     """The SIMD level of the CPU kernels: 'scalar', 'avx2' or 'avx512' (detected=True: the best level this CPU runs, ignoring the cap)."""
 def l2_norm(ctx: Context, a: Tensor, eps: typing.SupportsFloat | typing.SupportsIndex) -> Tensor:
@@ -455,6 +456,8 @@ def llm_kv_count(cell_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]
     """(cells used, highest used cell + 1, int64 [n_seq] last position of each sequence or -1) of a KV cell table, in one pass."""
 def llm_kv_find_slot(cell_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cell_seq: typing.Annotated[numpy.typing.ArrayLike, numpy.bool], head: typing.SupportsInt | typing.SupportsIndex, n_tokens: typing.SupportsInt | typing.SupportsIndex, swa_type: typing.SupportsInt | typing.SupportsIndex = 0, n_swa: typing.SupportsInt | typing.SupportsIndex = 0, seq_next_pos: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None) -> object:
     """The first n_tokens usable cells (int64) scanning from head with wrap-around, or None. Usable: empty, or (SWA) owned by one sequence s and outside the window of position seq_next_pos[s]."""
+def llm_kv_seq_rm(cell_pos: numpy.ndarray, cell_seq: numpy.ndarray, cell_shift: numpy.ndarray, seq: typing.SupportsInt | typing.SupportsIndex, p0: typing.SupportsInt | typing.SupportsIndex, p1: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """Remove positions [p0, p1) (p0 < 0: from 0, p1 < 0: to the end) of sequence seq (< 0: every sequence) from a KV cell table in place; cells left without a sequence are freed (pos -1, shift 0). Returns the lowest freed cell or -1."""
 def log(ctx: Context, a: Tensor) -> Tensor:
     """Natural log (f32 math; log(0) = -inf, log(x<0) = NaN)."""
 def log_inplace(ctx: Context, a: Tensor) -> Tensor:
@@ -579,12 +582,12 @@ def set_2d(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.
     """set() with row stride nb1 and a's own nb2, nb3."""
 def set_2d_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
+def set_avx512_bf16(allowed: bool) -> bool:
+    """Allow (default) or forbid the AVX512-BF16 pair dots of bf16 weights; forbidden, the avx512 level dots them in f32 as on a CPU without BF16. Takes effect at the next compute. Returns the previous setting."""
 def set_debug(on: bool) -> None:
     """Debug mode: kernels check contracts (e.g. flash attention n_kv_max) and raise."""
 def set_inplace(ctx: Context, a: Tensor, b: Tensor, nb1: typing.SupportsInt | typing.SupportsIndex, nb2: typing.SupportsInt | typing.SupportsIndex, nb3: typing.SupportsInt | typing.SupportsIndex, offset: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     ...
-def set_avx512_bf16(allowed: bool) -> bool:
-    """Allow (default) or forbid the AVX512-BF16 pair dots of bf16 weights; forbidden, the avx512 level dots them in f32 as on a CPU without BF16. Takes effect at the next compute. Returns the previous setting."""
 def set_isa(level: str) -> str:
     """Cap the SIMD level of the CPU kernels ('scalar', 'avx2', 'avx512'; 'native' removes the cap, as does leaving PYGGML_ISA unset). A level the CPU lacks is never used. Takes effect at the next compute. Returns the previous cap, so `prev = set_isa('scalar'); ...; set_isa(prev)`."""
 def set_rows(ctx: Context, a: Tensor, b: Tensor, c: Tensor) -> Tensor:
@@ -680,7 +683,7 @@ def type_name(arg0: Type) -> str:
 def type_size(arg0: Type) -> int:
     ...
 def type_traits() -> list:
-    """The type table: one dict per type (id, name, blck_size, type_size, is_quantized, vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction sets with a mul_mat kernel for weights of this type)."""
+    """The type table: one dict per type (id, name, blck_size, type_size, is_quantized, vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction sets with a mul_mat dot kernel of their own for weights of this type, mul_mat_paths: the same per path, {dot, dot2, dot1x, gemm, repack} -> sets)."""
 def unary(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
     ...
 def unary_inplace(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
@@ -699,6 +702,8 @@ def view_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIn
     """View with explicit byte strides; nb0 is the element size."""
 def view_tensor(ctx: Context, a: Tensor) -> Tensor:
     ...
+def weight_slab_stats() -> dict:
+    """Where the live repacked copies sit: copies under 4 MiB share huge-page slabs ('slabs' held, 'pieces' in them, 'slab_bytes' reserved); larger ones have a block each ('own_blocks')."""
 def win_part(ctx: Context, a: Tensor, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """a f32 [C, W, H] -> [C, w, w, npx*npy]: window py*npx + px holds a[:, px*w + x, py*w + y], zero padded to multiples of w."""
 def win_unpart(ctx: Context, a: Tensor, w0: typing.SupportsInt | typing.SupportsIndex, h0: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
