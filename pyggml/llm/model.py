@@ -164,22 +164,24 @@ class Model:
         reading the original. Costs about the copied tensors' size in memory; returns the bytes
         held. Model.load does this unless ``repack=False`` or PYGGML_REPACK=0."""
         gg = _gg()
-        tied = "output.weight" not in self.tensors
         for name, t in self.tensors.items():
             if name in self._repacked or t.ne[2] != 1 or t.ne[3] != 1 or not gg.repack_supported(t):
                 continue
-            if name == "token_embd.weight" and not tied:
+            if self._read_by_get_rows_only(name):
                 continue
             self._repacked[name] = gg.repack_weights(t)
         return self.repacked_bytes
 
+    def _read_by_get_rows_only(self, name: str) -> bool:
+        """An untied token embedding: get_rows reads a few of its rows per token, mul_mat none."""
+        return name == "token_embd.weight" and "output.weight" in self.tensors
+
     def _mapped_weight_names(self) -> list:
         """Tensors still read from the file's memory map: all but the repacked ones and an
-        untied token embedding (get_rows reads a few of its rows per token)."""
-        tied = "output.weight" not in self.tensors
+        untied token embedding."""
         return [n for n, t in self.tensors.items()
                 if n not in self._repacked and n not in self._copied
-                and not (n == "token_embd.weight" and not tied) and t.nbytes > 0]
+                and not self._read_by_get_rows_only(n) and t.nbytes > 0]
 
     def mapped_weight_bytes(self) -> int:
         """Bytes copy_mapped_weights would copy."""
@@ -193,7 +195,7 @@ class Model:
         values are the same bytes, so every result is too. Costs the copied size in memory
         (the file's pages stay in the page cache only until the system needs them); returns
         the bytes copied. Call it before building contexts: graphs already built keep reading
-        the mapped tensors."""
+        the mapped tensors. `progress`: a tqdm bar (default: copies over 64 MiB)."""
         gg = _gg()
         names = self._mapped_weight_names()
         if not names:
@@ -204,9 +206,9 @@ class Model:
         # the tensors are read-only views of it, as the mapped ones were.
         arena = gg.Context(mem_size=total)
         raw = arena.new_tensor(gg.I32, [total // 4]).numpy().view(np.uint8)
-        mm = np.memmap(self.path, dtype=np.uint8, mode="r")
-        where = {ti.name: ti for ti in self.header.tensors}
         bar = None
+        if progress is None:
+            progress = total > (64 << 20)
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=total, unit="B", unit_scale=True,
@@ -214,8 +216,8 @@ class Model:
         try:
             offsets, off = [], 0
             for n, size in zip(names, sizes):
-                ti = where[n]
-                raw[off:off + ti.nbytes] = mm[ti.data_offset:ti.data_offset + ti.nbytes]
+                src = self.tensors[n]  # a read-only view of the mapped bytes
+                raw[off:off + src.nbytes] = np.asarray(src.numpy()).view(np.uint8).reshape(-1)
                 offsets.append(off)
                 off += size
                 if bar is not None:
