@@ -49,28 +49,17 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
     w.add_name("pyggml-tiny-dsv4")
     if bigram:
         _near_bigram(w, bigram, seed)
-    for key, val in (("vocab_size", V), ("context_length", n_ctx_train), ("embedding_length", D),
-                     ("block_count", L), ("feed_forward_length", F), ("attention.head_count", H),
-                     ("attention.head_count_kv", 1), ("attention.key_length", d),
-                     ("attention.value_length", d), ("rope.dimension_count", n_rot),
-                     ("attention.q_lora_rank", q_lora_rank), ("attention.sliding_window", n_swa),
-                     ("expert_feed_forward_length", F), ("expert_shared_count", n_expert_shared),
-                     ("expert_count", E), ("expert_used_count", n_expert_used),
-                     ("expert_gating_func", 4), ("attention.indexer.head_count", Hi),
-                     ("attention.indexer.key_length", di), ("attention.indexer.top_k", indexer_top_k),
-                     ("attention.output_group_count", o_groups),
-                     ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
-                     ("hyper_connection.sinkhorn_iterations", sinkhorn_iters),
-                     ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", n_nextn)):
-        w.add_uint32(f"{a}.{key}", int(val))
-    for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
-                     ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
-                     ("attention.compress_rope_freq_base", compress_rope_base),
-                     ("hyper_connection.epsilon", hc_eps)):
-        w.add_float32(f"{a}.{key}", float(val))
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_key_value(f"{a}.attention.compress_ratios", ratios, gguf.GGUFValueType.ARRAY,
-                    sub_type=gguf.GGUFValueType.UINT32)
+    write_dsv4_backbone_keys(
+        w, a, n_vocab=V, n_ctx_train=n_ctx_train, n_embd=D, n_layer=L, n_ff=F, n_head=H,
+        head_dim=d, n_rot=n_rot, q_lora_rank=q_lora_rank, n_swa=n_swa,
+        n_expert_shared=n_expert_shared, n_expert=E, n_expert_used=n_expert_used,
+        o_groups=o_groups, o_lora_rank=o_lora_rank, hc=hc, sinkhorn_iters=sinkhorn_iters,
+        rope_freq_base=rope_freq_base, rms_eps=rms_eps, expert_weights_scale=expert_weights_scale,
+        swiglu_clamp=swiglu_clamp, hc_eps=hc_eps, compress_ratios=ratios,
+        extra_uint32=(("attention.indexer.head_count", Hi), ("attention.indexer.key_length", di),
+                      ("attention.indexer.top_k", indexer_top_k),
+                      ("hash_layer_count", hash_layer_count), ("nextn_predict_layers", n_nextn)),
+        extra_float32=(("attention.compress_rope_freq_base", compress_rope_base),))
     if yarn_factor is not None:
         w.add_string(f"{a}.rope.scaling.type", "yarn")
         w.add_float32(f"{a}.rope.scaling.factor", float(yarn_factor))
@@ -144,3 +133,32 @@ def write_tiny_deepseek4(path, *, n_vocab: int = 256, n_embd: int = 64, n_head: 
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def write_dsv4_backbone_keys(w, a, *, n_vocab, n_ctx_train, n_embd, n_layer, n_ff, n_head, head_dim,
+                             n_rot, q_lora_rank, n_swa, n_expert_shared, n_expert, n_expert_used,
+                             o_groups, o_lora_rank, hc, sinkhorn_iters, rope_freq_base, rms_eps,
+                             expert_weights_scale, swiglu_clamp, hc_eps, compress_ratios,
+                             extra_uint32=(), extra_float32=()):
+    """The hyperparameters every DeepSeek V4 stack carries (the target and the DSpark draft
+    on its backbone), under architecture `a`; `extra_*` add the keys only one of them has."""
+    import gguf
+    for key, val in (("vocab_size", n_vocab), ("context_length", n_ctx_train),
+                     ("embedding_length", n_embd), ("block_count", n_layer),
+                     ("feed_forward_length", n_ff), ("attention.head_count", n_head),
+                     ("attention.head_count_kv", 1), ("attention.key_length", head_dim),
+                     ("attention.value_length", head_dim), ("rope.dimension_count", n_rot),
+                     ("attention.q_lora_rank", q_lora_rank), ("attention.sliding_window", n_swa),
+                     ("expert_feed_forward_length", n_ff), ("expert_shared_count", n_expert_shared),
+                     ("expert_count", n_expert), ("expert_used_count", n_expert_used),
+                     ("expert_gating_func", 4), ("attention.output_group_count", o_groups),
+                     ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
+                     ("hyper_connection.sinkhorn_iterations", sinkhorn_iters), *extra_uint32):
+        w.add_uint32(f"{a}.{key}", int(val))
+    for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
+                     ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
+                     ("hyper_connection.epsilon", hc_eps), *extra_float32):
+        w.add_float32(f"{a}.{key}", float(val))
+    w.add_bool(f"{a}.expert_weights_norm", True)
+    w.add_key_value(f"{a}.attention.compress_ratios", list(compress_ratios), gguf.GGUFValueType.ARRAY,
+                    sub_type=gguf.GGUFValueType.UINT32)

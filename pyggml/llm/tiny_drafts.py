@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .tiny import _tiny_writer
+from .tiny_deepseek4 import write_dsv4_backbone_keys
 
 __all__ = ["write_tiny_eagle3", "write_tiny_dflash", "write_tiny_dspark_dsv4"]
 
@@ -247,25 +248,14 @@ def write_tiny_dspark_dsv4(path, *, n_vocab: int = 256, n_embd: int = 64, target
     mask_id = V - 1 if mask_id is None else mask_id
     a = "dflash"
     w = _writer(path, a, V, mask_id)
-    for key, val in (("vocab_size", V), ("context_length", n_ctx_train), ("embedding_length", D),
-                     ("block_count", L), ("feed_forward_length", F), ("attention.head_count", H),
-                     ("attention.head_count_kv", 1), ("attention.key_length", d),
-                     ("attention.value_length", d), ("rope.dimension_count", n_rot),
-                     ("attention.q_lora_rank", q_lora_rank), ("attention.sliding_window", n_swa),
-                     ("expert_feed_forward_length", F), ("expert_shared_count", n_expert_shared),
-                     ("expert_count", E), ("expert_used_count", n_expert_used),
-                     ("expert_gating_func", 4), ("attention.output_group_count", o_groups),
-                     ("attention.output_lora_rank", o_lora_rank), ("hyper_connection.count", hc),
-                     ("hyper_connection.sinkhorn_iterations", sinkhorn_iters),
-                     ("block_size", block_size)):
-        w.add_uint32(f"{a}.{key}", int(val))
-    for key, val in (("rope.freq_base", rope_freq_base), ("attention.layer_norm_rms_epsilon", rms_eps),
-                     ("expert_weights_scale", expert_weights_scale), ("swiglu_clamp_exp", swiglu_clamp),
-                     ("hyper_connection.epsilon", hc_eps)):
-        w.add_float32(f"{a}.{key}", float(val))
-    w.add_bool(f"{a}.expert_weights_norm", True)
-    w.add_key_value(f"{a}.attention.compress_ratios", [0] * L, gguf.GGUFValueType.ARRAY,
-                    sub_type=gguf.GGUFValueType.UINT32)
+    write_dsv4_backbone_keys(
+        w, a, n_vocab=V, n_ctx_train=n_ctx_train, n_embd=D, n_layer=L, n_ff=F, n_head=H,
+        head_dim=d, n_rot=n_rot, q_lora_rank=q_lora_rank, n_swa=n_swa,
+        n_expert_shared=n_expert_shared, n_expert=E, n_expert_used=n_expert_used,
+        o_groups=o_groups, o_lora_rank=o_lora_rank, hc=hc, sinkhorn_iters=sinkhorn_iters,
+        rope_freq_base=rope_freq_base, rms_eps=rms_eps, expert_weights_scale=expert_weights_scale,
+        swiglu_clamp=swiglu_clamp, hc_eps=hc_eps, compress_ratios=[0] * L,
+        extra_uint32=(("block_size", block_size),))
     _int_array(w, f"{a}.target_layers", target_layers)
     w.add_bool(f"{a}.sample_from_anchor", bool(sample_from_anchor))
     w.add_bool(f"{a}.has_confidence_head", bool(confidence_head))
