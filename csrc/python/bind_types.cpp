@@ -83,7 +83,7 @@ void bind_types(py::module_& m) {
           "The type table: one dict per type (id, name, blck_size, type_size, is_quantized, "
           "vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction "
           "sets with a mul_mat dot kernel of their own for weights of this type, mul_mat_paths: "
-          "the same per path, {dot, dot2, dot1x, gemm, repack} -> sets).");
+          "the same per path, {dot, dot2, dot1x, dot1x2, gemm, repack, ktile} -> sets).");
     m.def("dequantize", &dequantize, py::arg("type"), py::arg("data"));
     m.def("fp32_to_fp16_bits", [](py::array_t<float, py::array::c_style | py::array::forcecast> x) {
         py::array_t<uint16_t> out(x.size());

@@ -37,6 +37,13 @@ def random_weights(name, K, M, rng, exps=None):
     return raw.ravel()
 
 
+def test_the_type_table_names_the_row_pair_kernels():
+    have = {n for n, r in TABLE.items() if r["mul_mat_paths"].get("dot1x2")}
+    assert have == {"mxfp4", "iq4_nl"}
+    for name in have:
+        assert TABLE[name]["mul_mat_paths"]["dot1x2"] == TABLE[name]["mul_mat_paths"]["dot1x"], name
+
+
 def extreme_activations(K, N, rng):
     """N columns of K values whose q8_0 blocks hit the int8 extremes."""
     x = rng.uniform(-2.0, 2.0, size=(N, K)).astype(np.float32)
