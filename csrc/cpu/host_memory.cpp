@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -34,13 +36,52 @@ constexpr size_t kPieceAlign = 64;
 
 struct Slab {
     char* base;
-    size_t used;
-    int64_t live;
+    size_t used;                      // the tail past every piece and hole
+    std::map<size_t, size_t> live;    // offset -> size of each live piece
+    std::map<size_t, size_t> holes;   // offset -> size of freed room before `used`, coalesced
+
+    // First fit into a hole, then the tail: a copy replaced again and again while other
+    // pieces stay alive reuses its room instead of pinning one slab after another.
+    char* take(size_t size) {
+        for (auto it = holes.begin(); it != holes.end(); ++it) {
+            if (it->second < size) continue;
+            const size_t off = it->first, rest = it->second - size;
+            holes.erase(it);
+            if (rest) holes.emplace(off + size, rest);
+            live.emplace(off, size);
+            return base + off;
+        }
+        if (used + size > kSlabBytes) return nullptr;
+        live.emplace(used, size);
+        used += size;
+        return base + used - size;
+    }
+
+    void give_back(size_t off) {
+        auto piece = live.find(off);
+        if (piece == live.end()) return;  // not a piece of ours: nothing to do
+        size_t start = off, end = off + piece->second;
+        live.erase(piece);
+        auto next = holes.lower_bound(end);
+        if (next != holes.end() && next->first == end) {
+            end += next->second;
+            next = holes.erase(next);
+        }
+        if (next != holes.begin()) {
+            auto prev = std::prev(next);
+            if (prev->first + prev->second == start) {
+                start = prev->first;
+                holes.erase(prev);
+            }
+        }
+        if (end == used) used = start;
+        else holes.emplace(start, end - start);
+    }
 };
 
 struct SlabArena {
     std::mutex mu;
-    std::vector<Slab> slabs;  // the last one takes new pieces; an empty one is released
+    std::vector<Slab> slabs;  // an empty one is released
     int64_t own_blocks = 0;
 
     Slab* owner(const void* p) {
@@ -69,16 +110,12 @@ void* weight_alloc(size_t bytes) {
     }
     const size_t size = std::max<size_t>(kPieceAlign, (bytes + kPieceAlign - 1) / kPieceAlign * kPieceAlign);
     std::lock_guard<std::mutex> lock(a.mu);
-    if (a.slabs.empty() || a.slabs.back().used + size > kSlabBytes) {
-        char* base = (char*)host_alloc(kSlabBytes, kHugePageBytes);
-        if (!base) return nullptr;
-        a.slabs.push_back({base, 0, 0});
-    }
-    Slab& s = a.slabs.back();
-    char* p = s.base + s.used;
-    s.used += size;
-    ++s.live;
-    return p;
+    for (Slab& s : a.slabs)
+        if (char* p = s.take(size)) return p;
+    char* base = (char*)host_alloc(kSlabBytes, kHugePageBytes);
+    if (!base) return nullptr;
+    a.slabs.push_back({base, 0, {}, {}});
+    return a.slabs.back().take(size);
 }
 
 void weight_free(void* p) {
@@ -91,8 +128,9 @@ void weight_free(void* p) {
         std::free(p);
         return;
     }
-    if (--s->live > 0) return;
-    std::free(s->base);  // holes inside a slab are not reused: copies live as long as their model
+    s->give_back(size_t((const char*)p - s->base));
+    if (!s->live.empty()) return;
+    std::free(s->base);
     a.slabs.erase(a.slabs.begin() + (s - a.slabs.data()));
 }
 
@@ -101,7 +139,10 @@ WeightSlabStats weight_slab_stats() {
     std::lock_guard<std::mutex> lock(a.mu);
     WeightSlabStats st;
     st.slabs = (int64_t)a.slabs.size();
-    for (const Slab& s : a.slabs) st.pieces += s.live;
+    for (const Slab& s : a.slabs) {
+        st.pieces += (int64_t)s.live.size();
+        for (const auto& [off, size] : s.holes) st.hole_bytes += (int64_t)size;
+    }
     st.slab_bytes = st.slabs * (int64_t)kSlabBytes;
     st.own_blocks = a.own_blocks;
     return st;

@@ -24,7 +24,7 @@ void* host_alloc(size_t bytes, size_t align);
 // Long-lived weight copies (repacked matrices). A small model's matrices are mostly under
 // kHugeAllocMin each; alone, each would sit on 4 KiB pages (a ~110M model's 768 x 2048 products
 // streamed at ~0.75x). So copies under kHugeAllocMin are carved from shared huge-page slabs;
-// a slab is released when its last piece is. Larger copies get a block of their own. 64-byte
+// freed room is reused (first fit) and a slab is released when its last piece is. Larger copies get a block of their own. 64-byte
 // aligned; null when out of memory. Free with weight_free only.
 void* weight_alloc(size_t bytes);
 void weight_free(void* p);
@@ -33,6 +33,7 @@ struct WeightSlabStats {
     int64_t slabs = 0;        // slabs held
     int64_t pieces = 0;       // live pieces in them
     int64_t slab_bytes = 0;   // their reserved size
+    int64_t hole_bytes = 0;   // freed room inside them that new pieces may take
     int64_t own_blocks = 0;   // live copies with a block of their own
 };
 WeightSlabStats weight_slab_stats();

@@ -41,10 +41,12 @@ void bind_mul_mat(py::module_& m) {
         d["slabs"] = st.slabs;
         d["pieces"] = st.pieces;
         d["slab_bytes"] = st.slab_bytes;
+        d["hole_bytes"] = st.hole_bytes;
         d["own_blocks"] = st.own_blocks;
         return d;
     }, "Where the live repacked copies sit: copies under 4 MiB share huge-page slabs ('slabs' held, "
-       "'pieces' in them, 'slab_bytes' reserved); larger ones have a block each ('own_blocks').");
+       "'pieces' in them, 'slab_bytes' reserved, 'hole_bytes' freed room that new copies reuse); larger "
+       "ones have a block each ('own_blocks').");
 }
 
 }  // namespace pyggml::python
