@@ -24,8 +24,9 @@ void* host_alloc(size_t bytes, size_t align);
 // Long-lived weight copies (repacked matrices). A small model's matrices are mostly under
 // kHugeAllocMin each; alone, each would sit on 4 KiB pages (a ~110M model's 768 x 2048 products
 // streamed at ~0.75x). So copies under kHugeAllocMin are carved from shared huge-page slabs;
-// freed room is reused (first fit) and a slab is released when its last piece is. Larger copies get a block of their own. 64-byte
-// aligned; null when out of memory. Free with weight_free only.
+// freed room is reused (first fit) and a slab is released when its last piece is. Larger
+// copies get a block of their own. 64-byte aligned; null when out of memory. Free with
+// weight_free only.
 void* weight_alloc(size_t bytes);
 void weight_free(void* p);
 
