@@ -75,15 +75,16 @@ constexpr int64_t kHidden = std::numeric_limits<int64_t>::max();
 #endif
 
 PYGGML_AVX2_CLONE
-void visible_positions(const int64_t* pos, const bool* seq, int64_t n_seq, int32_t s, int64_t n,
+void visible_positions(const int64_t* pos, const bool* seq_flags, int64_t n_seq, int32_t s, int64_t n,
                        int64_t* key_pos) {
+    const uint8_t* seq = (const uint8_t*)seq_flags;  // bytes: gcc vectorizes no loads of bool
     if (n_seq == 1) {  // the usual table: unit stride
-        for (int64_t j = 0; j < n; ++j) key_pos[j] = (pos[j] >= 0) & seq[j] ? pos[j] : kHidden;
+        for (int64_t j = 0; j < n; ++j) key_pos[j] = (pos[j] >= 0) & (seq[j] != 0) ? pos[j] : kHidden;
         return;
     }
     for (int64_t j = 0; j < n; ++j) {
         const int64_t p = pos[j];
-        key_pos[j] = (p >= 0) & seq[j * n_seq + s] ? p : kHidden;
+        key_pos[j] = (p >= 0) & (seq[j * n_seq + s] != 0) ? p : kHidden;
     }
 }
 
@@ -92,6 +93,15 @@ PYGGML_AVX2_CLONE
 void mask_row_f16(const int64_t* key_pos, int64_t n, int64_t p1, bool causal, uint16_t* row) {
     const int64_t limit = causal ? p1 : kHidden - 1;
     for (int64_t j = 0; j < n; ++j) row[j] = key_pos[j] <= limit ? 0x0000 : 0xFC00;  // 0.0 / -inf
+}
+
+// The same row straight from a one-sequence cell table (n_seq 1, a decode step's usual case):
+// one pass over the table instead of two with a key_pos array between them.
+PYGGML_AVX2_CLONE
+void mask_row_f16_one_seq(const int64_t* pos, const bool* seq_flags, int64_t n, int64_t limit, uint16_t* row) {
+    const uint8_t* seq = (const uint8_t*)seq_flags;
+    for (int64_t j = 0; j < n; ++j)
+        row[j] = (pos[j] >= 0) & (seq[j] != 0) & (pos[j] <= limit) ? 0x0000 : 0xFC00;
 }
 
 // dst [n_kv, T, 1, 1] (F16 or F32, contiguous) <- 0 where query token i may attend cell j,
@@ -363,7 +373,10 @@ private:
                 for (int64_t i = 0; i < n_tokens_; ++i)
                     for (int64_t j = 0; j < v_channels_; ++j) v[i * v_channels_ + j] = cells_[i] + j * n_cells_;
         }
-        if (void* d = data(mask_)) {
+        if (void* d = data(mask_); d && n_seq_ == 1 && mask_->type == Type::F16) {
+            for (int64_t i = 0; i < n_tokens_; ++i)
+                mask_row_f16_one_seq(cpos, cseq, n_kv, causal_ ? pos0 + i : kHidden - 1, (uint16_t*)d + i * n_kv);
+        } else if (d) {
             thread_local std::vector<int64_t> key_pos;
             if (key_pos.size() < (size_t)n_kv) key_pos.resize((size_t)n_kv);
             visible_positions(cpos, cseq, n_seq_, seq, n_kv, key_pos.data());
