@@ -175,6 +175,63 @@ def test_one_big_node_wakes_the_workers_and_only_its_step_splits(monkeypatch):
     assert c["computes_with_workers"] == 0 and c["split_steps"] == 0 and c["solo_steps"] == 2, c
 
 
+def stretches_graph(rng):
+    """Two stretches of tiny nodes (4 and 3 of them) split by big products, then one tiny
+    node: steps solo x4, split, solo x3, split, solo at the default bars."""
+    ctx = gg.Context(1 << 24)
+    a = rng.standard_normal((256, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 256)).astype(np.float32)
+    s = rng.standard_normal((1, 4)).astype(np.float32)
+    ta, tb, ts = ctx.from_numpy(a), ctx.from_numpy(b), ctx.from_numpy(s)
+    t2 = gg.add(ctx, gg.scale(ctx, ts, 2.0), ts)
+    t4 = gg.scale(ctx, gg.mul(ctx, t2, t2), 0.5)
+    big = gg.mul_mat(ctx, ta, ta)
+    u3 = gg.mul(ctx, gg.add(ctx, gg.scale(ctx, ts, 3.0), ts), ts)
+    big2 = gg.mul_mat(ctx, ta, tb)
+    v = gg.add(ctx, t4, u3)
+    g = gg.Graph(ctx)
+    for t in (t4, big, u3, big2, v):
+        g.build_forward_expand(t)
+    t2_ref = 3.0 * s
+    refs = {"big": a @ a.T, "big2": b @ a.T, "v": 0.5 * t2_ref * t2_ref + 4.0 * s * s}
+    return g, {"big": big, "big2": big2, "v": v}, refs
+
+
+STRETCHES = textwrap.dedent("""
+    import sys
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from test_threads import stretches_graph
+    g, outs, refs = stretches_graph(np.random.default_rng(8))
+    for i in range(300):
+        g.compute(2 + i % 2)
+        np.testing.assert_allclose(np.ravel(outs["v"].numpy()), refs["v"].ravel(), rtol=1e-5)
+    print("OK")
+""")
+
+
+def test_a_stretch_of_solo_steps_publishes_only_its_last_step(monkeypatch):
+    # Inside a stretch of solo steps only thread 0 runs and the workers wait for the next split
+    # step, so only the stretch's last step is published to them. Results and the split steps
+    # must not change; a wrong skip (a step nobody publishes but someone waits for) hangs, so
+    # repeated computes run in a child with a time limit.
+    monkeypatch.delenv("PYGGML_CPU_MIN_WORK", raising=False)
+    monkeypatch.delenv("PYGGML_CPU_MIN_SHARE_WORK", raising=False)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-c", STRETCHES, HERE], capture_output=True, text=True,
+                       timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.startswith("OK"), r.stdout + r.stderr
+    g, outs, refs = stretches_graph(np.random.default_rng(8))
+    for n_threads, solo, quiet in ((2, 8, 3 + 2), (3, 8, 3 + 2), (1, 10, 9)):
+        c = counts_of(lambda: g.compute(n_threads))
+        for name, t in outs.items():
+            np.testing.assert_allclose(np.array(t.numpy()).reshape(refs[name].shape), refs[name],
+                                       rtol=1e-4, atol=1e-3)
+        assert c["solo_steps"] == solo and c["split_steps"] == 10 - solo, c
+        assert c["quiet_solo_steps"] == quiet, c
+
+
 @pytest.mark.parametrize("dtype", ["f32", "q4_0"])
 def test_tiny_llm_decode_at_a_short_context_never_wakes_the_workers(monkeypatch, tmp_path, dtype):
     # the tiny bench models' one-token steps: every node is a few kilobytes, so a second

@@ -171,7 +171,7 @@ std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
 
 namespace {
 std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0};
-std::atomic<int64_t> g_back_claimed_units{0};
+std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0};
 }  // namespace
 
 void count_back_claimed_units(int64_t n) { g_back_claimed_units.fetch_add(n, std::memory_order_relaxed); }
@@ -183,6 +183,7 @@ ScheduleCounts schedule_counts() {
     c.solo_steps = g_solo_steps.load(std::memory_order_relaxed);
     c.split_steps = g_split_steps.load(std::memory_order_relaxed);
     c.back_claimed_units = g_back_claimed_units.load(std::memory_order_relaxed);
+    c.quiet_solo_steps = g_quiet_solo_steps.load(std::memory_order_relaxed);
     return c;
 }
 
@@ -242,10 +243,12 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     // Thread 0 polls the abort callback after its part of every big step. After an abort or a
     // kernel error every thread still walks the schedule (taking and finishing shares) but runs
     // no kernel, so nobody waits forever; nodes are never cut in half. `stop` changes only when
-    // a step is published, before the count moves: all threads of a step read the same value,
-    // so a step whose kernel has barriers is run by all of them or by none.
+    // a step ends, before the count moves (or inside a stretch of solo steps, which only thread
+    // 0 runs): all threads of a step read the same value, so a step whose kernel has barriers
+    // is run by all of them or by none.
     std::atomic<bool> aborted{false}, stop{false};
     size_t done = 0;
+    int64_t quiet_solo = 0;  // solo steps not published (thread 0 only)
     auto job = [&](int ith) {
         simd::IsaPin pin(isa, bf16);
         ComputeParams p;
@@ -265,8 +268,11 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         // The thread that finishes step k publishes it. Sleepers are woken only when one may be
         // waiting for it: before a solo step only thread 0 waits, so thread 0 publishing a step
         // that a solo one follows wakes nobody (a stretch of solo steps costs no system call).
-        auto publish = [&](size_t k) {
+        auto note_stop = [&] {
             if (aborted.load(std::memory_order_relaxed) || pool.has_error()) stop.store(true, std::memory_order_relaxed);
+        };
+        auto publish = [&](size_t k) {
+            note_stop();
             completed.value.store((uint32_t)(k + 1), std::memory_order_seq_cst);
             const bool next_solo = k + 1 < steps.size() && steps[k + 1].mode == Mode::Solo;
             if (!(next_solo && ith == 0)) completed.wake_all();
@@ -281,11 +287,21 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
             const auto t0 = times && ith == 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
             if (st.mode == Mode::Solo) {
                 if (ith != 0) continue;
-                wait_for(k);
+                // after a solo step (thread 0's own) there is nothing to wait for
+                if (k == 0 || steps[k - 1].mode != Mode::Solo) wait_for(k);
                 ComputeParams q = p;
                 q.nth = 1;
                 kernel(n, q);
-                publish(k);
+                // Inside a stretch of solo steps nobody waits for any but its last one (the
+                // workers wait for the next split step): publishing each would move the count's
+                // cache line to the spinning workers and back at every step, a store that
+                // stalls thread 0 on that round trip (~40 of them in a one-token decode).
+                if (k + 1 < steps.size() && steps[k + 1].mode == Mode::Solo) {
+                    note_stop();
+                    ++quiet_solo;
+                } else {
+                    publish(k);
+                }
             } else if (st.mode == Mode::Shared) {
                 // Shares are taken, not assigned: a thread that is late (descheduled, asleep)
                 // finds them done by the others and moves on, nobody waits for it to arrive.
@@ -315,6 +331,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
         }
     };
     pool.run(n_run, job);
+    g_quiet_solo_steps.fetch_add(quiet_solo, std::memory_order_relaxed);
     if (aborted.load()) {
         std::ostringstream os;
         os << "Graph.compute: aborted after " << done << " of " << nodes.size() << " nodes";
