@@ -108,13 +108,27 @@ class _WidthTable:
         below = [c for w, c in self.seconds.items() if w < width]
         return max([v] + below)
 
-    def _cost(self, width: int) -> float | None:
+    def table(self, n: int) -> list:
+        """[cost(1), .., cost(n)] in one pass (the gate reads every width at once whenever
+        an observation moved the estimates: once an ask round)."""
+        c = self.seconds
+        wide = sorted(w for w in c if w >= 2)
+        out, below = [], None          # below: the dearest measured width under w
+        for w in range(1, n + 1):
+            v = self._cost(w, wide)
+            out.append(v if v is None or below is None or v >= below else below)
+            if w in c and (below is None or c[w] > below):
+                below = c[w]
+        return out
+
+    def _cost(self, width: int, wide: list | None = None) -> float | None:
         c = self.seconds
         if width in c:
             return c[width]
         if width <= 1:
             return None
-        wide = sorted(w for w in c if w >= 2)
+        if wide is None:
+            wide = sorted(w for w in c if w >= 2)
         if not wide:
             return None
         c1 = c.get(1)
@@ -166,6 +180,10 @@ class MeasuredCost:
 
     def cost(self, width: int) -> float | None:
         return self._target.cost(width)
+
+    def costs(self, n: int) -> list:
+        """[cost(1), .., cost(n)]."""
+        return self._target.table(n)
 
     def draft_cost(self, n_draft: int) -> float | None:
         return self._draft.cost(n_draft + 1)
@@ -379,7 +397,9 @@ class DraftGate:
         unknown. Recomputed when the model's version moves."""
         version = getattr(self.model, "version", None)
         if self._table is None or version is None or version != self._table_version:
-            table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
+            costs = getattr(self.model, "costs", None)
+            table = (costs(self.n_max + 1) if costs is not None else
+                     [self.model.cost(w) for w in range(1, self.n_max + 2)])
             round_cost = getattr(self.model, "round_cost", None)
             host = (round_cost() if round_cost is not None else None) or 0.0
             table = table[:1] + [None if c is None else c + host for c in table[1:]]
