@@ -7,7 +7,8 @@ Costs are injected (FixedCost), so every decision is deterministic. Checked:
   the stretches without asking never exceed MAX_QUIET (an empty draft's successor is found)
   but where the gate knows its one draft class cannot be verified before its next probe
   (MAX_QUIET_LONG at the most), or for a drafter whose absorb hook wakes the decoder when
-  the stream starts repeating (the n-gram's), which are MAX_QUIET_LONG apart;
+  the stream starts repeating (the n-gram's): theirs are 0, MAX_QUIET, 2 MAX_QUIET ..
+  MAX_QUIET_LONG rounds apart;
 * after a long stretch of declined rounds a draft that has become right is verified and
   accepted again (the gate's re-probes still come);
 * for every draft kind the stream stays ctx.generate's, the statistics add up, and the
@@ -374,8 +375,9 @@ def test_a_repeat_inside_a_quiet_stretch_is_asked_about_at_once(tmp_path):
 
 def test_a_drafter_that_absorbs_is_asked_at_most_every_long_stretch(tmp_path):
     # with the absorb hook a repeat wakes the decoder, so the asks between (which can only find
-    # short matches and substitutions) spread out to MAX_QUIET_LONG; without the hook they
-    # stay MAX_QUIET apart at the most (a copy starting meanwhile is found by asking)
+    # short matches and substitutions) come after 0, MAX_QUIET, 2 MAX_QUIET .. MAX_QUIET_LONG
+    # quiet rounds; without the hook after 0, 1, 2, 4 .. MAX_QUIET (a copy starting
+    # meanwhile is found by asking)
     m = Model.load(write_tiny_llama(tmp_path / "t6.gguf", seed=6))
     want = list(Context(m, n_ctx=200).generate(PROMPT, 150))
     first = _first_repeat(PROMPT + want, len(PROMPT) + 1)
@@ -388,6 +390,7 @@ def test_a_drafter_that_absorbs_is_asked_at_most_every_long_stretch(tmp_path):
         dec = SpeculativeDecoder(ctx, d, n_max=3, cost_model=EXPENSIVE)
         assert list(dec.generate(PROMPT, 150)) == want, label
         before = [a for a in d.asked if a < first]      # the fresh stretch of the stream
-        gaps[label] = np.diff(before).max()
-    assert gaps["absorb"] == SpeculativeDecoder.MAX_QUIET_LONG + 1
-    assert gaps["none"] == QUIET + 1
+        gaps[label] = [int(g) - 1 for g in np.diff(before)]    # quiet rounds between asks
+    long = SpeculativeDecoder.MAX_QUIET_LONG
+    assert gaps["absorb"] == [0, QUIET, 2 * QUIET, long, long]
+    assert gaps["none"][:5] == [0, 1, 2, 4, QUIET] and max(gaps["none"]) == QUIET
