@@ -82,6 +82,7 @@ class _WidthTable:
         self.drift = self.DRIFT if drift is None else float(drift)
         self.seconds: dict = {}
         self._seen: dict = {}       # width -> (lowest, tick of it)
+        self._memo: dict = {}       # width -> cost(width) while the estimates stand
         self.tick = 0
         self.version = 0
 
@@ -97,16 +98,20 @@ class _WidthTable:
             self.seconds.clear()
             self.seconds.update({w: v * grow ** min(self.tick - t, cap)
                                  for w, (v, t) in self._seen.items()})
+            self._memo.clear()
             self.version += 1
 
     def cost(self, width: int) -> float | None:
         """The estimate at width, never below a narrower measured width's (a wider decode
         does not cost less; measured at different moments they can disagree)."""
+        memo = self._memo
+        if width in memo:      # a plain step's and an ask's are read every ask round
+            return memo[width]
         v = self._cost(width)
-        if v is None:
-            return None
-        below = [c for w, c in self.seconds.items() if w < width]
-        return max([v] + below)
+        if v is not None:
+            v = max([v] + [c for w, c in self.seconds.items() if w < width])
+        memo[width] = v
+        return v
 
     def table(self, n: int) -> list:
         """[cost(1), .., cost(n)] in one pass (the gate reads every width at once whenever
