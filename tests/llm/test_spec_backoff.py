@@ -6,7 +6,9 @@ Costs are injected (FixedCost), so every decision is deterministic. Checked:
 * the drafter is asked far less often than once a round while its drafts keep losing, and
   the stretches without asking never exceed MAX_QUIET (an empty draft's successor is found)
   but where the gate knows its one draft class cannot be verified before its next probe
-  (MAX_QUIET_LONG at the most);
+  (MAX_QUIET_LONG at the most), or for a drafter whose absorb hook wakes the decoder when
+  the stream starts repeating (the n-gram's): theirs are 0, MAX_QUIET, 2 MAX_QUIET ..
+  MAX_QUIET_LONG rounds apart;
 * after a long stretch of declined rounds a draft that has become right is verified and
   accepted again (the gate's re-probes still come);
 * for every draft kind the stream stays ctx.generate's, the statistics add up, and the
@@ -369,3 +371,26 @@ def test_a_repeat_inside_a_quiet_stretch_is_asked_about_at_once(tmp_path):
     assert min(a for a in asked["absorb"] if a >= first) == first
     # and the asks stay spread out elsewhere: waking does not mean asking every round
     assert len(asked["absorb"]) <= len(asked["none"]) + 8
+
+
+def test_a_drafter_that_absorbs_is_asked_at_most_every_long_stretch(tmp_path):
+    # with the absorb hook a repeat wakes the decoder, so the asks between (which can only find
+    # short matches and substitutions) come after 0, MAX_QUIET, 2 MAX_QUIET .. MAX_QUIET_LONG
+    # quiet rounds; without the hook after 0, 1, 2, 4 .. MAX_QUIET (a copy starting
+    # meanwhile is found by asking)
+    m = Model.load(write_tiny_llama(tmp_path / "t6.gguf", seed=6))
+    want = list(Context(m, n_ctx=200).generate(PROMPT, 150))
+    first = _first_repeat(PROMPT + want, len(PROMPT) + 1)
+    gaps = {}
+    for label in ("absorb", "none"):
+        ctx = Context(m, n_ctx=200)
+        d = RecordingNgram(ctx)
+        if label == "none":
+            d.absorb = None
+        dec = SpeculativeDecoder(ctx, d, n_max=3, cost_model=EXPENSIVE)
+        assert list(dec.generate(PROMPT, 150)) == want, label
+        before = [a for a in d.asked if a < first]      # the fresh stretch of the stream
+        gaps[label] = [int(g) - 1 for g in np.diff(before)]    # quiet rounds between asks
+    long = SpeculativeDecoder.MAX_QUIET_LONG
+    assert gaps["absorb"] == [0, QUIET, 2 * QUIET, long, long]
+    assert gaps["none"][:5] == [0, 1, 2, 4, QUIET] and max(gaps["none"]) == QUIET

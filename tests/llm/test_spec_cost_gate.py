@@ -544,3 +544,24 @@ def test_a_kept_decision_equals_a_fresh_one(seed):
             assert a == b, f"round {rnd}"
     assert gates[0].n_gated == gates[1].n_gated > 30
     assert gates[0].n_probes == gates[1].n_probes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_one_pass_cost_table_equals_each_widths_cost(seed):
+    # the gate reads every width's cost at once (MeasuredCost.costs): through random
+    # observations of random widths (measured, interpolated, extrapolated, a narrower width
+    # measured dearer than a wider one), each entry equals cost(w) asked alone
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    m = MeasuredCost(drift=float(rng.choice([0.0, 0.005, 0.05])))
+    assert m.costs(6) == [None] * 6
+    for _ in range(300):
+        m.observe(int(rng.integers(1, 8)), float(rng.uniform(0.5, 3.0)))
+        n = int(rng.integers(1, 10))
+        assert m.costs(n) == [m.cost(w) for w in range(1, n + 1)]
+    # an interpolated width below a dearer narrower one: the narrower one's cost
+    t = MeasuredCost(drift=0.0)
+    t.observe(2, 3.0)
+    t.observe(3, 1.0)
+    t.observe(5, 2.0)
+    assert t.costs(5) == [None, 3.0, 3.0, 3.0, 3.0] == [t.cost(w) for w in range(1, 6)]

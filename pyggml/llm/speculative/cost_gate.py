@@ -82,6 +82,7 @@ class _WidthTable:
         self.drift = self.DRIFT if drift is None else float(drift)
         self.seconds: dict = {}
         self._seen: dict = {}       # width -> (lowest, tick of it)
+        self._memo: dict = {}       # width -> cost(width) while the estimates stand
         self.tick = 0
         self.version = 0
 
@@ -97,24 +98,42 @@ class _WidthTable:
             self.seconds.clear()
             self.seconds.update({w: v * grow ** min(self.tick - t, cap)
                                  for w, (v, t) in self._seen.items()})
+            self._memo.clear()
             self.version += 1
 
     def cost(self, width: int) -> float | None:
         """The estimate at width, never below a narrower measured width's (a wider decode
         does not cost less; measured at different moments they can disagree)."""
+        memo = self._memo
+        if width in memo:      # a plain step's and an ask's are read every ask round
+            return memo[width]
         v = self._cost(width)
-        if v is None:
-            return None
-        below = [c for w, c in self.seconds.items() if w < width]
-        return max([v] + below)
+        if v is not None:
+            v = max([v] + [c for w, c in self.seconds.items() if w < width])
+        memo[width] = v
+        return v
 
-    def _cost(self, width: int) -> float | None:
+    def table(self, n: int) -> list:
+        """[cost(1), .., cost(n)] in one pass (the gate reads every width at once whenever
+        an observation moved the estimates: once an ask round)."""
+        c = self.seconds
+        wide = sorted(w for w in c if w >= 2)
+        out, below = [], None          # below: the dearest measured width under w
+        for w in range(1, n + 1):
+            v = self._cost(w, wide)
+            out.append(v if v is None or below is None or v >= below else below)
+            if w in c and (below is None or c[w] > below):
+                below = c[w]
+        return out
+
+    def _cost(self, width: int, wide: list | None = None) -> float | None:
         c = self.seconds
         if width in c:
             return c[width]
         if width <= 1:
             return None
-        wide = sorted(w for w in c if w >= 2)
+        if wide is None:
+            wide = sorted(w for w in c if w >= 2)
         if not wide:
             return None
         c1 = c.get(1)
@@ -166,6 +185,10 @@ class MeasuredCost:
 
     def cost(self, width: int) -> float | None:
         return self._target.cost(width)
+
+    def costs(self, n: int) -> list:
+        """[cost(1), .., cost(n)]."""
+        return self._target.table(n)
 
     def draft_cost(self, n_draft: int) -> float | None:
         return self._draft.cost(n_draft + 1)
@@ -379,7 +402,9 @@ class DraftGate:
         unknown. Recomputed when the model's version moves."""
         version = getattr(self.model, "version", None)
         if self._table is None or version is None or version != self._table_version:
-            table = [self.model.cost(w) for w in range(1, self.n_max + 2)]
+            costs = getattr(self.model, "costs", None)
+            table = (costs(self.n_max + 1) if costs is not None else
+                     [self.model.cost(w) for w in range(1, self.n_max + 2)])
             round_cost = getattr(self.model, "round_cost", None)
             host = (round_cost() if round_cost is not None else None) or 0.0
             table = table[:1] + [None if c is None else c + host for c in table[1:]]

@@ -23,7 +23,8 @@ def run_one(dec, lane, n: int, stop) -> None:
     a time to a drafter with an absorb hook, which may end the stretch early. On a
     small target a token costs ~150 us: a round's bookkeeping, lookup and gate cost a
     few tens of us, which a drafter that keeps proposing nothing pays only every
-    MAX_QUIET (or, where an ask is dear, up to MAX_QUIET_LONG) tokens."""
+    MAX_QUIET (where an ask is dear, or for a drafter with an absorb hook, up to
+    MAX_QUIET_LONG) tokens."""
     ctx, st, drafter, out = dec.ctx, dec.stats, lane.drafter, lane.out
     seq, n_ctx, perf, cpu = lane.seq, ctx.n_ctx, time.perf_counter, time.process_time
     adaptive, cost_rule = dec.adaptive, dec.adaptive == "cost"
