@@ -126,6 +126,7 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 }
 
 struct MacBF16 {
+    static constexpr int kChunkFloats = kMR;
     static __m512bh load(const float* p) { return (__m512bh)_mm512_loadu_si512(p); }
     static __m512 mac(__m512 c, __m512bh a, const float* b) {
         return _mm512_dpbf16_ps(c, a, (__m512bh)_mm512_set1_epi32(*(const int*)b));
