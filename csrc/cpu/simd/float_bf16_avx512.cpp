@@ -196,6 +196,7 @@ const FloatKernels& float_kernels_avx512_bf16() {
         f.kb = kKB;
         f.direct[kFloatF32] = f.direct[kFloatF16] = f.direct_f16b = nullptr;  // bf16 weights only
         f.pack_a[kFloatF32] = f.pack_a[kFloatF16] = nullptr;
+        f.micro_f16 = nullptr;
         f.direct[kFloatBF16] = direct<PF32>;
         f.direct_bf16b = direct<PBF16>;
         f.micro = micro<MacBF16>;

@@ -57,27 +57,42 @@ struct MacF16 {
     static __m512 mac(__m512 c, __m512 a, const float* b) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*b), c); }
 };
 
-template <class W>
-void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+// A weight panel of 32 rows, 16 rows and one chunk at a time: P::load / P::tail read a chunk
+// of a row (16 values; the first n), P::transpose turns 16 of them into 16 lane vectors and
+// P::store puts lane vector v at unit offset o of the panel (units of P's packed values).
+template <class P>
+void pack_rows(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
     const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
     const int tail = int(kc % kLanes);
+    const int64_t slice = P::slice_units(nq);
     for (int r0 = 0; r0 < kMR; r0 += kLanes) {
         const char* row = (const char*)a + r0 * as;
         const int n = std::clamp(rows - r0, 0, kLanes);
         for (int64_t q = 0; q < nq; ++q) {
-            __m512 v[kLanes];
+            typename P::Vec v[kLanes];
             for (int r = 0; r < kLanes; ++r) {
                 const char* p = row + r * as;
-                if (r >= n) v[r] = _mm512_setzero_ps();
-                else if (q < full) v[r] = W::load(p, k0 + q * kLanes);
-                else v[r] = W::tail(p, k0 + q * kLanes, tail);
+                if (r >= n) v[r] = P::zero();
+                else if (q < full) v[r] = P::load(p, k0 + q * kLanes);
+                else v[r] = P::tail(p, k0 + q * kLanes, tail);
             }
-            transpose16(v);
-            for (int l = 0; l < kLanes; ++l) _mm512_storeu_ps(ap + slice_of(l) * a_slice_floats(nq) + q * kMR + r0, v[l]);
+            P::transpose(v);
+            for (int l = 0; l < kLanes; ++l) P::store(ap, slice_of(l) * slice + q * kMR + r0, v[l]);
         }
     }
 }
 
+// Weights widened to f32 as they are read (W of float_avx512.h), transposed as f32.
+template <class W>
+struct PackWidened {
+    using Vec = __m512;
+    static int64_t slice_units(int64_t nq) { return a_slice_floats(nq); }
+    static Vec zero() { return _mm512_setzero_ps(); }
+    static Vec load(const char* p, int64_t i) { return W::load(p, i); }
+    static Vec tail(const char* p, int64_t i, int n) { return W::tail(p, i, n); }
+    static void transpose(Vec* v) { transpose16(v); }
+    static void store(float* ap, int64_t o, Vec v) { _mm512_storeu_ps(ap + o, v); }
+};
 // 16 x 16 transpose of 16-bit values: out[l] lane r = in[r] lane l, in four stages of 256-bit
 // unpacks (Zen 4 runs two a cycle, a 512-bit shuffle one).
 inline void transpose16x16_epi16(__m256i* r) {
@@ -106,29 +121,17 @@ inline void transpose16x16_epi16(__m256i* r) {
     }
 }
 
-// f16 weights for micro<MacF16>: the layout of pack_a with 16-bit values (a chunk of the 32
+// f16 weights for micro<MacF16>: the layout of pack_rows<PackWidened> with 16-bit values (a chunk of the 32
 // rows in one cache line), transposed as 16-bit values, no widening.
-void pack_a_f16(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
-    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
-    const int tail = int(kc % kLanes);
-    const int64_t slice = 2 * a_slice_floats(nq, MacF16::kChunkFloats);  // in 16-bit units
-    uint16_t* out = (uint16_t*)ap;
-    for (int r0 = 0; r0 < kMR; r0 += kLanes) {
-        const char* row = (const char*)a + r0 * as;
-        const int n = std::clamp(rows - r0, 0, kLanes);
-        for (int64_t q = 0; q < nq; ++q) {
-            __m256i v[kLanes];
-            for (int r = 0; r < kLanes; ++r) {
-                const uint16_t* p = (const uint16_t*)(row + r * as) + k0 + q * kLanes;
-                if (r >= n) v[r] = _mm256_setzero_si256();
-                else if (q < full) v[r] = _mm256_loadu_si256((const __m256i*)p);
-                else v[r] = _mm256_maskz_loadu_epi16(tail_mask(tail), p);
-            }
-            transpose16x16_epi16(v);
-            for (int l = 0; l < kLanes; ++l) _mm256_storeu_si256((__m256i*)(out + slice_of(l) * slice + q * kMR + r0), v[l]);
-        }
-    }
-}
+struct PackF16 {
+    using Vec = __m256i;
+    static int64_t slice_units(int64_t nq) { return 2 * a_slice_floats(nq, MacF16::kChunkFloats); }
+    static Vec zero() { return _mm256_setzero_si256(); }
+    static Vec load(const char* p, int64_t i) { return _mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i)); }
+    static Vec tail(const char* p, int64_t i, int n) { return _mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i); }
+    static void transpose(Vec* v) { transpose16x16_epi16(v); }
+    static void store(float* ap, int64_t o, Vec v) { _mm256_storeu_si256((__m256i*)((uint16_t*)ap + o), v); }
+};
 
 // A panel of whole K: block i (chunks [i * 32, ...), nq of them) starts at float i * 32 * 192
 // and holds the block's layout above; per chunk the 12 columns' vectors are transposed so that
@@ -162,10 +165,10 @@ void float_gemm_avx512(FloatKernels& f) {
     f.nc = 170 * kNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
     f.a_panel_pad = 16 * kFloatSlicePad;
     f.micro = micro<MacF32>;
-    f.pack_a[kFloatF32] = pack_a<WF32>;
-    f.pack_a[kFloatF16] = pack_a_f16;
+    f.pack_a[kFloatF32] = pack_rows<PackWidened<WF32>>;
+    f.pack_a[kFloatF16] = pack_rows<PackF16>;
     f.micro_f16 = micro<MacF16>;
-    f.pack_a[kFloatBF16] = pack_a<WBF16>;
+    f.pack_a[kFloatBF16] = pack_rows<PackWidened<WBF16>>;
     f.pack_b = pack_b;
 }
 }  // namespace pyggml::cpu::mm
