@@ -71,10 +71,11 @@ int main(int argc, char** argv) {
             for (int j = 0; j < NR; ++j) cols[j] = col.data() + j * K;
             fk.pack_b(cols, nq, bp.data() + jp * nq * NR * CF);
         }
+        const mm::FloatMicroFn micro = kind == mm::kFloatF16 && fk.micro_f16 ? fk.micro_f16 : fk.micro;
         auto sweep = [&] {
             for (int64_t jp = 0; jp < np; ++jp)
                 for (int64_t ip = 0; ip < mp; ++ip)
-                    fk.micro(nq, ap.data() + ip * mm::a_panel_floats(fk, nq), bp.data() + jp * nq * NR * CF, c.data() + jp * NR * M + ip * MR,
+                    micro(nq, ap.data() + ip * mm::a_panel_floats(fk, nq), bp.data() + jp * nq * NR * CF, c.data() + jp * NR * M + ip * MR,
                              M, MR, NR, false, nullptr, 0);
         };
         auto pack = [&] {

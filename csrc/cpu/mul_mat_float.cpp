@@ -225,6 +225,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const int64_t ne12 = b->ne[2], r2 = b->ne[2] / a->ne[2], r3 = b->ne[3] / a->ne[3];
     const int64_t ldc = dst->nb[1] / sizeof(float);
     const FloatPackAFn pack_a = fk.pack_a[float_kind(w)];
+    const FloatMicroFn micro = w == Type::F16 && fk.micro_f16 ? fk.micro_f16 : fk.micro;
     const int64_t wsize = int64_t(type_size(w));
 
     float* wbase = (float*)((char*)p.wdata + kCounterBytes);
@@ -321,7 +322,7 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                     const int64_t l0 = std::min(b_lines, ip * lines_per_tile);
                     const int pf_lines = has_next ? (int)(std::min(b_lines, l0 + lines_per_tile) - l0) : 0;
                     if (next_w) prefetch_next_weights();
-                    fk.micro(nq, apack + ip * a_panel_floats(fk, nq), bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
+                    micro(nq, apack + ip * a_panel_floats(fk, nq), bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
                 }
             }
         }

@@ -71,6 +71,9 @@ struct FloatKernels {
     // simd/float_bf16_avx512.cpp; null elsewhere): MUL_MAT converts their columns to bf16
     FloatDirectFn direct_bf16b;
     FloatMicroFn micro;
+    // f16 weights where the set packs them as f16 (pack_a[kFloatF16] then writes a different
+    // layout, within a_panel_floats); null: micro
+    FloatMicroFn micro_f16 = nullptr;
     FloatPackAFn pack_a[3];   // by FloatKind
     FloatPackBFn pack_b;
     int direct_cols;                      // columns per direct tile (at most kMaxDirectCols)

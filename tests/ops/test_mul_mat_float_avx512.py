@@ -180,3 +180,37 @@ def test_half_panels_match_single_columns(bf16_form, M, N, n_threads):
         bv = b0v[..., :K]
         assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv, wname)), 1e-9,
                      what=f"{bf16_form} {wname} M={M} N={N} cpu-emulation")
+
+
+@pytest.mark.parametrize("wtype", list(WTYPES))
+@pytest.mark.parametrize("K,row_values", [(4000, 4000), (4096, 4096), (4097, 4097), (2048, 2048), (3001, 4096), (1999, 2050)])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_one_column_over_long_rows(bf16_form, wtype, K, row_values, n_threads):
+    """One column over rows of 4 to 8 KiB is dotted one row at a time (f16 / bf16 weights up to
+    8 KiB apart, f32 up to 4 KiB; simd/float_gemm_avx512.h), the wider columns by the packed
+    GEMM, whose f16 weights are packed as f16 (simd/float_gemm_avx512.cpp): weights of
+    row_values values a row, the first K used (a view where row_values > K), 37 rows (not a
+    multiple of the 8-row tiles), b's rows padded. Each single column must have the bits of its
+    column in the 70-column GEMM, and both the product of b rounded as ggml's CPU rounds it."""
+    if wtype != "bf16" and bf16_form == "f32-form":
+        pytest.skip("the setting concerns bf16 weights only")
+    M, N = 37, 70
+    rng = np.random.default_rng(K + row_values + M)
+    ctx = gg.Context(mem_size=64 << 20)
+    a0, a0v = new(ctx, WTYPES[wtype], [row_values, M], rng=rng)
+    a = gg.view_2d(ctx, a0, K, M, a0.nb[1], 0) if row_values > K else a0
+    b0, b0v = new(ctx, gg.F32, [K + 3, N], rng=rng)
+    nb1 = (K + 3) * 4
+    wide = gg.mul_mat(ctx, a, gg.view_2d(ctx, b0, K, N, nb1, 0))
+    picks = [0, 1, 11, 12, 35, 69]
+    singles = [gg.mul_mat(ctx, a, gg.view_2d(ctx, b0, K, 1, nb1, j * nb1)) for j in picks]
+    compute(ctx, wide, *singles, n_threads=n_threads)
+    w = values(wide).reshape(N, M)
+    for j, s in zip(picks, singles):
+        got, want = values(s).reshape(M).view(np.uint32), w[j].view(np.uint32)
+        assert np.array_equal(got, want), f"{bf16_form} {wtype} K={K} column {j}: {np.flatnonzero(got != want).size} rows differ"
+    av, bv = a0v[..., :K], b0v[..., :K]
+    what = f"{bf16_form} {wtype} K={K} rows of {row_values}"
+    assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv, wtype)), 1e-9, what=what)
+    one = np.stack([values(s).reshape(M) for s in singles]).reshape(1, 1, len(picks), M)
+    assert_close(one, mul_mat(av, act_like_cpu(bv[:, :, picks, :], wtype)), 1e-9, what=what + " single columns")

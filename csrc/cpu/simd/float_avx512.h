@@ -35,16 +35,19 @@ inline void add_tile_sums(const __m512 (&acc)[R][C], float (&sum)[R][C], bool fi
 inline __mmask16 tail_mask(int n) { return (__mmask16)((1u << n) - 1); }
 
 struct WF32 {
+    static constexpr size_t kBytes = 4;
     static __m512 load(const char* p, int64_t i) { return _mm512_loadu_ps((const float*)p + i); }
     static __m512 tail(const char* p, int64_t i, int n) { return _mm512_maskz_loadu_ps(tail_mask(n), (const float*)p + i); }
 };
 struct WF16 {
+    static constexpr size_t kBytes = 2;
     static __m512 load(const char* p, int64_t i) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
     static __m512 tail(const char* p, int64_t i, int n) {
         return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i));
     }
 };
 struct WBF16 {
+    static constexpr size_t kBytes = 2;
     static __m512 cvt(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
     static __m512 load(const char* p, int64_t i) { return cvt(_mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i))); }
     static __m512 tail(const char* p, int64_t i, int n) { return cvt(_mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i)); }

@@ -113,7 +113,7 @@ template <class B>
 void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
-    if (cols == 1 && row_at_a_time(as)) {  // one row at a time (simd/float_gemm_avx512.h)
+    if (cols == 1 && row_at_a_time(as, 2)) {  // bf16 weights one row at a time (simd/float_gemm_avx512.h)
         for (int r = 0; r < rows; ++r) direct_tile<B, 1, 1>(k, ap + r * as, as, bp, bs, out + r * 4);
         return;
     }
@@ -126,6 +126,7 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 }
 
 struct MacBF16 {
+    static constexpr int kChunkFloats = kMR;
     static __m512bh load(const float* p) { return (__m512bh)_mm512_loadu_si512(p); }
     static __m512 mac(__m512 c, __m512bh a, const float* b) {
         return _mm512_dpbf16_ps(c, a, (__m512bh)_mm512_set1_epi32(*(const int*)b));
@@ -195,6 +196,7 @@ const FloatKernels& float_kernels_avx512_bf16() {
         f.kb = kKB;
         f.direct[kFloatF32] = f.direct[kFloatF16] = f.direct_f16b = nullptr;  // bf16 weights only
         f.pack_a[kFloatF32] = f.pack_a[kFloatF16] = nullptr;
+        f.micro_f16 = nullptr;
         f.direct[kFloatBF16] = direct<PF32>;
         f.direct_bf16b = direct<PBF16>;
         f.micro = micro<MacBF16>;

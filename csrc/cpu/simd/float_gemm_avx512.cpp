@@ -44,30 +44,94 @@ constexpr int64_t kKB = kFloatKB512;
 constexpr int64_t kBlockChunks = kKB / kLanes;
 
 struct MacF32 {
+    static constexpr int kChunkFloats = kMR;
     static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
     static __m512 mac(__m512 c, __m512 a, const float* b) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*b), c); }
 };
 
-template <class W>
-void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
+// f16 weights packed as f16 and widened as the lane pass loads them: the packing writes half
+// the bytes to L2 and the tile streams half (the widening runs beside the multiply-adds).
+struct MacF16 {
+    static constexpr int kChunkFloats = kMR / 2;
+    static __m512 load(const float* p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)p)); }
+    static __m512 mac(__m512 c, __m512 a, const float* b) { return _mm512_fmadd_ps(a, _mm512_set1_ps(*b), c); }
+};
+
+// A weight panel of 32 rows, 16 rows and one chunk at a time: P::load / P::tail read a chunk
+// of a row (16 values; the first n), P::transpose turns 16 of them into 16 lane vectors and
+// P::store puts lane vector v at unit offset o of the panel (units of P's packed values).
+template <class P>
+void pack_rows(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
     const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
     const int tail = int(kc % kLanes);
+    const int64_t slice = P::slice_units(nq);
     for (int r0 = 0; r0 < kMR; r0 += kLanes) {
         const char* row = (const char*)a + r0 * as;
         const int n = std::clamp(rows - r0, 0, kLanes);
         for (int64_t q = 0; q < nq; ++q) {
-            __m512 v[kLanes];
+            typename P::Vec v[kLanes];
             for (int r = 0; r < kLanes; ++r) {
                 const char* p = row + r * as;
-                if (r >= n) v[r] = _mm512_setzero_ps();
-                else if (q < full) v[r] = W::load(p, k0 + q * kLanes);
-                else v[r] = W::tail(p, k0 + q * kLanes, tail);
+                if (r >= n) v[r] = P::zero();
+                else if (q < full) v[r] = P::load(p, k0 + q * kLanes);
+                else v[r] = P::tail(p, k0 + q * kLanes, tail);
             }
-            transpose16(v);
-            for (int l = 0; l < kLanes; ++l) _mm512_storeu_ps(ap + slice_of(l) * a_slice_floats(nq) + q * kMR + r0, v[l]);
+            P::transpose(v);
+            for (int l = 0; l < kLanes; ++l) P::store(ap, slice_of(l) * slice + q * kMR + r0, v[l]);
         }
     }
 }
+
+// Weights widened to f32 as they are read (W of float_avx512.h), transposed as f32.
+template <class W>
+struct PackWidened {
+    using Vec = __m512;
+    static int64_t slice_units(int64_t nq) { return a_slice_floats(nq); }
+    static Vec zero() { return _mm512_setzero_ps(); }
+    static Vec load(const char* p, int64_t i) { return W::load(p, i); }
+    static Vec tail(const char* p, int64_t i, int n) { return W::tail(p, i, n); }
+    static void transpose(Vec* v) { transpose16(v); }
+    static void store(float* ap, int64_t o, Vec v) { _mm512_storeu_ps(ap + o, v); }
+};
+// 16 x 16 transpose of 16-bit values: out[l] lane r = in[r] lane l, in four stages of 256-bit
+// unpacks (Zen 4 runs two a cycle, a 512-bit shuffle one).
+inline void transpose16x16_epi16(__m256i* r) {
+    __m256i a[16], b[16];
+    for (int i = 0; i < 8; ++i) {  // a[2i]: columns 0-3 (lane 1: 8-11) of rows 2i, 2i+1 interleaved
+        a[2 * i] = _mm256_unpacklo_epi16(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_epi16(r[2 * i], r[2 * i + 1]);
+    }
+    for (int g = 0; g < 4; ++g) {  // b[4g + c]: columns 2c, 2c + 1 (lane 1: + 8) of rows 4g .. 4g + 3
+        const __m256i* x = a + 4 * g;
+        b[4 * g + 0] = _mm256_unpacklo_epi32(x[0], x[2]);
+        b[4 * g + 1] = _mm256_unpackhi_epi32(x[0], x[2]);
+        b[4 * g + 2] = _mm256_unpacklo_epi32(x[1], x[3]);
+        b[4 * g + 3] = _mm256_unpackhi_epi32(x[1], x[3]);
+    }
+    for (int h = 0; h < 2; ++h) {  // a[8h + j]: column j (lane 1: j + 8) of rows 8h .. 8h + 7
+        const __m256i* x = b + 8 * h;
+        for (int c = 0; c < 4; ++c) {
+            a[8 * h + 2 * c] = _mm256_unpacklo_epi64(x[c], x[4 + c]);
+            a[8 * h + 2 * c + 1] = _mm256_unpackhi_epi64(x[c], x[4 + c]);
+        }
+    }
+    for (int j = 0; j < 8; ++j) {
+        r[j] = _mm256_permute2x128_si256(a[j], a[8 + j], 0x20);
+        r[8 + j] = _mm256_permute2x128_si256(a[j], a[8 + j], 0x31);
+    }
+}
+
+// f16 weights for micro<MacF16>: the layout of pack_rows<PackWidened> with 16-bit values (a chunk of the 32
+// rows in one cache line), transposed as 16-bit values, no widening.
+struct PackF16 {
+    using Vec = __m256i;
+    static int64_t slice_units(int64_t nq) { return 2 * a_slice_floats(nq, MacF16::kChunkFloats); }
+    static Vec zero() { return _mm256_setzero_si256(); }
+    static Vec load(const char* p, int64_t i) { return _mm256_loadu_si256((const __m256i*)((const uint16_t*)p + i)); }
+    static Vec tail(const char* p, int64_t i, int n) { return _mm256_maskz_loadu_epi16(tail_mask(n), (const uint16_t*)p + i); }
+    static void transpose(Vec* v) { transpose16x16_epi16(v); }
+    static void store(float* ap, int64_t o, Vec v) { _mm256_storeu_si256((__m256i*)((uint16_t*)ap + o), v); }
+};
 
 // A panel of whole K: block i (chunks [i * 32, ...), nq of them) starts at float i * 32 * 192
 // and holds the block's layout above; per chunk the 12 columns' vectors are transposed so that
@@ -101,9 +165,10 @@ void float_gemm_avx512(FloatKernels& f) {
     f.nc = 170 * kNR;   // each packed weight block serves up to 2040 columns (packed once for most N)
     f.a_panel_pad = 16 * kFloatSlicePad;
     f.micro = micro<MacF32>;
-    f.pack_a[kFloatF32] = pack_a<WF32>;
-    f.pack_a[kFloatF16] = pack_a<WF16>;
-    f.pack_a[kFloatBF16] = pack_a<WBF16>;
+    f.pack_a[kFloatF32] = pack_rows<PackWidened<WF32>>;
+    f.pack_a[kFloatF16] = pack_rows<PackF16>;
+    f.micro_f16 = micro<MacF16>;
+    f.pack_a[kFloatBF16] = pack_rows<PackWidened<WBF16>>;
     f.pack_b = pack_b;
 }
 }  // namespace pyggml::cpu::mm

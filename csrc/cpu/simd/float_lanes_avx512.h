@@ -3,7 +3,8 @@
 // form (simd/float_bf16_avx512.cpp): lane passes, the lanes' tree, the 16 x 16 transpose of the
 // packing. `Mac` is one lane step: Mac::load(p) reads 16 packed units (f32 values or bf16
 // pairs, 4 bytes each) of a weight panel, Mac::mac(c, a, b) adds a times the unit at b
-// (broadcast) to c. Included inside an avx512 target region, in an anonymous namespace, after
+// (broadcast) to c; Mac::kChunkFloats is the floats one chunk of a panel's 32 rows takes (32
+// for 4-byte units, 16 for f16 weights packed as f16). Included inside an avx512 target region, in an anonymous namespace, after
 // simd/float_avx512.h.
 #pragma once
 
@@ -12,7 +13,7 @@ constexpr int kMR = 32, kNR = 12;
 // nq * 32 values (kFloatSlicePad), so that a packing step's 16 stores (one per slice) fall in 16
 // cache sets; with slices of 4 KiB (blocks of 512 values) they shared one set of the 8-way L1 and
 // the packing of f16 weights took 1.6x as long (bench/float_micro_cycles.cpp).
-constexpr int64_t a_slice_floats(int64_t nq) { return nq * kMR + kFloatSlicePad; }
+constexpr int64_t a_slice_floats(int64_t nq, int chunk_floats = kMR) { return nq * chunk_floats + kFloatSlicePad; }
 
 // Slice of lane l in a packed panel: the tree's pass order.
 constexpr int slice_of(int l) { return ((l & 1) << 3) | ((l & 2) << 1) | ((l & 4) >> 1) | ((l & 8) >> 3); }
@@ -25,7 +26,7 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* acc) {
     __m512 c[NC];
 #pragma GCC unroll 12
     for (int j = 0; j < NC; ++j) c[j] = _mm512_setzero_ps();
-    for (int64_t q = 0; q < nq; ++q, a += kMR, b += kNR) {
+    for (int64_t q = 0; q < nq; ++q, a += Mac::kChunkFloats, b += kNR) {
         const auto a0 = Mac::load(a);
 #pragma GCC unroll 12
         for (int j = 0; j < NC; ++j) c[j] = Mac::mac(c[j], a0, b + j);
@@ -40,7 +41,7 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m512* acc) {
 template <class Mac, int NC>
 void micro_cols(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
                 const char* pf, int pf_lines) {
-    const int64_t as = a_slice_floats(nq), bs = nq * kNR;  // floats between two lanes' slices
+    const int64_t as = a_slice_floats(nq, Mac::kChunkFloats), bs = nq * kNR;  // floats between two lanes' slices
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
@@ -50,7 +51,7 @@ void micro_cols(int64_t nq, const float* ap, const float* bp, float* c, int64_t 
     const int passes = 16 * halves;
     int pass = 0;
     for (int h = 0; h < halves; ++h) {
-        const float* a = ap + 16 * h;
+        const float* a = ap + Mac::kChunkFloats / 2 * h;
         __m512 p[NC], acc[NC];
         alignas(64) __m512 m0[NC], m1[NC], m2[NC];
         auto run = [&](int l, __m512* out) {  // a share of the next column panel's prefetches first

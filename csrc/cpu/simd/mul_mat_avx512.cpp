@@ -103,7 +103,7 @@ template <class W, class B = WF32>
 void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t bs, int cols, float* out) {
     const char* ap = (const char*)a;
     const char* bp = (const char*)b;
-    if (cols == 1 && row_at_a_time(as)) {  // one row at a time (simd/float_gemm_avx512.h)
+    if (cols == 1 && row_at_a_time(as, W::kBytes)) {  // one row at a time (simd/float_gemm_avx512.h)
         for (int r = 0; r < rows; ++r) direct_tile<W, B, 1, 1>(k, ap + r * as, as, bp, bs, out + r * 4);
         return;
     }
