@@ -60,17 +60,15 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
 }
 
 void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t block_bytes, int64_t m0, int rows,
-                  int64_t nsb, PanelSb* panel, int64_t m_end) {
+                  int64_t nsb, PanelSb* panel, int64_t m_end, int64_t next_m0) {
     const char* row_ptrs[kRows];
     for (int r = 0; r < rows; ++r) row_ptrs[r] = abase + (m0 + r) * row_stride;
     for (int64_t ib = 0; ib < nsb; ++ib) decode(row_ptrs, block_bytes, rows, ib, panel + ib);
     // Weights bigger than L2 stream from memory: the next panel's rows start towards L2 while
-    // this one is tiled. That is this thread's next unit on one thread; where threads share a
-    // counter it is often another's (claiming 4 neighbours at once measured no faster at 2
-    // threads). Smaller weights stay in L2 across units.
-    if (size_t(m_end) * row_stride <= kStreamedWeightBytes) return;
-    for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r) {
-        const char* row = abase + (m0 + kRows + r) * row_stride;
+    // this one is tiled. Smaller weights stay in L2 across units.
+    if (size_t(m_end) * row_stride <= kStreamedWeightBytes || next_m0 < 0) return;
+    for (int r = 0; r < kRows && next_m0 + r < m_end; ++r) {
+        const char* row = abase + (next_m0 + r) * row_stride;
         for (size_t off = 0; off < size_t(nsb) * block_bytes; off += 64) __builtin_prefetch(row + off, 0, 2);
     }
 }
@@ -88,7 +86,10 @@ size_t ktile_mul_mat_work_size(const Tensor* dst, int n_threads) {
            (mm::private_conversion(dst) ? size_t(n_threads) : 1) * conv_bytes(dst);
 }
 
-bool ktile_mul_mat_barrier_free(const Tensor* dst) { return mm::private_conversion(dst); }
+// Few columns: each share converts them all; more: the shares claim them (a step with shares).
+bool ktile_mul_mat_barrier_free(const Tensor* dst) {
+    return mm::private_conversion(dst) || mm::claimed_conversion_fits(dst->src[1]);
+}
 
 void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     const Tensor* a = dst->src[0];
@@ -100,6 +101,7 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     kt::kernels_for(a, b, kk);
     const mm::Kernels& kr = mm::kernels_for(simd::cpu_isa());
     const bool priv = mm::private_conversion(dst);
+    const bool claimed = !priv && p.share_slots;  // shares of a barrier-free step: no barrier
     const size_t colb = col_bytes(dst);
     char* mine = (char*)p.wdata + mm::kCounterBytes + size_t(p.ith) * thread_bytes(dst);
     PanelSb* panel = (PanelSb*)mine;
@@ -108,13 +110,16 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
                  (priv ? size_t(p.ith) * conv_bytes(dst) : 0);
     {
         std::vector<float> tmp;
-        mm::convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
+        auto convert_one = [&](const char* src, char* out) {
             kt::convert_column(kr, w, b->type, src, K, q8, (ActSb*)out, tmp);
-        });
+        };
+        if (claimed) mm::convert_columns_claimed(p, b, conv, colb, convert_one);
+        else mm::convert_columns(p, b, priv, conv, colb, convert_one);
     }
     const size_t block_bytes = type_size(w);
     const int64_t chunks = (M + kt::kRows - 1) / kt::kRows, col_blocks = (N + kt::kColBlock - 1) / kt::kColBlock;
     const int64_t units = chunks * col_blocks * ne12 * ne13;
+    int64_t last_u = -1;
     auto run_unit = [&](int64_t u) {
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
@@ -122,14 +127,18 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
         const int64_t n0 = cb * kt::kColBlock, n1 = std::min(N, n0 + kt::kColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
-        kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M);
+        // A share that claims from the back (run_barrier_free_units) goes down the rows: its
+        // next panel is the one below, as far as its claims so far tell.
+        const int64_t next_m0 = u < last_u ? m0 - kt::kRows : m0 + kt::kRows;
+        last_u = u;
+        kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M, next_m0);
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3] + m0 * sizeof(float);
         const char* cbase = conv + bt * N * colb;
         kt::tile_columns(
             kk.tile, nsb, panel, n0, n1, [&](int64_t n) { return (const ActSb*)(cbase + n * colb); },
             [&](int64_t n, const float* v) { std::memcpy(dbase + n * dst->nb[1], v, size_t(rows) * sizeof(float)); });
     };
-    if (priv) mm::run_barrier_free_units(p, units, run_unit);
+    if (priv || claimed) mm::run_barrier_free_units(p, units, run_unit);
     else mm::run_mul_mat_units(p, units, false, run_unit);
 }
 
