@@ -15,6 +15,10 @@ using kt::PanelSb;
 
 namespace {
 
+// Row chunks a thread from which a MUL_MAT unit takes all of b's columns (the last unit of a
+// late thread is then still a small part of its share).
+constexpr int64_t kChunksPerThread = 16;
+
 size_t col_bytes(const Tensor* dst) { return kt::act_col_bytes(dst->src[0]->ne[0]); }
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
@@ -117,7 +121,11 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
         else mm::convert_columns(p, b, priv, conv, colb, convert_one);
     }
     const size_t block_bytes = type_size(w);
-    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows, col_blocks = (N + kt::kColBlock - 1) / kt::kColBlock;
+    // Columns a unit: all of them where the row chunks alone give every thread many units (a
+    // panel is then decoded once, not once per kColBlock columns), else kColBlock.
+    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows;
+    const int64_t col_block = chunks * ne12 * ne13 >= kChunksPerThread * p.nth ? N : kt::kColBlock;
+    const int64_t col_blocks = (N + col_block - 1) / col_block;
     const int64_t units = chunks * col_blocks * ne12 * ne13;
     int64_t last_u = -1;
     auto run_unit = [&](int64_t u) {
@@ -125,7 +133,7 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * kt::kRows;
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
-        const int64_t n0 = cb * kt::kColBlock, n1 = std::min(N, n0 + kt::kColBlock);
+        const int64_t n0 = cb * col_block, n1 = std::min(N, n0 + col_block);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         // A share that claims from the back (run_barrier_free_units) goes down the rows: its
         // next panel is the one below, as far as its claims so far tell.

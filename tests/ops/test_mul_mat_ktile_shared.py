@@ -60,6 +60,7 @@ CASES = [  # K, M, N, weight batches, b batches; every b above PRIVATE_VALUES
     (768, 45, 97, (1, 1), (1, 1)),     # a last call of one column
     (512, 19, 300, (1, 1), (1, 1)),    # two 256-column units
     (512, 13, 40, (2, 1), (4, 2)),     # broadcast batches
+    (256, 520, 300, (1, 1), (1, 1)),   # 33 row chunks: on 1-2 threads a unit takes all 300 columns
 ]
 
 
