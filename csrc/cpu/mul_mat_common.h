@@ -128,10 +128,12 @@ inline int64_t two_ended_unit(int64_t before, bool front, int64_t units) {
 // model's decode: their K 768 x 768 and 768 x 256 kernels 3-5% less time, 1.5% a token; with
 // one counter the shares' units interleaved and each claim restarted a stream). Which share
 // runs a unit never changes what the unit computes.
+// two_ended = false: every share claims from the front (units that run slower in descending
+// order).
 template <class RunUnit>
-void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run_unit) {
+void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run_unit, bool two_ended = true) {
     if (!p.share_slots || p.nth == 1) return run_mul_mat_units(p, units, true, run_unit);
-    if (units >= (int64_t(1) << 31)) {  // beyond the counter's halves: one end
+    if (!two_ended || units >= (int64_t(1) << 31)) {  // one end (beyond 2^31: the counter's halves would overflow)
         for (int64_t u; (u = p.share_slots[0].fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
         return;
     }

@@ -263,7 +263,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     auto run_tiles = [&](const char* abase, int64_t local, int64_t x) {
         const int64_t m0 = (local % tile_chunks) * kt::kRows, s0 = start[x] + local / tile_chunks * kt::kColBlock;
         const int nr = (int)std::min<int64_t>(kt::kRows, M - m0);
-        kt::decode_panel(kts.k.decode, abase, as->nb[1], type_size(w), m0, nr, K / 256, panel, M, m0 + kt::kRows);
+        kt::decode_panel(kts.k.decode, abase, as->nb[1], type_size(w), m0, nr, K / 256, panel, M);
         kt::tile_columns(
             kts.k.tile, K / 256, panel, s0, std::min(start[x + 1], s0 + kt::kColBlock),
             [&](int64_t s) { return (const kt::ActSb*)(conv + s * colb); },

@@ -92,10 +92,10 @@ void convert_column(const mm::Kernels& kr, Type wt, Type bt, const char* brow, i
                     std::vector<float>& tmp);
 
 // Decodes weight rows m0 .. m0 + rows - 1 (rows <= kRows; row m at abase + m * row_stride)
-// into nsb panel records; the matrix has m_end rows (where it streams from memory, the rows
-// from next_m0 on, the panel this thread expects to decode next, are prefetched; none if < 0).
+// into nsb panel records; the matrix has m_end rows (where it streams from memory, the next
+// panel's rows are prefetched).
 void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t block_bytes, int64_t m0, int rows,
-                  int64_t nsb, PanelSb* panel, int64_t m_end, int64_t next_m0);
+                  int64_t nsb, PanelSb* panel, int64_t m_end);
 
 // Tiles a decoded panel with columns n0 .. n1 - 1, kCols per call: column(n) gives column n's
 // ActSb records, store(n, v) takes its kRows outputs (v[r] for the panel's row r).
