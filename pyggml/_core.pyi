@@ -297,7 +297,7 @@ def cos_inplace(ctx: Context, a: Tensor) -> Tensor:
 def count_equal(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """I64 [1]: the number of equal elements of the i32 tensors a and b (same shape)."""
 def cpu_schedule_counts() -> dict:
-    """What the CPU schedule did, summed over every compute of the process: computes, those that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over threads, and the units of shared products that shares other than the first claimed from the back. Take the difference around a compute."""
+    """What the CPU schedule did, summed over every compute of the process: computes, those that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over threads (shared_steps: those of them run as shares, without barriers), and the units of shared products that shares other than the first claimed from the back. Take the difference around a compute."""
 def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
 def cuda_built() -> bool:

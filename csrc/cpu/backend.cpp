@@ -170,7 +170,7 @@ std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, int n_threads) {
 }  // namespace
 
 namespace {
-std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0};
+std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0}, g_shared_steps{0};
 std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0};
 }  // namespace
 
@@ -182,6 +182,7 @@ ScheduleCounts schedule_counts() {
     c.computes_with_workers = g_computes_with_workers.load(std::memory_order_relaxed);
     c.solo_steps = g_solo_steps.load(std::memory_order_relaxed);
     c.split_steps = g_split_steps.load(std::memory_order_relaxed);
+    c.shared_steps = g_shared_steps.load(std::memory_order_relaxed);
     c.back_claimed_units = g_back_claimed_units.load(std::memory_order_relaxed);
     c.quiet_solo_steps = g_quiet_solo_steps.load(std::memory_order_relaxed);
     return c;
@@ -233,6 +234,8 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     g_computes_with_workers.fetch_add(n_run > 1 ? 1 : 0, std::memory_order_relaxed);
     g_solo_steps.fetch_add(n_solo, std::memory_order_relaxed);
     g_split_steps.fetch_add((int64_t)steps.size() - n_solo, std::memory_order_relaxed);
+    g_shared_steps.fetch_add(std::count_if(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Shared; }),
+                             std::memory_order_relaxed);
 
     ThreadPool& pool = ThreadPool::instance();
     // Per-step counters: shares taken and shares finished. `completed` counts the steps whose

@@ -20,6 +20,7 @@ struct ScheduleCounts {
     int64_t computes_with_workers = 0;
     int64_t solo_steps = 0;
     int64_t split_steps = 0;
+    int64_t shared_steps = 0;  // of the split steps, those run as shares (barrier-free kernels)
     int64_t back_claimed_units = 0;  // of shared one-column products (run_barrier_free_units)
     int64_t quiet_solo_steps = 0;    // solo steps not published: the next step is solo too
 };

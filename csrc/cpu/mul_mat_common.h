@@ -4,7 +4,12 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <thread>
 #include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "cpu/kernels.h"
 #include "cpu/mul_mat_kernels.h"
@@ -50,6 +55,40 @@ void convert_columns(const ComputeParams& p, const Tensor* b, bool priv, char* c
     }
 }
 
+// Spins (then yields the core) until ready() holds, for work another thread is doing now:
+// microseconds, unless that thread was preempted.
+template <class Ready>
+void spin_until(Ready&& ready) {
+    for (int i = 0; !ready(); ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+        if (i < 2048) { _mm_pause(); continue; }
+#endif
+        std::this_thread::yield();
+    }
+}
+
+// Converts all of b's columns, as convert_columns, with the shares of a barrier-free node
+// (p.share_slots given): the shares claim columns from share_slots[1] (its low 32 bits count
+// the claims, its high 32 bits the columns done) until none is left, then wait until every
+// claimed column is done. A share only waits for columns that other shares are converting at
+// that moment, never for a share that has not started: a late thread finds the columns
+// converted and its units taken, where a barrier would hold the others until it arrived.
+// Needs fewer than 2^31 columns (claimed_conversion_fits).
+constexpr int64_t kConvertClaim = 1, kConvertDone = int64_t(1) << 32;
+inline bool claimed_conversion_fits(const Tensor* b) { return b->ne[1] * b->ne[2] * b->ne[3] < (int64_t(1) << 31); }
+template <class ConvertOne>
+void convert_columns_claimed(const ComputeParams& p, const Tensor* b, char* conv, size_t colb,
+                             ConvertOne&& convert_one) {
+    const int64_t N = b->ne[1], ne12 = b->ne[2], columns = N * ne12 * b->ne[3];
+    std::atomic<int64_t>& slot = p.share_slots[1];
+    for (int64_t c; (c = slot.fetch_add(kConvertClaim, std::memory_order_relaxed) & 0xffffffff) < columns;) {
+        const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
+        convert_one(b->row(n, i12, i13), conv + c * colb);
+        slot.fetch_add(kConvertDone, std::memory_order_release);
+    }
+    spin_until([&] { return (slot.load(std::memory_order_acquire) >> 32) >= columns; });
+}
+
 // Runs units 0..units-1 over the threads. `fixed`: each thread takes a contiguous share, with
 // no shared state and no barrier (for when there is no shared conversion to wait for);
 // otherwise the threads meet once (the shared conversion is then done) and claim units from
@@ -89,10 +128,12 @@ inline int64_t two_ended_unit(int64_t before, bool front, int64_t units) {
 // model's decode: their K 768 x 768 and 768 x 256 kernels 3-5% less time, 1.5% a token; with
 // one counter the shares' units interleaved and each claim restarted a stream). Which share
 // runs a unit never changes what the unit computes.
+// two_ended = false: every share claims from the front (units that run slower in descending
+// order).
 template <class RunUnit>
-void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run_unit) {
+void run_barrier_free_units(const ComputeParams& p, int64_t units, RunUnit&& run_unit, bool two_ended = true) {
     if (!p.share_slots || p.nth == 1) return run_mul_mat_units(p, units, true, run_unit);
-    if (units >= (int64_t(1) << 31)) {  // beyond the counter's halves: one end
+    if (!two_ended || units >= (int64_t(1) << 31)) {  // one end (beyond 2^31: the counter's halves would overflow)
         for (int64_t u; (u = p.share_slots[0].fetch_add(1, std::memory_order_relaxed)) < units;) run_unit(u);
         return;
     }

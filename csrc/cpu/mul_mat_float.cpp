@@ -15,10 +15,6 @@
 #include <thread>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
-
 #include "cpu/convert.h"
 #include "cpu/mul_mat_common.h"
 #include "cpu/mul_mat_float.h"
@@ -202,15 +198,9 @@ size_t packed_work_size(const Tensor* dst, int nth) {
     return kCounterBytes + sizeof(float) * size_t(nth) * a_block_floats(fk) + ready_flags_offset(s, fk) + flags;
 }
 
-// Spins (then yields the core) until a panel another thread is packing is ready: packing one
-// takes microseconds, unless its thread was preempted.
+// Waits until a panel another thread is packing is ready.
 void wait_ready(const std::atomic<uint32_t>& flag) {
-    for (int i = 0; flag.load(std::memory_order_acquire) == 0; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-        if (i < 2048) { _mm_pause(); continue; }
-#endif
-        std::this_thread::yield();
-    }
+    spin_until([&] { return flag.load(std::memory_order_acquire) != 0; });
 }
 
 // Columns [n0, n1) of dst batch `batch`, packed at float offset `off`.

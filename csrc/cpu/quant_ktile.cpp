@@ -15,6 +15,10 @@ using kt::PanelSb;
 
 namespace {
 
+// Row chunks a thread from which a MUL_MAT unit takes all of b's columns (the last unit of a
+// late thread is then still a small part of its share).
+constexpr int64_t kChunksPerThread = 16;
+
 size_t col_bytes(const Tensor* dst) { return kt::act_col_bytes(dst->src[0]->ne[0]); }
 size_t conv_bytes(const Tensor* dst) {
     const Tensor* b = dst->src[1];
@@ -66,8 +70,9 @@ void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t 
     for (int64_t ib = 0; ib < nsb; ++ib) decode(row_ptrs, block_bytes, rows, ib, panel + ib);
     // Weights bigger than L2 stream from memory: the next panel's rows start towards L2 while
     // this one is tiled. That is this thread's next unit on one thread; where threads share a
-    // counter it is often another's (claiming 4 neighbours at once measured no faster at 2
-    // threads). Smaller weights stay in L2 across units.
+    // counter it is often another's, which then reads them from this core's cache (measured:
+    // per-unit decode time at 2 threads as at 1; claiming 4 neighbours at once no faster).
+    // Smaller weights stay in L2 across units.
     if (size_t(m_end) * row_stride <= kStreamedWeightBytes) return;
     for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r) {
         const char* row = abase + (m0 + kRows + r) * row_stride;
@@ -88,7 +93,10 @@ size_t ktile_mul_mat_work_size(const Tensor* dst, int n_threads) {
            (mm::private_conversion(dst) ? size_t(n_threads) : 1) * conv_bytes(dst);
 }
 
-bool ktile_mul_mat_barrier_free(const Tensor* dst) { return mm::private_conversion(dst); }
+// Few columns: each share converts them all; more: the shares claim them (a step with shares).
+bool ktile_mul_mat_barrier_free(const Tensor* dst) {
+    return mm::private_conversion(dst) || mm::claimed_conversion_fits(dst->src[1]);
+}
 
 void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     const Tensor* a = dst->src[0];
@@ -100,6 +108,7 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     kt::kernels_for(a, b, kk);
     const mm::Kernels& kr = mm::kernels_for(simd::cpu_isa());
     const bool priv = mm::private_conversion(dst);
+    const bool claimed = !priv && p.share_slots;  // shares of a barrier-free step: no barrier
     const size_t colb = col_bytes(dst);
     char* mine = (char*)p.wdata + mm::kCounterBytes + size_t(p.ith) * thread_bytes(dst);
     PanelSb* panel = (PanelSb*)mine;
@@ -108,19 +117,25 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
                  (priv ? size_t(p.ith) * conv_bytes(dst) : 0);
     {
         std::vector<float> tmp;
-        mm::convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
+        auto convert_one = [&](const char* src, char* out) {
             kt::convert_column(kr, w, b->type, src, K, q8, (ActSb*)out, tmp);
-        });
+        };
+        if (claimed) mm::convert_columns_claimed(p, b, conv, colb, convert_one);
+        else mm::convert_columns(p, b, priv, conv, colb, convert_one);
     }
     const size_t block_bytes = type_size(w);
-    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows, col_blocks = (N + kt::kColBlock - 1) / kt::kColBlock;
+    // Columns a unit: all of them where the row chunks alone give every thread many units (a
+    // panel is then decoded once, not once per kColBlock columns), else kColBlock.
+    const int64_t chunks = (M + kt::kRows - 1) / kt::kRows;
+    const int64_t col_block = chunks * ne12 * ne13 >= kChunksPerThread * p.nth ? N : kt::kColBlock;
+    const int64_t col_blocks = (N + col_block - 1) / col_block;
     const int64_t units = chunks * col_blocks * ne12 * ne13;
     auto run_unit = [&](int64_t u) {
         const int64_t bt = u / (chunks * col_blocks), cb = (u / chunks) % col_blocks;
         const int64_t i12 = bt % ne12, i13 = bt / ne12;
         const int64_t m0 = (u % chunks) * kt::kRows;
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
-        const int64_t n0 = cb * kt::kColBlock, n1 = std::min(N, n0 + kt::kColBlock);
+        const int64_t n0 = cb * col_block, n1 = std::min(N, n0 + col_block);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M);
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3] + m0 * sizeof(float);
@@ -129,7 +144,9 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
             kk.tile, nsb, panel, n0, n1, [&](int64_t n) { return (const ActSb*)(cbase + n * colb); },
             [&](int64_t n, const float* v) { std::memcpy(dbase + n * dst->nb[1], v, size_t(rows) * sizeof(float)); });
     };
-    if (priv) mm::run_barrier_free_units(p, units, run_unit);
+    // every share claims from the front: panels decoded going down the rows (a share claiming
+    // from the back) took 1.6x the decode time of going up, at 2 threads
+    if (priv || claimed) mm::run_barrier_free_units(p, units, run_unit, false);
     else mm::run_mul_mat_units(p, units, false, run_unit);
 }
 

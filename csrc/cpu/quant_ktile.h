@@ -32,7 +32,7 @@ namespace pyggml::cpu::kt {
 constexpr int kRows = 16;              // weight rows per panel (vector lanes)
 constexpr int kCols = 8;               // activation columns per kernel call
 constexpr int64_t kMinColumns = 32;    // narrower products keep the dot path's bits
-constexpr int64_t kColBlock = 256;     // columns per unit: one decoded panel serves them all
+constexpr int64_t kColBlock = 256;     // columns per unit where rows are few (MUL_MAT) / per expert unit
 
 // 16 rows' super-block: level k of row r at q[k / 4][r][k % 4] (unsigned levels); sub-block
 // scales and, for the types with mins, the mins ([sub-block][row]); `pairs` holds 16-bit

@@ -266,14 +266,16 @@ void bind_core(py::module_& m) {
         d["computes_with_workers"] = c.computes_with_workers;
         d["solo_steps"] = c.solo_steps;
         d["split_steps"] = c.split_steps;
+        d["shared_steps"] = c.shared_steps;
         d["back_claimed_units"] = c.back_claimed_units;
         d["quiet_solo_steps"] = c.quiet_solo_steps;
         return d;
     }, "What the CPU schedule did, summed over every compute of the process: computes, those "
        "that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over "
-       "threads, the units of shared products that shares other than the first claimed "
-       "from the back, and the solo steps thread 0 did not publish to the workers (a solo step "
-       "followed it). Take the difference around a compute.");
+       "threads (shared_steps: those of them run as shares, without barriers), the units of "
+       "shared products that shares other than the first claimed from the back, and the solo "
+       "steps thread 0 did not publish to the workers (a solo step followed it). Take the "
+       "difference around a compute.");
     m.def("cuda_built", [] { return find_backend_kind("cuda") != nullptr; },
           "Whether this build includes the CUDA backend.");
     m.def("cuda_device_count", [] {
