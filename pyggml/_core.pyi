@@ -297,7 +297,7 @@ def cos_inplace(ctx: Context, a: Tensor) -> Tensor:
 def count_equal(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """I64 [1]: the number of equal elements of the i32 tensors a and b (same shape)."""
 def cpu_schedule_counts() -> dict:
-    """What the CPU schedule did, summed over every compute of the process: computes, those that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over threads (shared_steps: those of them run as shares, without barriers), and the units of shared products that shares other than the first claimed from the back. Take the difference around a compute."""
+    """What the CPU schedule did, summed over every compute of the process: computes, those that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over threads (shared_steps: those of them run as shares, without barriers), the units of shared products that shares other than the first claimed from the back, and the solo steps thread 0 did not publish to the workers (a solo step followed it). Take the difference around a compute."""
 def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
 def cuda_built() -> bool:
@@ -683,7 +683,7 @@ def type_name(arg0: Type) -> str:
 def type_size(arg0: Type) -> int:
     ...
 def type_traits() -> list:
-    """The type table: one dict per type (id, name, blck_size, type_size, is_quantized, vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction sets with a mul_mat dot kernel of their own for weights of this type, mul_mat_paths: the same per path, {dot, dot2, dot1x, gemm, repack} -> sets)."""
+    """The type table: one dict per type (id, name, blck_size, type_size, is_quantized, vec_dot_type, is_weight, has_to_float, has_from_float, mul_mat: the CPU instruction sets with a mul_mat dot kernel of their own for weights of this type, mul_mat_paths: the same per path, {dot, dot2, dot1x, dot1x2, gemm, repack, ktile} -> sets)."""
 def unary(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
     ...
 def unary_inplace(ctx: Context, a: Tensor, op: UnaryOp) -> Tensor:
@@ -703,7 +703,7 @@ def view_4d(ctx: Context, a: Tensor, ne0: typing.SupportsInt | typing.SupportsIn
 def view_tensor(ctx: Context, a: Tensor) -> Tensor:
     ...
 def weight_slab_stats() -> dict:
-    """Where the live repacked copies sit: copies under 4 MiB share huge-page slabs ('slabs' held, 'pieces' in them, 'slab_bytes' reserved); larger ones have a block each ('own_blocks')."""
+    """Where the live repacked copies sit: copies under 4 MiB share huge-page slabs ('slabs' held, 'pieces' in them, 'slab_bytes' reserved, 'hole_bytes' freed room that new copies reuse); larger ones have a block each ('own_blocks')."""
 def win_part(ctx: Context, a: Tensor, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
     """a f32 [C, W, H] -> [C, w, w, npx*npy]: window py*npx + px holds a[:, px*w + x, py*w + y], zero padded to multiples of w."""
 def win_unpart(ctx: Context, a: Tensor, w0: typing.SupportsInt | typing.SupportsIndex, h0: typing.SupportsInt | typing.SupportsIndex, w: typing.SupportsInt | typing.SupportsIndex) -> Tensor:
