@@ -143,7 +143,7 @@ class SpeculativeDecoder:
     # tens of us (a tenth to a third of a small target's step), and a copy that starts in
     # the meantime is found this many tokens late (but by a drafter with a per-token hook,
     # Drafter.absorb: the n-gram drafter ends the stretch when the stream starts repeating,
-    # so its stretches start at MAX_QUIET and grow to MAX_QUIET_LONG). Where an ask costs
+    # so its stretches grow to MAX_QUIET_LONG). Where an ask costs
     # more than ASK_SHARE of MAX_QUIET plain steps (measured, or the cost model's ask), the
     # stretch grows until it does not, up to MAX_QUIET_LONG.
     MAX_QUIET = 8
@@ -322,11 +322,11 @@ class SpeculativeDecoder:
     def _after_consult(self, lane, n_drafted: int, n_acc: int) -> None:
         """The consultation back-off, after a round that asked the drafter (or the gate):
         one that verified nothing leaves the next `span` rounds plain without asking (0, 1,
-        2, 4 .. MAX_QUIET after consecutive ones; 0, MAX_QUIET, 2 MAX_QUIET .. MAX_QUIET_LONG
-        for a drafter with an absorb hook, which wakes the decoder itself: a drafter that
-        keeps proposing nothing worth verifying costs a lookup every MAX_QUIET + 1 (or
-        MAX_QUIET_LONG + 1) tokens, not every token, and one
-        miss between accepted drafts costs nothing); an accepted draft asks every round
+        2, 4 .. MAX_QUIET after consecutive ones, .. MAX_QUIET_LONG for a drafter with an
+        absorb hook, which wakes the decoder itself: a drafter that keeps proposing nothing
+        worth verifying costs a lookup every MAX_QUIET + 1 (or MAX_QUIET_LONG + 1) tokens,
+        not every token, and one miss between accepted drafts costs nothing); an accepted
+        draft asks every round
         again. The gate's re-probes still come, at the next round that asks; where the gate
         has seen one draft class only, a declined draft's stretch lasts until that class's
         next probe (up to MAX_QUIET_LONG): asks before it could only be declined."""
@@ -337,14 +337,15 @@ class SpeculativeDecoder:
         if n_drafted == 0:
             # a drafter that sees every plain round's token (absorb) wakes the decoder when
             # the stream starts repeating: asks in between only find what it cannot see
-            # (short matches, substitutions), which fresh text declines, so they are spaced
-            # as far as the longest stretch, and the stretches after a miss start at MAX_QUIET
+            # (short matches, substitutions), so after many misses in a row (fresh text)
+            # they are spaced as far as the longest stretch. The first stretches after a
+            # miss stay short: in copy-heavy text they find where the copy resumes (starting
+            # them at MAX_QUIET cut SmolLM2's acceptance on a mirrored continuation by 10%)
             absorbs = lane.drafter.absorb is not None
             shortest = self.MAX_QUIET_LONG if absorbs else self.MAX_QUIET
             cap = shortest if self._gate is None else self._gate.quiet_cap(
                 shortest, self.MAX_QUIET_LONG, self.ASK_SHARE)
-            first = self.MAX_QUIET if absorbs else 1
-            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, first), cap)
+            lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), cap)
             if self._gate is not None:
                 # the gate's one class cannot probe before then: asks could only be declined
                 lane.quiet = max(lane.quiet, min(self._gate.take_quiet_hint(),
