@@ -226,16 +226,19 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     std::vector<double>* times = opts.node_times;
     if (times) times->assign(nodes.size(), 0.0);
     const std::vector<Step> steps = plan_steps(nodes, n_threads);
+    int64_t n_solo = 0, n_shared = 0;
+    for (const Step& s : steps) {
+        n_solo += s.mode == Mode::Solo;
+        n_shared += s.mode == Mode::Shared;
+    }
     // Nothing to split: the workers are not woken at all.
-    const int64_t n_solo = std::count_if(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Solo; });
     const bool all_solo = n_solo == (int64_t)steps.size();
     const int n_run = all_solo ? 1 : n_threads;
     g_computes.fetch_add(1, std::memory_order_relaxed);
     g_computes_with_workers.fetch_add(n_run > 1 ? 1 : 0, std::memory_order_relaxed);
     g_solo_steps.fetch_add(n_solo, std::memory_order_relaxed);
     g_split_steps.fetch_add((int64_t)steps.size() - n_solo, std::memory_order_relaxed);
-    g_shared_steps.fetch_add(std::count_if(steps.begin(), steps.end(), [](const Step& s) { return s.mode == Mode::Shared; }),
-                             std::memory_order_relaxed);
+    g_shared_steps.fetch_add(n_shared, std::memory_order_relaxed);
 
     ThreadPool& pool = ThreadPool::instance();
     // Per-step counters: shares taken and shares finished. `completed` counts the steps whose

@@ -4,8 +4,8 @@
 // packing. `Mac` is one lane step: Mac::load(p) reads 16 packed units (f32 values or bf16
 // pairs, 4 bytes each) of a weight panel, Mac::mac(c, a, b) adds a times the unit at b
 // (broadcast) to c; Mac::kChunkFloats is the floats one chunk of a panel's 32 rows takes (32
-// for 4-byte units, 16 for f16 weights packed as f16). Included inside an avx512 target region, in an anonymous namespace, after
-// simd/float_avx512.h.
+// for 4-byte units, 16 for f16 weights packed as f16). Included inside an avx512 target
+// region, in an anonymous namespace, after simd/float_avx512.h.
 #pragma once
 
 constexpr int kMR = 32, kNR = 12;
