@@ -1,0 +1,259 @@
+// The AVX2+FMA+F16C variant of the CPU flash attention's inner kernels. flash_attn_kernels.h
+// holds the contract (struct Kernels) and the plain reference, and includes this file inside
+// its namespace and x86 guard: it is not meant to be included on its own.
+#pragma once
+
+// ------------------------------------------------------------------------------------------
+// AVX2 + FMA + F16C
+// ------------------------------------------------------------------------------------------
+namespace avx2 {
+
+PG_AVX2 static inline __m256i tail_mask(int64_t r) {  // first r (< 8) lanes set
+    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), idx);
+}
+
+PG_AVX2 static inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));  // [a,b,c,d | a,b,c,d]
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+template <int NQ>
+PG_AVX2 static inline void qk_block(const float* const* q, const float* k0, const float* k1, const float* k2,
+                                    const float* k3, int64_t D, float* S, int lds, int nk) {
+    __m256 acc[NQ][4];
+    for (int i = 0; i < NQ; ++i)
+        for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+        const __m256 b0 = _mm256_loadu_ps(k0 + d), b1 = _mm256_loadu_ps(k1 + d);
+        const __m256 b2 = _mm256_loadu_ps(k2 + d), b3 = _mm256_loadu_ps(k3 + d);
+        for (int i = 0; i < NQ; ++i) {
+            const __m256 a = _mm256_loadu_ps(q[i] + d);
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+            acc[i][2] = _mm256_fmadd_ps(a, b2, acc[i][2]);
+            acc[i][3] = _mm256_fmadd_ps(a, b3, acc[i][3]);
+        }
+    }
+    if (d < D) {
+        const __m256i m = tail_mask(D - d);
+        const __m256 b0 = _mm256_maskload_ps(k0 + d, m), b1 = _mm256_maskload_ps(k1 + d, m);
+        const __m256 b2 = _mm256_maskload_ps(k2 + d, m), b3 = _mm256_maskload_ps(k3 + d, m);
+        for (int i = 0; i < NQ; ++i) {
+            const __m256 a = _mm256_maskload_ps(q[i] + d, m);
+            acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+            acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+            acc[i][2] = _mm256_fmadd_ps(a, b2, acc[i][2]);
+            acc[i][3] = _mm256_fmadd_ps(a, b3, acc[i][3]);
+        }
+    }
+    for (int i = 0; i < NQ; ++i) {
+        alignas(16) float r[4];
+        _mm_store_ps(r, reduce4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
+        for (int j = 0; j < nk; ++j) S[(int64_t)i * lds + j] = r[j];
+    }
+}
+
+PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int nk, int64_t D, float* S, int lds) {
+    for (int i = 0; i < nq; i += 2) {
+        const int mq = std::min(2, nq - i);
+        for (int j = 0; j < nk; j += 4) {
+            const int mk = std::min(4, nk - j);
+            const float* k0 = k[j];
+            const float* k1 = k[j + std::min(1, mk - 1)];
+            const float* k2 = k[j + std::min(2, mk - 1)];
+            const float* k3 = k[j + std::min(3, mk - 1)];
+            float* s = S + (int64_t)i * lds + j;
+            if (mq == 2) qk_block<2>(q + i, k0, k1, k2, k3, D, s, lds, mk);
+            else qk_block<1>(q + i, k0, k1, k2, k3, D, s, lds, mk);
+        }
+    }
+}
+
+// NQ rows of O, NZ full vectors of 8 columns starting at d (plain loads and stores: masked
+// moves are slow on some cores and their mask registers made GCC spill the accumulators).
+template <int NQ, int NZ>
+PG_AVX2 static inline void pv_block(const float* P, int ldp, const float* const* v, int nk, int64_t d,
+                                    float* O, int ldo) {
+    __m256 acc[NQ][NZ];
+    for (int i = 0; i < NQ; ++i)
+        for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_loadu_ps(O + (int64_t)i * ldo + d + 8 * z);
+    for (int j = 0; j < nk; ++j) {
+        const float* vj = v[j] + d;
+        __m256 b[NZ];
+        for (int z = 0; z < NZ; ++z) b[z] = _mm256_loadu_ps(vj + 8 * z);
+        for (int i = 0; i < NQ; ++i) {
+            const __m256 p = _mm256_broadcast_ss(P + (int64_t)i * ldp + j);
+            for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_fmadd_ps(p, b[z], acc[i][z]);
+        }
+    }
+    for (int i = 0; i < NQ; ++i)
+        for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(O + (int64_t)i * ldo + d + 8 * z, acc[i][z]);
+}
+
+// The last r < 8 columns.
+template <int NQ>
+PG_AVX2 static inline void pv_tail(const float* P, int ldp, const float* const* v, int nk, int64_t d,
+                                   __m256i last, float* O, int ldo) {
+    __m256 acc[NQ];
+    for (int i = 0; i < NQ; ++i) acc[i] = _mm256_maskload_ps(O + (int64_t)i * ldo + d, last);
+    for (int j = 0; j < nk; ++j) {
+        const __m256 b = _mm256_maskload_ps(v[j] + d, last);
+        for (int i = 0; i < NQ; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(P + (int64_t)i * ldp + j), b, acc[i]);
+    }
+    for (int i = 0; i < NQ; ++i) _mm256_maskstore_ps(O + (int64_t)i * ldo + d, last, acc[i]);
+}
+
+template <int NQ>
+PG_AVX2 static inline void pv_rows(const float* P, int ldp, const float* const* v, int nk, int64_t Dv,
+                                   float* O, int ldo) {
+    int64_t d = 0;
+    for (; d + 32 <= Dv; d += 32) pv_block<NQ, 4>(P, ldp, v, nk, d, O, ldo);
+    switch ((Dv - d) / 8) {
+        case 3: pv_block<NQ, 3>(P, ldp, v, nk, d, O, ldo); d += 24; break;
+        case 2: pv_block<NQ, 2>(P, ldp, v, nk, d, O, ldo); d += 16; break;
+        case 1: pv_block<NQ, 1>(P, ldp, v, nk, d, O, ldo); d += 8; break;
+        default: break;
+    }
+    if (d < Dv) pv_tail<NQ>(P, ldp, v, nk, d, tail_mask(Dv - d), O, ldo);
+}
+
+PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {
+    for (int i = 0; i < nq; i += 2) {
+        if (nq - i >= 2) pv_rows<2>(P + (int64_t)i * ldp, ldp, v, nk, Dv, O + (int64_t)i * ldo, ldo);
+        else pv_rows<1>(P + (int64_t)i * ldp, ldp, v, nk, Dv, O + (int64_t)i * ldo, ldo);
+    }
+}
+
+using simd::exp_ps;  // simd/exp_simd.h
+
+PG_AVX2 static inline __m256 tanh_ps(__m256 x) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256 ax = _mm256_andnot_ps(sign, x);
+    const __m256 e = exp_ps(_mm256_mul_ps(ax, _mm256_set1_ps(-2.0f)));
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 t = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
+    return _mm256_or_ps(t, _mm256_and_ps(sign, x));
+}
+
+PG_AVX2 static inline float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+PG_AVX2 static inline float hsum(__m256 v) {
+    __m128 m = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+PG_AVX2 static float logits(float* s, const float* m, int n, float scale, float cap, float slope) {
+    const float ninf_s = -std::numeric_limits<float>::infinity();
+    const __m256 vs = _mm256_set1_ps(scale), vc = _mm256_set1_ps(cap), vsl = _mm256_set1_ps(slope);
+    const __m256 ninf = _mm256_set1_ps(ninf_s);
+    __m256 mx = ninf;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 x = _mm256_mul_ps(_mm256_loadu_ps(s + j), vs);
+        if (cap != 0.0f) x = _mm256_mul_ps(vc, tanh_ps(x));
+        if (m) {
+            const __m256 mv = _mm256_loadu_ps(m + j);
+            x = _mm256_blendv_ps(_mm256_fmadd_ps(vsl, mv, x), ninf, _mm256_cmp_ps(mv, ninf, _CMP_EQ_OQ));
+        }
+        _mm256_storeu_ps(s + j, x);
+        mx = _mm256_max_ps(mx, x);
+    }
+    if (j < n) {  // the same operations, masked: a column's logit must not depend on its lane
+        const __m256i k = tail_mask(n - j);
+        __m256 x = _mm256_mul_ps(_mm256_maskload_ps(s + j, k), vs);
+        if (cap != 0.0f) x = _mm256_mul_ps(vc, tanh_ps(x));
+        if (m) {
+            const __m256 mv = _mm256_maskload_ps(m + j, k);
+            x = _mm256_blendv_ps(_mm256_fmadd_ps(vsl, mv, x), ninf, _mm256_cmp_ps(mv, ninf, _CMP_EQ_OQ));
+        }
+        _mm256_maskstore_ps(s + j, k, x);
+        mx = _mm256_max_ps(mx, _mm256_blendv_ps(ninf, x, _mm256_castsi256_ps(k)));
+    }
+    return hmax(mx);
+}
+
+PG_AVX2 static float exp_sum(float* x, int n, float M) {
+    const __m256 vm = _mm256_set1_ps(M);
+    __m256 sum = _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm));
+        _mm256_storeu_ps(x + j, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    float s = hsum(sum);
+    if (j < n) {
+        const __m256i k = tail_mask(n - j);
+        const __m256 e = exp_ps(_mm256_sub_ps(_mm256_maskload_ps(x + j, k), vm));
+        _mm256_maskstore_ps(x + j, k, e);
+        s += hsum(_mm256_and_ps(e, _mm256_castsi256_ps(k)));
+    }
+    return s;
+}
+
+PG_AVX2 static float lane_sum(const float* x, const int32_t* idx, int n, int32_t j0, float* lanes) {
+    const float* src = x;  // n == kLanes: every lane present, in order
+    if (n < kLanes) {
+        for (int l = 0; l < kLanes; l += 8) _mm256_storeu_ps(lanes + l, _mm256_setzero_ps());
+        for (int jj = 0; jj < n; ++jj) lanes[idx[jj] - j0] = x[jj];
+        src = lanes;
+    }
+    __m256 v[8];
+    for (int z = 0; z < 8; ++z) v[z] = _mm256_loadu_ps(src + 8 * z);
+    const __m256 a = _mm256_add_ps(_mm256_add_ps(v[0], v[1]), _mm256_add_ps(v[2], v[3]));
+    const __m256 b = _mm256_add_ps(_mm256_add_ps(v[4], v[5]), _mm256_add_ps(v[6], v[7]));
+    return hsum(_mm256_add_ps(a, b));
+}
+
+PG_AVX2 static void scale(float* x, int64_t n, float f) {
+    const __m256 vf = _mm256_set1_ps(f);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), vf));
+    for (; j < n; ++j) x[j] *= f;
+}
+
+PG_AVX2 static void f16_to_f32(const uint16_t* s, float* d, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(s + i))));
+    for (; i < n; ++i) d[i] = _cvtsh_ss(s[i]);
+}
+
+PG_AVX2 static int scan(const uint16_t* const* rows, int nrows, int64_t j0, int64_t j1, int32_t* out) {
+    const __m256i ninf = _mm256_set1_epi16((short)kF16NegInf);
+    int cnt = 0;
+    int64_t j = j0;
+    for (; j + 16 <= j1; j += 16) {
+        uint32_t bits = 0;
+        for (int r = 0; r < nrows; ++r) {
+            const __m256i eq = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i*)(rows[r] + j)), ninf);
+            bits |= ~(uint32_t)_mm256_movemask_epi8(eq);
+        }
+        bits &= 0x55555555u;  // one bit per 16-bit lane
+        while (bits) {
+            out[cnt++] = (int32_t)(j + (__builtin_ctz(bits) >> 1));
+            bits &= bits - 1;
+        }
+    }
+    if (j < j1) cnt += ref::scan(rows, nrows, j, j1, out + cnt);
+    return cnt;
+}
+
+PG_AVX2 static int64_t count_finite(const uint16_t* row, int64_t n) {
+    const __m256i ninf = _mm256_set1_epi16((short)kF16NegInf);
+    int64_t c = 0, j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const __m256i eq = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i*)(row + j)), ninf);
+        c += 16 - (__builtin_popcount((uint32_t)_mm256_movemask_epi8(eq)) >> 1);
+    }
+    return c + ref::count_finite(row + j, n - j);
+}
+
+}  // namespace avx2
