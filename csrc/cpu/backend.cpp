@@ -106,6 +106,8 @@ bool barrier_free(const Tensor* n) {
             return true;
         case Op::MUL_MAT:
             return mul_mat_barrier_free(n);
+        case Op::MUL_MAT_ID:
+            return mul_mat_id_barrier_free(n);
         case Op::FLASH_ATTN_EXT:
             return flash_attn_barrier_free(n);
         default:

@@ -39,6 +39,8 @@ void count_back_claimed_units(int64_t n);
 
 // True when this MUL_MAT node's kernel never meets the other threads (defined with the kernel).
 bool mul_mat_barrier_free(const Tensor* dst);
+// The same for a MUL_MAT_ID node (defined with its kernel).
+bool mul_mat_id_barrier_free(const Tensor* dst);
 // True when this FLASH_ATTN_EXT node's kernel can run as shares given share_slots.
 bool flash_attn_barrier_free(const Tensor* dst);
 

@@ -41,18 +41,20 @@ inline bool private_conversion(const Tensor* dst) {
     return b->ne[0] * b->ne[1] * b->ne[2] * b->ne[3] <= kPrivateConvertValues;
 }
 
-// Converts b's columns (n, i12, i13) into conv + ((i13*ne12 + i12)*N + n) * colb with
+// b's column c of the conversion order: (n, i12, i13) = (c % N, c / N % ne12, c / (N * ne12)).
+inline const char* conversion_column(const Tensor* b, int64_t c) {
+    const int64_t N = b->ne[1], ne12 = b->ne[2];
+    return b->row(c % N, (c / N) % ne12, c / (N * ne12));
+}
+
+// Converts b's columns into conv + c * colb (c: conversion_column's order) with
 // convert_one(src_row, dst): all of them when `priv`, else this thread's share.
 template <class ConvertOne>
 void convert_columns(const ComputeParams& p, const Tensor* b, bool priv, char* conv, size_t colb,
                      ConvertOne&& convert_one) {
-    const int64_t N = b->ne[1], ne12 = b->ne[2];
-    int64_t c0 = 0, c1 = N * ne12 * b->ne[3];
+    int64_t c0 = 0, c1 = b->ne[1] * b->ne[2] * b->ne[3];
     if (!priv) split_range(c1, p.ith, p.nth, c0, c1);
-    for (int64_t c = c0; c < c1; ++c) {
-        const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
-        convert_one(b->row(n, i12, i13), conv + c * colb);
-    }
+    for (int64_t c = c0; c < c1; ++c) convert_one(conversion_column(b, c), conv + c * colb);
 }
 
 // Spins (then yields the core) until ready() holds, for work another thread is doing now:
@@ -67,26 +69,32 @@ void spin_until(Ready&& ready) {
     }
 }
 
-// Converts all of b's columns, as convert_columns, with the shares of a barrier-free node
-// (p.share_slots given): the shares claim columns from share_slots[1] (its low 32 bits count
-// the claims, its high 32 bits the columns done) until none is left, then wait until every
-// claimed column is done. A share only waits for columns that other shares are converting at
-// that moment, never for a share that has not started: a late thread finds the columns
-// converted and its units taken, where a barrier would hold the others until it arrived.
-// Needs fewer than 2^31 columns (claimed_conversion_fits).
+// Runs convert_item(c) for items 0..items-1 (the pieces of a shared conversion: columns, groups
+// of columns) with the shares of a barrier-free node (p.share_slots given): the shares claim
+// items from share_slots[1] (its low 32 bits count the claims, its high 32 bits the items done)
+// until none is left, then wait until every claimed item is done. A share only waits for items
+// that other shares are converting at that moment, never for a share that has not started: a
+// late thread finds the items converted and its units taken, where a barrier would hold the
+// others until it arrived. Needs fewer than 2^31 items (claimed_conversion_fits).
 constexpr int64_t kConvertClaim = 1, kConvertDone = int64_t(1) << 32;
-inline bool claimed_conversion_fits(const Tensor* b) { return b->ne[1] * b->ne[2] * b->ne[3] < (int64_t(1) << 31); }
+constexpr int64_t kMaxClaimedItems = int64_t(1) << 31;
+inline bool claimed_conversion_fits(const Tensor* b) { return b->ne[1] * b->ne[2] * b->ne[3] < kMaxClaimedItems; }
+template <class ConvertItem>
+void convert_claimed(const ComputeParams& p, int64_t items, ConvertItem&& convert_item) {
+    std::atomic<int64_t>& slot = p.share_slots[1];
+    for (int64_t c; (c = slot.fetch_add(kConvertClaim, std::memory_order_relaxed) & 0xffffffff) < items;) {
+        convert_item(c);
+        slot.fetch_add(kConvertDone, std::memory_order_release);
+    }
+    spin_until([&] { return (slot.load(std::memory_order_acquire) >> 32) >= items; });
+}
+
+// convert_columns over the shares of a barrier-free node (convert_claimed, one column an item).
 template <class ConvertOne>
 void convert_columns_claimed(const ComputeParams& p, const Tensor* b, char* conv, size_t colb,
                              ConvertOne&& convert_one) {
-    const int64_t N = b->ne[1], ne12 = b->ne[2], columns = N * ne12 * b->ne[3];
-    std::atomic<int64_t>& slot = p.share_slots[1];
-    for (int64_t c; (c = slot.fetch_add(kConvertClaim, std::memory_order_relaxed) & 0xffffffff) < columns;) {
-        const int64_t n = c % N, i12 = (c / N) % ne12, i13 = c / (N * ne12);
-        convert_one(b->row(n, i12, i13), conv + c * colb);
-        slot.fetch_add(kConvertDone, std::memory_order_release);
-    }
-    spin_until([&] { return (slot.load(std::memory_order_acquire) >> 32) >= columns; });
+    convert_claimed(p, b->ne[1] * b->ne[2] * b->ne[3],
+                    [&](int64_t c) { convert_one(conversion_column(b, c), conv + c * colb); });
 }
 
 // Runs units 0..units-1 over the threads. `fixed`: each thread takes a contiguous share, with

@@ -17,7 +17,9 @@
 // count (speculative decoding verifies a batch against tokens decoded alone). From
 // kt::kMinColumns tokens on, an expert's outputs are the K-quant tiles' bits, again the same
 // whatever the token count and the threads (MUL_MAT's rule, per expert). Units (expert, row
-// chunk, column block) are taken from a shared counter; experts without tokens have none.
+// chunk, column block) are taken from a shared counter; experts without tokens have none. As
+// shares of a barrier-free step the threads also claim the column groups to convert
+// (mm::convert_claimed), so none waits for a thread that has not started.
 #include <algorithm>
 #include <atomic>
 #include <vector>
@@ -113,7 +115,7 @@ Layout layout(const QgSizes& q, int64_t slots, int64_t E, size_t colb) {
 }  // namespace
 
 // Every thread builds the same grouping, converts (and packs) its share of the experts' column
-// groups straight into expert order, then units are taken from a shared counter.
+// groups straight into expert order (claimed, or a contiguous run), then takes units.
 void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const Tensor* as = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -123,7 +125,8 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const int64_t K = as->ne[0], M = as->ne[1], E = as->ne[2];
     const int64_t U = ids->ne[0], T = ids->ne[1], Nb = b->ne[1];
 
-    // Validation and grouping run on every thread before the barrier, so an error is symmetric.
+    // Validation and grouping run on every thread before any conversion, so an error is
+    // symmetric: no share claims a group, nobody waits for one.
     std::vector<int64_t> count(E + 1, 0);
     for (int64_t t = 0; t < T; ++t)
         for (int64_t e = 0; e < U; ++e) {
@@ -162,13 +165,15 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     char* groups = (char*)p.wdata + lay.groups;
     char* packed_rows = (char*)p.wdata + lay.rows + size_t(p.ith) * thread_bytes(qg, kts, K);
     kt::PanelSb* panel = (kt::PanelSb*)packed_rows;
-    {  // group g of expert x: slots [start[x] + 8 (g - first_group[x]), +8)
+    // Shares of a barrier-free step (mul_mat_id_barrier_free) claim the groups to convert and
+    // then the units, with no barrier; a gang's threads each convert a contiguous run of groups
+    // and meet once.
+    const bool claimed = p.share_slots != nullptr;
+    {
         std::vector<float> tmp;
-        int64_t g0, g1;
-        split_range(first_group[E], p.ith, p.nth, g0, g1);
-        int64_t x = std::upper_bound(first_group.begin(), first_group.end(), g0) - first_group.begin() - 1;
-        for (int64_t g = g0; g < g1; ++g) {
-            while (g >= first_group[x + 1]) ++x;
+        // group g of expert x: slots [start[x] + 8 (g - first_group[x]), +8)
+        auto convert_group = [&](int64_t g) {
+            const int64_t x = std::upper_bound(first_group.begin(), first_group.end(), g) - first_group.begin() - 1;
             const int64_t s0 = start[x] + (g - first_group[x]) * kQgCols, s1 = std::min(start[x + 1], s0 + kQgCols);
             for (int64_t s = s0; s < s1; ++s) {
                 const char* brow = b->row(slot_e[s] % Nb, slot_t[s]);
@@ -177,6 +182,13 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             }
             if (gemm_expert(x) && s1 - s0 > kQgDotTail)
                 kr.qg_pack_act[(int)vec_dot_type(w)](conv + s0 * colb, colb, int(s1 - s0), K, groups + g * qg.group_bytes);
+        };
+        if (claimed) {
+            convert_claimed(p, first_group[E], convert_group);
+        } else {
+            int64_t g0, g1;
+            split_range(first_group[E], p.ith, p.nth, g0, g1);
+            for (int64_t g = g0; g < g1; ++g) convert_group(g);
         }
     }
 
@@ -272,7 +284,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
                 std::copy(v, v + nr, (float*)d);
             });
     };
-    run_mul_mat_units(p, first_unit[E], false, [&](int64_t u) {
+    auto run_unit = [&](int64_t u) {
         const int64_t x = std::upper_bound(first_unit.begin(), first_unit.end(), u) - first_unit.begin() - 1;
         const char* abase = (const char*)as->data + x * as->nb[2];
         if (tile_expert(x)) return run_tiles(abase, u - first_unit[x], x);
@@ -282,7 +294,16 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
         if (gemm_expert(x)) run_gemm(abase, x, m0, m1, s0, s1);
         else if (float_tiles) run_float(abase, m0, m1, s0, s1);
         else run_dots(abase, x, m0, m1, s0, s1);
-    });
+    };
+    // every share claims from the front: the tiles' panels decode slower going down the rows
+    if (claimed) run_barrier_free_units(p, first_unit[E], run_unit, false);
+    else run_mul_mat_units(p, first_unit[E], false, run_unit);
+}
+
+// Shares claim the conversion's groups (at most one a slot) and the units: no barrier.
+bool mul_mat_id_barrier_free(const Tensor* dst) {
+    const Tensor* ids = dst->src[2];
+    return ids->ne[0] * ids->ne[1] < kMaxClaimedItems;
 }
 
 size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int n_threads) {

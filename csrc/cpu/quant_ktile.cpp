@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "cpu/ktile_timeline.h"
 #include "cpu/mul_mat_common.h"
 #include "pyggml/quant_blocks.h"
 
@@ -115,14 +116,17 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
     char* q8 = mine + size_t(nsb) * sizeof(PanelSb);
     char* conv = (char*)p.wdata + mm::kCounterBytes + size_t(p.nth) * thread_bytes(dst) +
                  (priv ? size_t(p.ith) * conv_bytes(dst) : 0);
+    kt::Timeline timeline(p.ith);
     {
         std::vector<float> tmp;
         auto convert_one = [&](const char* src, char* out) {
             kt::convert_column(kr, w, b->type, src, K, q8, (ActSb*)out, tmp);
+            timeline.column();
         };
         if (claimed) mm::convert_columns_claimed(p, b, conv, colb, convert_one);
         else mm::convert_columns(p, b, priv, conv, colb, convert_one);
     }
+    timeline.converted();
     const size_t block_bytes = type_size(w);
     // Columns a unit: all of them where the row chunks alone give every thread many units (a
     // panel is then decoded once, not once per kColBlock columns), else kColBlock.
@@ -137,12 +141,15 @@ void ktile_mul_mat_forward(const ComputeParams& p, Tensor* dst) {
         const int rows = (int)std::min<int64_t>(kt::kRows, M - m0);
         const int64_t n0 = cb * col_block, n1 = std::min(N, n0 + col_block);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        timeline.unit_start();
         kt::decode_panel(kk.decode, abase, a->nb[1], block_bytes, m0, rows, nsb, panel, M);
+        timeline.unit_decoded();
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3] + m0 * sizeof(float);
         const char* cbase = conv + bt * N * colb;
         kt::tile_columns(
             kk.tile, nsb, panel, n0, n1, [&](int64_t n) { return (const ActSb*)(cbase + n * colb); },
             [&](int64_t n, const float* v) { std::memcpy(dbase + n * dst->nb[1], v, size_t(rows) * sizeof(float)); });
+        timeline.unit_done();
     };
     // every share claims from the front: panels decoded going down the rows (a share claiming
     // from the back) took 1.6x the decode time of going up, at 2 threads

@@ -19,7 +19,7 @@ import pytest
 
 import pyggml as gg
 import reference as ref
-from util import assert_close, compute, ggml_ref_avx512_vnni, new, values
+from util import assert_close, compute, ggml_ref_avx512_vnni, moe_routing, new, values
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 KQUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
@@ -27,20 +27,6 @@ PEER = 5e-4
 TH = gg.KTILE_MIN_COLUMNS
 
 pytestmark = pytest.mark.usefixtures("avx512_level")  # tests/conftest.py
-
-
-def _routing(counts, U, rng):
-    """ids (T, U), T = sum(counts) / U, expert x picked by exactly counts[x] tokens, never twice
-    by one token (each count at most T), tokens and slots in random order."""
-    T = sum(counts) // U
-    assert T * U == sum(counts) and max(counts) <= T
-    seq = np.repeat(np.arange(len(counts)), counts)
-    ids = seq.reshape(U, T).T.copy()       # token t: seq[t], seq[t + T], ... (distinct: runs <= T)
-    ids = ids[rng.permutation(T)]
-    for t in range(T):
-        ids[t] = ids[t, rng.permutation(U)]
-    assert (np.bincount(ids.ravel(), minlength=len(counts)) == counts).all()
-    return ids.astype(np.int32)
 
 
 def _mul_mat_id(ctx, as_, bv, ids, n_threads=2):
@@ -59,7 +45,7 @@ def _setup(name, K, M, counts, U, Nb, seed):
     rng = np.random.default_rng(seed)
     ctx = gg.Context(mem_size=256 << 20)
     as_, asv = new(ctx, TABLE[name]["type"], [K, M, len(counts)], rng=rng)
-    ids = _routing(counts, U, rng)
+    ids = moe_routing(counts, U, rng)
     bv = rng.uniform(-2, 2, size=(ids.shape[0], Nb, K)).astype(np.float32)
     return ctx, as_, asv[0], ids, bv
 

@@ -10,7 +10,7 @@ import pytest
 
 import pyggml as gg
 import reference as ref
-from util import assert_close, new, values
+from util import check_shared_schedules, new
 
 TABLE = {row["name"]: row for row in gg.type_traits()}
 KQUANTS = ["q2_K", "q3_K", "q4_K", "q5_K", "q6_K"]
@@ -18,41 +18,6 @@ PEER = 5e-4
 PRIVATE_VALUES = 16 * 4096  # mul_mat_common.h kPrivateConvertValues: up to this, each share converts all
 
 pytestmark = pytest.mark.usefixtures("avx512_level")  # tests/conftest.py
-
-
-def _bits(x):
-    return np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32)
-
-
-def _run(monkeypatch, graph, outs, n_threads, shares):
-    monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")  # every node split, whatever its size
-    monkeypatch.setenv("PYGGML_CPU_SHARES", "1" if shares else "0")
-    for o in outs:  # a unit left out must not pass with the previous run's values
-        o.set(np.full(tuple(reversed(o.ne)), np.nan, dtype=np.float32))
-    before = gg.cpu_schedule_counts()["shared_steps"]
-    graph.compute(n_threads=n_threads)
-    return [values(o).copy() for o in outs], gg.cpu_schedule_counts()["shared_steps"] - before
-
-
-def _check_schedules(monkeypatch, ctx, outs, want, what):
-    g = gg.Graph(ctx)
-    for o in outs:
-        g.build_forward_expand(o)
-    base, _ = _run(monkeypatch, g, outs, 1, True)
-    for got, w in zip(base, want):
-        assert np.isfinite(got).all(), f"{what} 1 thread: outputs left unwritten"
-        assert_close(got, w, PEER, what=f"{what} 1 thread")
-    for nt in (2, 3, 5):
-        for shares in (True, False):
-            for rep in range(3):
-                got_all, shared = _run(monkeypatch, g, outs, nt, shares)
-                for i, (got, b0) in enumerate(zip(got_all, base)):
-                    bad = np.flatnonzero(_bits(got) != _bits(b0))
-                    assert bad.size == 0, (f"{what} node {i} threads={nt} shares={shares} rep {rep}: "
-                                           f"{bad.size} of {got.size} differ from 1 thread")
-                # every product a shared step (and the other barrier-free nodes), or none
-                ok = shared >= len(outs) if shares else shared == 0
-                assert ok, f"{what} threads={nt} shares={shares}: {shared} shared steps"
 
 
 CASES = [  # K, M, N, weight batches, b batches; every b above PRIVATE_VALUES
@@ -75,7 +40,7 @@ def test_shared_tiles_match_gang_and_one_thread(monkeypatch, name, case):
     b, bv = new(ctx, gg.F32, [K, N, *bb], rng=rng, lo=-2.0, hi=2.0)
     out = gg.mul_mat(ctx, w, b)
     wvb = np.repeat(np.repeat(wv, bb[1] // ab[1], axis=0), bb[0] // ab[0], axis=1)
-    _check_schedules(monkeypatch, ctx, [out], [ref.mul_mat(wvb, bv)], f"{name} {case}")
+    check_shared_schedules(monkeypatch, ctx, [out], [ref.mul_mat(wvb, bv)], PEER, f"{name} {case}")
 
 
 @pytest.mark.parametrize("name", ["q4_K", "q6_K"])
@@ -89,6 +54,6 @@ def test_two_shared_tile_nodes_of_one_graph(monkeypatch, name):
     b2, bv2 = new(ctx, gg.F32, [K, N + 9], rng=rng)
     o1 = gg.mul_mat(ctx, w, b1)
     o2 = gg.mul_mat(ctx, w, gg.scale(ctx, b2, 0.5))
-    _check_schedules(monkeypatch, ctx, [o1, o2], [ref.mul_mat(wv, bv1), ref.mul_mat(wv, bv2 * 0.5)],
-                     f"{name} two nodes")
+    check_shared_schedules(monkeypatch, ctx, [o1, o2], [ref.mul_mat(wv, bv1), ref.mul_mat(wv, bv2 * 0.5)], PEER,
+                           f"{name} two nodes")
 
