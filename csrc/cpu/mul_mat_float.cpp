@@ -181,6 +181,24 @@ size_t pack_budget_floats(const PackedShape& s, const FloatKernels& fk) {
     return std::min(total, std::max(kPackBudget / sizeof(float), one));
 }
 size_t a_block_floats(const FloatKernels& fk) { return size_t(fk.mc / fk.mr) * a_panel_floats(fk, fk.kb / fk.lanes); }
+// dst columns a multiple of 4 KiB apart put a tile's 12 output columns in one set of the 8-way
+// L1, so its read-add-store of the running sums after every K block missed L1 (K4096 M4096 N128,
+// 1 thread: the tiles alone took 5.5% (bf16) / 3% (f16) longer than with columns 576 bytes
+// apart). Over several K blocks a task then keeps its running sums in a scratch block of
+// columns `scratch_ldc` floats apart and copies them to dst at its end (the same sums: the
+// scratch only moves where they are kept); the whole product ran 1.9% / 1.8% faster.
+bool sums_in_scratch(const Tensor* dst, const FloatKernels& fk) {
+    return dst->nb[1] % 4096 == 0 && dst->src[0]->ne[0] > fk.kb;
+}
+int64_t scratch_ldc(const FloatKernels& fk) { return fk.mc + 16; }
+size_t sums_scratch_floats(const Tensor* dst, const PackedShape& s, const FloatKernels& fk) {
+    if (!sums_in_scratch(dst, fk)) return 0;
+    return size_t(scratch_ldc(fk)) * size_t(std::min(fk.nc, (s.N + fk.nr - 1) / fk.nr * fk.nr));
+}
+// One thread's weight block and running-sum scratch.
+size_t thread_block_floats(const Tensor* dst, const PackedShape& s, const FloatKernels& fk) {
+    return a_block_floats(fk) + sums_scratch_floats(dst, s, fk);
+}
 int64_t total_panels(const PackedShape& s, const FloatKernels& fk) { return s.nbatch * ((s.N + fk.nr - 1) / fk.nr); }
 // All of b's panels fit the budget: one chunk, packed once, and no barrier is needed.
 bool packed_in_one_chunk(const PackedShape& s, const FloatKernels& fk) {
@@ -195,7 +213,7 @@ size_t packed_work_size(const Tensor* dst, int nth) {
     const FloatKernels& fk = float_kernels(dst);
     const PackedShape s = packed_shape(dst, fk);
     const size_t flags = packed_in_one_chunk(s, fk) ? sizeof(std::atomic<uint32_t>) * size_t(total_panels(s, fk)) : 0;
-    return kCounterBytes + sizeof(float) * size_t(nth) * a_block_floats(fk) + ready_flags_offset(s, fk) + flags;
+    return kCounterBytes + sizeof(float) * size_t(nth) * thread_block_floats(dst, s, fk) + ready_flags_offset(s, fk) + flags;
 }
 
 // Waits until a panel another thread is packing is ready.
@@ -219,8 +237,9 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
     const int64_t wsize = int64_t(type_size(w));
 
     float* wbase = (float*)((char*)p.wdata + kCounterBytes);
-    float* apack = wbase + size_t(p.ith) * a_block_floats(fk);
-    float* bpack = wbase + size_t(p.nth) * a_block_floats(fk);
+    float* apack = wbase + size_t(p.ith) * thread_block_floats(dst, s, fk);
+    float* bpack = wbase + size_t(p.nth) * thread_block_floats(dst, s, fk);
+    float* sums = sums_in_scratch(dst, fk) ? apack + a_block_floats(fk) : nullptr;
     const size_t budget = pack_budget_floats(s, fk);
     const size_t pfl = panel_floats(s, fk);
     const int64_t piece_cols = std::max<int64_t>(NR, int64_t(budget / pfl) * NR);
@@ -271,6 +290,9 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         float* cbase = (float*)dst->data + (i12 * dst->nb[2] + i13 * dst->nb[3]) / sizeof(float);
         const int64_t mp = (m1 - m0 + MR - 1) / MR;
+        // the running sums of outputs (m, n): dst's, or sums[(n - c0) * cld + m - m0]
+        const int64_t cld = sums ? scratch_ldc(fk) : ldc;
+        auto sum_at = [&](int64_t m, int64_t n) { return sums ? sums + (n - c0) * cld + (m - m0) : cbase + n * ldc + m; };
         for (int64_t k0 = 0; k0 < s.K; k0 += fk.kb) {
             const int64_t kc = std::min(fk.kb, s.K - k0), nq = (kc + V - 1) / V;
             // the weight block: panels of MR rows, zero past row m1 and past K
@@ -308,14 +330,17 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
                 for (int64_t ip = 0; ip < mp; ++ip) {
                     const int64_t m = m0 + ip * MR;
                     const int mv = (int)std::min<int64_t>(MR, m1 - m);
-                    float* c = cbase + n * ldc + m;
+                    float* c = sum_at(m, n);
                     const int64_t l0 = std::min(b_lines, ip * lines_per_tile);
                     const int pf_lines = has_next ? (int)(std::min(b_lines, l0 + lines_per_tile) - l0) : 0;
                     if (next_w) prefetch_next_weights();
-                    micro(nq, apack + ip * a_panel_floats(fk, nq), bp, c, ldc, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
+                    micro(nq, apack + ip * a_panel_floats(fk, nq), bp, c, cld, mv, nv, k0 > 0, bnext + l0 * 64, pf_lines);
                 }
             }
         }
+        if (sums)
+            for (int64_t n = c0; n < c1; ++n)
+                std::memcpy(cbase + n * ldc + m0, sum_at(m0, n), sizeof(float) * size_t(m1 - m0));
     };
 
     struct TaskPlan {

@@ -214,3 +214,37 @@ def test_one_column_over_long_rows(bf16_form, wtype, K, row_values, n_threads):
     assert_close(values(wide).reshape(1, 1, N, M), mul_mat(av, act_like_cpu(bv, wtype)), 1e-9, what=what)
     one = np.stack([values(s).reshape(M) for s in singles]).reshape(1, 1, len(picks), M)
     assert_close(one, mul_mat(av, act_like_cpu(bv[:, :, picks, :], wtype)), 1e-9, what=what + " single columns")
+
+
+@pytest.mark.parametrize("K", [47, 48, 528, 1071])
+@pytest.mark.parametrize("M", [37, 64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_f16_packing_of_line_pairs(K, M, n_threads):
+    """The avx512 set packs f16 weights 16 rows by two 16-value chunks (one 64-byte line of each
+    row) at a time (simd/float_gemm_avx512.cpp pack_f16): K blocks of an odd number of chunks
+    (48: 3, 528: 32 then 1), a last chunk cut short (47, 1071), rows past M in a panel (37), and
+    the weights a view of rows 8 KiB apart (4096 values: the stride whose lines share L1 sets).
+    Every column must have the bits the direct tiles give it alone and the product of b rounded to
+    f16."""
+    if gg.isa(detected=True) != "avx512":
+        pytest.skip("the CPU has no AVX-512")
+    prev = gg.set_isa("avx512")
+    try:
+        N, row_values = 70, 4096
+        rng = np.random.default_rng(K * 5 + M)
+        ctx = gg.Context(mem_size=64 << 20)
+        a0, a0v = new(ctx, gg.F16, [row_values, M], rng=rng)
+        a = gg.view_2d(ctx, a0, K, M, a0.nb[1], 0)
+        b, bv = new(ctx, gg.F32, [K, N], rng=rng)
+        wide = gg.mul_mat(ctx, a, b)
+        picks = [0, 12, 35, 69]
+        singles = [gg.mul_mat(ctx, a, gg.view_2d(ctx, b, K, 1, b.nb[1], j * b.nb[1])) for j in picks]
+        compute(ctx, wide, *singles, n_threads=n_threads)
+        w = values(wide).reshape(N, M)
+        for j, s in zip(picks, singles):
+            got, want = w[j].view(np.uint32), values(s).reshape(M).view(np.uint32)
+            assert np.array_equal(got, want), f"K={K} M={M} column {j}: {np.flatnonzero(got != want).size} rows differ"
+        assert_close(values(wide).reshape(1, 1, N, M), mul_mat(a0v[..., :K], act_like_cpu(bv, "f16")), 1e-9,
+                     what=f"f16 K={K} M={M} rows of {row_values}")
+    finally:
+        gg.set_isa(prev)
