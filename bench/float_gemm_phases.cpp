@@ -5,7 +5,7 @@
 // with the running sums written to columns mc floats apart (as in cache), M floats apart (dst's
 // layout) and mc + 16 floats apart (the driver's scratch). The product less packing and tiles is
 // what the driver adds (b's packing, prefetches, misses the in-cache figures do not see).
-//   g++ -O2 -std=c++17 -Icsrc/include -Icsrc bench/float_gemm_phases.cpp build/libpyggml_core.a -lpthread -o build/float_gemm_phases
+// Built with the other bench binaries (CMake target float_gemm_phases).
 //   build/float_gemm_phases [f16|bf16|f32] [M 4096] [N 128] [K 4096]
 #include <time.h>
 
