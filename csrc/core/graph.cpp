@@ -102,8 +102,10 @@ void Graph::visit(Tensor* t) {
 void Graph::build_forward_expand(Tensor* t) {
     if (!t) throw ShapeError("build_forward_expand: tensor is None");
     // Validate reachability first so that a failure leaves the graph unchanged.
+    const size_t n_before = nodes_.size();
     visit(t);
     root_of(t)->flags |= kFlagOutput;
+    if (nodes_.size() != n_before) plan_.reset();  // planned for the shorter list
 }
 
 void Graph::alloc() {
@@ -215,6 +217,7 @@ void Graph::compute(int n_threads, const std::function<bool()>& abort) {
     opts.abort = abort;
     opts.node_times = profiling_ ? &node_times_ : nullptr;
     opts.scratch = &work_;
+    opts.plan = &plan_;
     backend->compute_graph(nodes_, opts);
 }
 
