@@ -209,3 +209,21 @@ def test_a_node_modifier_plans_again(split_everything):
     back = run(g, 2)
     assert back["plans_built"] == 1 and steps(back) == steps(dense)
     assert_close(values(r), want, 1e-5)
+
+
+def test_nodes_added_after_a_compute_are_checked_again():
+    # a graph computed again skips compute's checks (Graph::compute): not once its lists grew
+    ctx = gg.Context(1 << 20)
+    a = ctx.from_numpy(np.arange(8, dtype=np.float32))
+    ro = ctx.tensor_from_buffer(np.frombuffer(bytes(32), dtype=np.uint8), gg.F32, [8])  # read-only
+    doubled = gg.scale(ctx, a, 2.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(doubled)
+    for _ in range(2):
+        g.compute(1)
+        np.testing.assert_array_equal(values(doubled).ravel(), 2.0 * np.arange(8))
+    g.build_forward_expand(gg.cpy(ctx, doubled, ro))
+    for _ in range(2):                                            # refused every time, not once
+        with pytest.raises(ValueError, match="read-only"):
+            g.compute(1)
+    assert not np.frombuffer(ro.numpy().tobytes(), np.uint8).any()

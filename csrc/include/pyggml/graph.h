@@ -55,6 +55,10 @@ private:
     std::vector<double> node_times_;
     std::vector<uint8_t> work_;  // kernel scratch, kept between computes
     std::unique_ptr<BackendPlan> plan_;  // the backend's plan of nodes_, kept likewise
+    struct Checked {  // what compute's checks last passed for (nodes == 0: none)
+        size_t nodes = 0, leafs = 0;
+        uint64_t edits = 0;
+    } checked_;
 };
 
 // Debug mode: kernels validate contracts (e.g. flash attention n_kv_max) and raise.
