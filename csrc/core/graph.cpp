@@ -102,8 +102,10 @@ void Graph::visit(Tensor* t) {
 void Graph::build_forward_expand(Tensor* t) {
     if (!t) throw ShapeError("build_forward_expand: tensor is None");
     // Validate reachability first so that a failure leaves the graph unchanged.
+    const size_t n_before = nodes_.size();
     visit(t);
     root_of(t)->flags |= kFlagOutput;
+    if (nodes_.size() != n_before) plan_.reset();  // planned for the shorter list
 }
 
 void Graph::alloc() {
@@ -172,49 +174,59 @@ void Graph::alloc() {
 void Graph::compute(int n_threads, const std::function<bool()>& abort) {
     if (n_threads < 1) throw ShapeError("Graph.compute: n_threads must be >= 1");
     Backend* backend = ctx_->backend();
-    // Everything that can be refused is refused before a buffer is planned or a node runs.
-    for (Tensor* n : nodes_) {
-        const std::string why = backend->unsupported_reason(n);
-        if (!why.empty()) {
-            std::ostringstream os;
-            os << "[" << op_name(n->op) << "] node '" << n->name << "' is not supported by the " << backend->name()
-               << " backend: " << why << " (" << describe(n) << ")";
-            throw UnsupportedError(os.str());
+    // The checks depend only on the node and leaf lists (their tensors' contexts, flags and
+    // storage, which stay once set) and on edits to existing nodes: a graph computed again
+    // (decode) skips them, walking no tensor it does not run.
+    const uint64_t edits = tensor_edit_epoch();
+    if (!(checked_.nodes == nodes_.size() && checked_.leafs == leafs_.size() && checked_.edits == edits &&
+          allocated())) {
+        checked_ = Checked{};
+        // Everything that can be refused is refused before a buffer is planned or a node runs.
+        for (Tensor* n : nodes_) {
+            const std::string why = backend->unsupported_reason(n);
+            if (!why.empty()) {
+                std::ostringstream os;
+                os << "[" << op_name(n->op) << "] node '" << n->name << "' is not supported by the " << backend->name()
+                   << " backend: " << why << " (" << describe(n) << ")";
+                throw UnsupportedError(os.str());
+            }
+            const Tensor* root = n->view_src ? n->view_src : n;
+            if (!op_is_layout_only(n->op) && (root->flags & kFlagReadOnly)) {
+                std::ostringstream os;
+                os << "[" << op_name(n->op) << "] node '" << n->name << "' would write into the read-only tensor '"
+                   << root->name << "' (e.g. memory-mapped weights); copy it first";
+                throw ShapeError(os.str());
+            }
         }
-        const Tensor* root = n->view_src ? n->view_src : n;
-        if (!op_is_layout_only(n->op) && (root->flags & kFlagReadOnly)) {
-            std::ostringstream os;
-            os << "[" << op_name(n->op) << "] node '" << n->name << "' would write into the read-only tensor '"
-               << root->name << "' (e.g. memory-mapped weights); copy it first";
-            throw ShapeError(os.str());
-        }
+        for (auto* list : {&leafs_, &nodes_})
+            for (Tensor* t : *list) {
+                Backend* home = t->ctx ? t->ctx->backend() : cpu_backend();
+                if (home != backend) {
+                    std::ostringstream os;
+                    os << "Graph.compute: tensor '" << t->name << "' lives on " << home->name()
+                       << " but the graph computes on " << backend->name();
+                    throw ShapeError(os.str());
+                }
+            }
+        if (!allocated()) alloc();
+        for (auto* list : {&leafs_, &nodes_})
+            for (Tensor* t : *list) {
+                if (!t->data && t->view_src && t->view_src->data)
+                    t->data = (char*)t->view_src->data + t->view_offs;
+                if (!t->data && t->nbytes() > 0) {
+                    std::ostringstream os;
+                    os << "Graph.compute: tensor '" << t->name << "' (" << describe(t) << ") has no storage";
+                    throw ShapeError(os.str());
+                }
+            }
+        checked_ = Checked{nodes_.size(), leafs_.size(), edits};
     }
-    for (auto* list : {&leafs_, &nodes_})
-        for (Tensor* t : *list) {
-            Backend* home = t->ctx ? t->ctx->backend() : cpu_backend();
-            if (home != backend) {
-                std::ostringstream os;
-                os << "Graph.compute: tensor '" << t->name << "' lives on " << home->name()
-                   << " but the graph computes on " << backend->name();
-                throw ShapeError(os.str());
-            }
-        }
-    if (!allocated()) alloc();
-    for (auto* list : {&leafs_, &nodes_})
-        for (Tensor* t : *list) {
-            if (!t->data && t->view_src && t->view_src->data)
-                t->data = (char*)t->view_src->data + t->view_offs;
-            if (!t->data && t->nbytes() > 0) {
-                std::ostringstream os;
-                os << "Graph.compute: tensor '" << t->name << "' (" << describe(t) << ") has no storage";
-                throw ShapeError(os.str());
-            }
-        }
     ComputeOptions opts;
     opts.n_threads = n_threads;
     opts.abort = abort;
     opts.node_times = profiling_ ? &node_times_ : nullptr;
     opts.scratch = &work_;
+    opts.plan = &plan_;
     backend->compute_graph(nodes_, opts);
 }
 

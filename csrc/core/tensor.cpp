@@ -1,9 +1,17 @@
-// Tensor layout predicates and error-message helpers.
+// Tensor layout predicates, error-message helpers and the count of edits to existing tensors.
 #include "pyggml/tensor.h"
+
+#include <atomic>
 
 #include "pyggml/error.h"
 
 namespace pyggml {
+
+namespace {
+std::atomic<uint64_t> g_tensor_edits{0};
+}  // namespace
+uint64_t tensor_edit_epoch() { return g_tensor_edits.load(std::memory_order_acquire); }
+void note_tensor_edit() { g_tensor_edits.fetch_add(1, std::memory_order_acq_rel); }
 
 size_t Tensor::nbytes() const {
     for (int i = 0; i < kMaxDims; ++i)

@@ -23,6 +23,9 @@ struct ScheduleCounts {
     int64_t shared_steps = 0;  // of the split steps, those run as shares (barrier-free kernels)
     int64_t back_claimed_units = 0;  // of shared one-column products (run_barrier_free_units)
     int64_t quiet_solo_steps = 0;    // solo steps not published: the next step is solo too
+    int64_t plans_built = 0;         // schedules planned (cpu/schedule.h) ...
+    int64_t plans_reused = 0;        // ... and taken from the graph's last compute
+    int64_t plan_ns = 0;             // wall nanoseconds spent finding or making them
 };
 ScheduleCounts schedule_counts();
 

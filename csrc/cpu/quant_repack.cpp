@@ -274,7 +274,12 @@ constexpr int64_t kMaxGroupsPerUnit = 8;
 
 }  // namespace
 
-RepackedWeights::~RepackedWeights() { weight_free(buf); }
+// Made or dropped, a copy changes which path (and schedule) its MUL_MAT nodes take: kept plans
+// see the edit count move.
+RepackedWeights::~RepackedWeights() {
+    weight_free(buf);
+    note_tensor_edit();
+}
 
 bool repack_supported(const Tensor* t) {
     if (!t || rp::record_bytes(t->type) == 0) return false;
@@ -319,6 +324,7 @@ RepackHandle repack_weights(const Tensor* t) {
                 }
             }
     t->derived = rw;  // replaces an earlier copy's reference (that handle then serves nobody)
+    note_tensor_edit();
     return rw;
 }
 

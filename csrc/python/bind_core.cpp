@@ -6,6 +6,7 @@
 
 #include "bind_common.h"
 #include "cpu/backend.h"
+#include "cpu/schedule.h"  // set_plan_reuse
 #include "cpu/simd/isa.h"
 #include "cpu/threadpool.h"
 #include "dlpack_export.h"
@@ -269,13 +270,21 @@ void bind_core(py::module_& m) {
         d["shared_steps"] = c.shared_steps;
         d["back_claimed_units"] = c.back_claimed_units;
         d["quiet_solo_steps"] = c.quiet_solo_steps;
+        d["plans_built"] = c.plans_built;
+        d["plans_reused"] = c.plans_reused;
+        d["plan_ns"] = c.plan_ns;
         return d;
     }, "What the CPU schedule did, summed over every compute of the process: computes, those "
        "that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over "
        "threads (shared_steps: those of them run as shares, without barriers), the units of "
        "shared products that shares other than the first claimed from the back, and the solo "
-       "steps thread 0 did not publish to the workers (a solo step followed it). Take the "
-       "difference around a compute.");
+       "steps thread 0 did not publish to the workers (a solo step followed it), and the "
+       "schedules planned (plans_built) or taken from the graph's last compute (plans_reused) and "
+       "the wall nanoseconds spent on that (plan_ns). "
+       "Take the difference around a compute.");
+    m.def("cpu_plan_reuse", [](bool on) { return cpu::set_plan_reuse(on); }, py::arg("on"),
+          "Whether a graph computed again reuses the CPU schedule of its last compute (the default) "
+          "or plans afresh; returns the previous setting. For benchmarks and tests.");
     m.def("cuda_built", [] { return find_backend_kind("cuda") != nullptr; },
           "Whether this build includes the CUDA backend.");
     m.def("cuda_device_count", [] {

@@ -92,6 +92,7 @@ void flash_attn_ext_add_sinks(Tensor* node, Tensor* sinks) {
     checked_node(node, fn);
     if (!sinks) {  // None clears
         node->src[4] = nullptr;
+        note_tensor_edit();
         return;
     }
     PG_SHAPE_CHECK(!node->src[4], (OpMessage(fn) << "sinks are already set on this node (pass None "
@@ -102,6 +103,7 @@ void flash_attn_ext_add_sinks(Tensor* node, Tensor* sinks) {
                    (OpMessage(fn) << "sinks.ne[0]=" << sinks->ne[0] << " must equal the number of heads "
                                      "q.ne[2]=" << q->ne[2] << " (contiguous)").with("sinks", sinks).with("q", q));
     node->src[4] = sinks;
+    note_tensor_edit();
 }
 
 void flash_attn_ext_set_prec(Tensor* node, int32_t prec) {
@@ -110,6 +112,7 @@ void flash_attn_ext_set_prec(Tensor* node, int32_t prec) {
     PG_SHAPE_CHECK(prec == kPrecDefault || prec == kPrecF32,
                    OpMessage(fn) << "prec must be 0 (DEFAULT) or 10 (F32), got " << prec);
     node->set_param_i32(kFaPrec, prec);
+    note_tensor_edit();
 }
 
 int32_t flash_attn_ext_get_prec(const Tensor* node) {
@@ -123,6 +126,7 @@ void flash_attn_ext_set_n_kv_max(Tensor* node, int64_t n_kv_max) {
     PG_SHAPE_CHECK(n_kv_max >= 0 && n_kv_max <= INT32_MAX,
                    OpMessage(fn) << "n_kv_max must be in [0, 2^31), got " << n_kv_max);
     node->set_param_i32(kFaNKvMax, (int32_t)n_kv_max);
+    note_tensor_edit();
 }
 
 }  // namespace pyggml

@@ -127,6 +127,7 @@ Tensor* rope_set_offset(Tensor* node, int n_offs) {
                    (OpMessage(name) << "n_offs=" << n_offs << " must be even, >= 0 and n_offs + n_dims (" << n_dims
                                     << ") <= ne[0]=" << node->ne[0]).with("node", node));
     node->set_param_i32(15, n_offs);
+    note_tensor_edit();
     return node;
 }
 

@@ -55,7 +55,7 @@ void soft_max_add_sinks(Tensor* node, Tensor* sinks) {
     if (!node) throw_type(OpMessage(name) << "node is required");
     PG_TYPE_CHECK(node->op == Op::SOFT_MAX,
                   (OpMessage(name) << "node must be a SOFT_MAX node (got " << op_name(node->op) << ")").with("node", node));
-    if (!sinks) { node->src[2] = nullptr; return; }
+    if (!sinks) { node->src[2] = nullptr; note_tensor_edit(); return; }
     PG_SHAPE_CHECK(node->src[2] == nullptr, (OpMessage(name) << "sinks already set").with("node", node));
     PG_TYPE_CHECK(sinks->type == Type::F32, (OpMessage(name) << "sinks must be f32").with("sinks", sinks));
     const Tensor* a = node->src[0];
@@ -63,6 +63,7 @@ void soft_max_add_sinks(Tensor* node, Tensor* sinks) {
                    (OpMessage(name) << "sinks must be a vector of a.ne[2]=" << a->ne[2] << " entries")
                        .with("a", a).with("sinks", sinks));
     node->src[2] = sinks;
+    note_tensor_edit();
 }
 
 namespace {

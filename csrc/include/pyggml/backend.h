@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,20 @@ struct DeviceInfo {
     int cc_major = 0, cc_minor = 0, sm_count = 0;
 };
 
+// What a backend derived from a node list to run it (the CPU's schedule and work size), kept by
+// the graph between computes: a graph computed again (decode reusing its graph) skips the
+// planning. The backend checks that it still fits (threads, settings, tensor_edit_epoch())
+// and rebuilds it when not; the graph drops it when its node list grows.
+struct BackendPlan {
+    virtual ~BackendPlan() = default;
+};
+
 struct ComputeOptions {
     int n_threads = 1;                        // the CPU backend's worker count (others ignore it)
     std::function<bool()> abort;              // polled between nodes; true stops the compute
     std::vector<double>* node_times = nullptr;  // wall seconds per node, when profiling
     std::vector<uint8_t>* scratch = nullptr;    // kernel scratch kept by the graph between computes
+    std::unique_ptr<BackendPlan>* plan = nullptr;  // the backend's plan, kept by the graph likewise
 };
 
 // One device of one kind. Instances live in the registry for the life of the process.

@@ -2,10 +2,12 @@
 // once), leafs (inputs and weights), the memory planner, and compute on the context's backend.
 #pragma once
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "pyggml/backend.h"
 #include "pyggml/context.h"
 
 namespace pyggml {
@@ -52,6 +54,11 @@ private:
     bool profiling_ = false;
     std::vector<double> node_times_;
     std::vector<uint8_t> work_;  // kernel scratch, kept between computes
+    std::unique_ptr<BackendPlan> plan_;  // the backend's plan of nodes_, kept likewise
+    struct Checked {  // what compute's checks last passed for (nodes == 0: none)
+        size_t nodes = 0, leafs = 0;
+        uint64_t edits = 0;
+    } checked_;
 };
 
 // Debug mode: kernels validate contracts (e.g. flash attention n_kv_max) and raise.

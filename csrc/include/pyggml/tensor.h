@@ -74,6 +74,13 @@ struct Tensor {
     void set_param_f32(int i, float v) { std::memcpy(&op_params[i], &v, 4); }
 };
 
+// Counts the changes to existing tensors that a backend's kept plan (BackendPlan) may depend
+// on: a node's op params or sources set after it was made (the *_set_* and *_add_sinks
+// modifiers), a weight's derived copy made or dropped. A kept plan records the count and is
+// rebuilt once it moved.
+uint64_t tensor_edit_epoch();
+void note_tensor_edit();
+
 bool can_repeat(const Tensor* small, const Tensor* big);  // big.ne[i] % small.ne[i] == 0
 bool are_same_layout(const Tensor* a, const Tensor* b);   // same type, ne, nb
 

@@ -1,0 +1,201 @@
+// The CPU schedule: split decisions per node, work sizes, and the plan kept with a graph.
+#include "cpu/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "cpu/kernels.h"
+
+namespace pyggml::cpu {
+
+namespace {
+using WorkSizeFn = size_t (*)(const Tensor*, int);
+const WorkSizeFn kWorkSize[] = {
+#define PYGGML_X(name, family, py) cpu_work_size_##name,
+    PYGGML_OP_TABLE(PYGGML_X)
+#undef PYGGML_X
+};
+
+bool runs(const Tensor* n) { return !op_is_layout_only(n->op) && !n->is_empty() && (n->flags & kFlagCompute); }
+}  // namespace
+
+// Below this many bytes of work per thread a node runs on thread 0 alone: splitting it costs
+// more in barriers and wake-ups than the split saves (on a busy machine, far more). "Work" is
+// the bytes a node reads and writes, plus its multiply-adds for the arithmetic-bound ops.
+// PYGGML_CPU_MIN_WORK (bytes) overrides it, for benchmarks.
+// Once some node of a graph is that big (the workers take part in the compute anyway), a
+// barrier-free node splits from a lower bar: its shares are taken, not assigned, so a worker
+// that is late costs nothing, and a worker between two big nodes is polling, not asleep.
+// Decode at a long context is the case: the attention node engages the workers, and the
+// matrix-vector products between two of them are worth splitting too. PYGGML_CPU_MIN_SHARE_WORK
+// (bytes) overrides that bar.
+namespace {
+int64_t env_bytes(const char* name, int64_t fallback) {
+    // read at every compute (a short environ scan) so that a test can change it; a kept plan
+    // made under another value is not reused
+    const char* e = std::getenv(name);
+    if (e && *e) {
+        char* end = nullptr;
+        const long long x = std::strtoll(e, &end, 10);
+        if (end && *end == 0 && x >= 0) return (int64_t)x;
+    }
+    return fallback;
+}
+int64_t min_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_WORK", (int64_t)128 * 1024); }
+int64_t min_share_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_SHARE_WORK", (int64_t)16 * 1024); }
+
+double node_work(const Tensor* n) {
+    double w = (double)n->nbytes();
+    for (const Tensor* s : n->src)
+        if (s) w += (double)s->nbytes();
+    const Tensor* a = n->src[0];
+    const Tensor* b = n->src[1];
+    switch (n->op) {
+        case Op::MUL_MAT:
+        case Op::OUT_PROD:
+            // multiply-adds: every output element is a dot product of length a->ne[0]
+            if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
+            break;
+        case Op::MUL_MAT_ID:
+            if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
+            break;
+        case Op::FLASH_ATTN_EXT:
+            // q [D, T, H, S] against n_kv keys and values
+            if (a && b) w += 0.5 * (double)a->ne[0] * (double)b->ne[1] * (double)a->ne[1] * a->ne[2] * a->ne[3];
+            break;
+        case Op::SET_ROWS:
+            // writes only the source rows into the (often cache-sized) destination
+            return 2.0 * (double)a->nbytes() + (b ? (double)b->nbytes() : 0.0);
+        case Op::GET_ROWS:
+            // reads only the rows it gathers from the (often table-sized) source
+            return 2.0 * (double)n->nbytes() + (b ? (double)b->nbytes() : 0.0);
+        case Op::ARGSORT:
+            // n log n comparisons per row, costly ones: a row of a few values is not worth a split
+            return w * 16.0 * std::log2(std::max<double>(2.0, (double)n->ne[0]));
+        case Op::IM2COL: case Op::IM2COL_3D: case Op::CONV_2D: case Op::CONV_3D: case Op::CONV_2D_DW:
+        case Op::CONV_TRANSPOSE_1D: case Op::CONV_TRANSPOSE_2D: case Op::COL2IM_1D: case Op::SOLVE_TRI:
+            return 1e30;  // arithmetic-bound in ways bytes do not show: always split
+        default:
+            break;
+    }
+    return w;
+}
+
+// Ops whose kernels split their work by (ith, nth) alone and never meet the other threads:
+// their thread shares may run in any order, several on one thread.
+bool barrier_free(const Tensor* n) {
+    switch (n->op) {
+        case Op::ADD: case Op::ADD1: case Op::ADD_ID: case Op::SUB: case Op::MUL: case Op::DIV:
+        case Op::SCALE: case Op::CLAMP: case Op::UNARY: case Op::SQR: case Op::SQRT: case Op::LOG:
+        case Op::SIN: case Op::COS: case Op::LEAKY_RELU:
+        case Op::RMS_NORM: case Op::NORM: case Op::L2_NORM: case Op::ROPE: case Op::GLU:
+        case Op::SOFT_MAX: case Op::GET_ROWS: case Op::SET_ROWS: case Op::CPY: case Op::DUP:
+        case Op::CONT: case Op::FILL:
+            return true;
+        case Op::MUL_MAT:
+            return mul_mat_barrier_free(n);
+        case Op::MUL_MAT_ID:
+            return mul_mat_id_barrier_free(n);
+        case Op::FLASH_ATTN_EXT:
+            return flash_attn_barrier_free(n);
+        default:
+            return false;
+    }
+}
+
+// PYGGML_CPU_SHARES=0 runs barrier-free nodes as gang steps too (every thread its own share,
+// all waiting for the slowest): the lockstep schedule, kept for benchmarks.
+bool shares_enabled() {
+    const char* e = std::getenv("PYGGML_CPU_SHARES");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+// The steps of `nodes`, their split decisions under the key's settings.
+std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, const PlanKey& key) {
+    const int n_threads = key.n_threads;
+    const double solo_below = (double)key.min_work * n_threads;
+    const bool shares = key.shares;
+    std::vector<Step> steps;
+    std::vector<double> work;
+    steps.reserve(nodes.size());
+    work.reserve(nodes.size());
+    bool engaged = false;  // some node splits by the full bar: the workers take part
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        Tensor* n = nodes[i];
+        if (!runs(n)) continue;
+        const double w = n_threads > 1 ? node_work(n) : 0.0;
+        Mode m = Mode::Solo;
+        if (n_threads > 1 && w >= solo_below) m = shares && barrier_free(n) ? Mode::Shared : Mode::Gang;
+        engaged = engaged || m != Mode::Solo;
+        steps.push_back({i, m, 0});
+        work.push_back(w);
+    }
+    if (engaged && shares) {
+        const double share_below = std::min(solo_below, (double)key.min_share_work * n_threads);
+        for (size_t k = 0; k < steps.size(); ++k)
+            if (steps[k].mode == Mode::Solo && work[k] >= share_below && barrier_free(nodes[steps[k].node]))
+                steps[k].mode = Mode::Shared;
+    }
+    return steps;
+}
+
+std::atomic<bool> g_reuse{true};
+std::atomic<int64_t> g_built{0}, g_reused{0};
+
+void build(SchedulePlan& plan, const std::vector<Tensor*>& nodes, const PlanKey& key) {
+    plan.key = PlanKey{};  // fits nothing until built (a throw on the way leaves it so)
+    simd::IsaPin sizing_pin(key.isa, key.bf16);  // the sizes of the level every thread will run
+    plan.work_bytes = 0;
+    for (Tensor* n : nodes)
+        if (runs(n)) plan.work_bytes = std::max(plan.work_bytes, kWorkSize[(int)n->op](n, key.n_threads));
+    plan.steps = plan_steps(nodes, key);
+    plan.n_solo = plan.n_shared = 0;
+    uint32_t n_split = 0;
+    for (Step& s : plan.steps) {
+        plan.n_solo += s.mode == Mode::Solo;
+        plan.n_shared += s.mode == Mode::Shared;
+        if (s.mode != Mode::Solo) s.counters = n_split++;
+    }
+    plan.counters.reset(n_split ? new ShareCounters[n_split] : nullptr);
+    plan.key = key;
+}
+}  // namespace
+
+bool PlanKey::operator==(const PlanKey& o) const {
+    return nodes == o.nodes && n_nodes == o.n_nodes && n_threads == o.n_threads && isa == o.isa && bf16 == o.bf16 &&
+           shares == o.shares && min_work == o.min_work && min_share_work == o.min_share_work &&
+           tensor_edits == o.tensor_edits;
+}
+
+const SchedulePlan& schedule_for(const std::vector<Tensor*>& nodes, int n_threads, simd::Isa isa, bool bf16,
+                                 std::unique_ptr<BackendPlan>& kept) {
+    PlanKey key;
+    key.nodes = nodes.data();
+    key.n_nodes = nodes.size();
+    key.n_threads = n_threads;
+    key.isa = isa;
+    key.bf16 = bf16;
+    key.shares = shares_enabled();
+    key.min_work = min_work_per_thread();
+    key.min_share_work = min_share_work_per_thread();
+    key.tensor_edits = tensor_edit_epoch();
+    auto* plan = dynamic_cast<SchedulePlan*>(kept.get());
+    if (plan && plan->key == key && g_reuse.load(std::memory_order_relaxed)) {
+        g_reused.fetch_add(1, std::memory_order_relaxed);
+        return *plan;
+    }
+    if (!plan) {
+        kept = std::make_unique<SchedulePlan>();
+        plan = static_cast<SchedulePlan*>(kept.get());
+    }
+    build(*plan, nodes, key);
+    g_built.fetch_add(1, std::memory_order_relaxed);
+    return *plan;
+}
+
+bool set_plan_reuse(bool on) { return g_reuse.exchange(on); }
+int64_t plans_built() { return g_built.load(std::memory_order_relaxed); }
+int64_t plans_reused() { return g_reused.load(std::memory_order_relaxed); }
+
+}  // namespace pyggml::cpu
