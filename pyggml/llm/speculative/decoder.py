@@ -97,7 +97,8 @@ class SpeculativeDecoder(DecoderRounds):
     fail, so a draft that never matches costs about plain decoding; after a round that asked
     the drafter (or the gate) and verified nothing, the next 0, 1, 2, 4 .. MAX_QUIET rounds
     (up to MAX_QUIET_LONG where an ask costs more than ASK_SHARE of the stretch's plain
-    steps, or until the gate's next probe where it has seen one draft class) decode plainly
+    steps, or until the gate's next probe where it declines every draft class it has seen)
+    decode plainly
     without asking (stats "n_quiet_rounds"; an accepted draft asks every
     round again), their tokens handed to the drafter at the next round that asks; "cost" also caps the
     draft at the length with the most expected tokens per second by the verify cost per
@@ -296,7 +297,7 @@ class SpeculativeDecoder(DecoderRounds):
             if n_acc:
                 lane.backoff = 1
 
-    def _after_consult(self, lane, n_drafted: int, n_acc: int) -> None:
+    def _after_consult(self, lane, n_drafted: int, n_acc: int, round_no=None) -> None:
         """The consultation back-off, after a round that asked the drafter (or the gate):
         one that verified nothing leaves the next `span` rounds plain without asking (0, 1,
         2, 4 .. MAX_QUIET after consecutive ones, .. MAX_QUIET_LONG for a drafter with an
@@ -305,8 +306,10 @@ class SpeculativeDecoder(DecoderRounds):
         not every token, and one miss between accepted drafts costs nothing); an accepted
         draft asks every round
         again. The gate's re-probes still come, at the next round that asks; where the gate
-        has seen one draft class only, a declined draft's stretch lasts until that class's
-        next probe (up to MAX_QUIET_LONG): asks before it could only be declined."""
+        declines every draft class it has seen, a round that verified nothing (a declined
+        draft, or with round_no, the round's number, one sequence, an empty one) leaves a
+        stretch that lasts until the earliest of those classes' next probes (up to
+        MAX_QUIET_LONG): asks before it could only be declined."""
         if not self.adaptive:
             return
         if n_drafted == 0 and self._gate is not None and not self._gate.ready:
@@ -324,11 +327,21 @@ class SpeculativeDecoder(DecoderRounds):
                 shortest, self.MAX_QUIET_LONG, self.ASK_SHARE)
             lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), cap)
             if self._gate is not None:
-                # the gate's one class cannot probe before then: asks could only be declined
-                lane.quiet = max(lane.quiet, min(self._gate.take_quiet_hint(),
-                                                 self.MAX_QUIET_LONG))
+                # no class seen can probe before then: asks could only be declined
+                hint = self._gate.take_quiet_hint()
+                if not hint and round_no is not None:
+                    hint = self._gate.quiet_rounds(round_no, overdue=self.MAX_QUIET)
+                lane.quiet = max(lane.quiet, min(hint, self.MAX_QUIET_LONG))
         elif n_acc > 0:
             lane.span = 0
+
+    def _wake_declined(self, drafter, round_no: int) -> bool:
+        """Whether the one-sequence gate would decline whatever an absorbing drafter's wake
+        at round round_no leads to (a draft of one of its `wake_classes`): the wake is then
+        not worth an ask."""
+        gate, classes = self._gate, drafter.wake_classes
+        return (gate is not None and bool(classes)
+                and all(gate.declines(c, round_no) for c in classes))
 
     # ---- generation -----------------------------------------------------------------------
     def generate(self, prompt_ids, n: int, stop=None) -> Generation:

@@ -178,7 +178,8 @@ class DecoderRounds:
             # id_last now, and may end a pause or a back-off before this round (as run_one)
             absorb = lane.drafter.absorb if self.adaptive else None
             absorbed = absorb is not None and (lane.skip > 0 or lane.quiet > 0)
-            if absorbed and absorb(lane.id_last, pos0):
+            if (absorbed and absorb(lane.id_last, pos0)
+                    and not (gate is not None and self._wake_declined(lane.drafter, round_no))):
                 lane.skip = lane.quiet = 0
             # a pause or a back-off: the round's batch may wait for the next consult
             resting = bool(self.adaptive and (lane.skip > 0 or lane.quiet > 0))
@@ -235,8 +236,8 @@ class DecoderRounds:
         seen = []
         for w, rows in zip(work, all_rows):
             lane, pos0, batch, waits = w[0], w[1], w[4], w[7]
-            if w[8]:
-                continue            # the drafter took the round's token (absorb)
+            if w[8] or (w[6] and not w[2] and lane.drafter.absorb is not None):
+                continue            # the drafter took the round's token (absorb, draft)
             if waits:
                 lane.pending.append((batch, pos0, rows.taps))
             else:
@@ -255,7 +256,8 @@ class DecoderRounds:
             n_acc = len(result) - 1
             self._control(lane, len(ids), n_acc)
             if consulted:
-                self._after_consult(lane, len(ids), n_acc)
+                self._after_consult(lane, len(ids), n_acc,
+                                    round_no if gate is not None else None)
             if gate is not None and ids:
                 gate.observe_accept(lane.drafter.draft_class, len(ids), n_acc)
             accepted.append(n_acc)
@@ -276,7 +278,8 @@ class DecoderRounds:
             lane.out.extend(result)
             lane.id_last = result[-1]
         t5 = time.perf_counter()
-        drew = [(w[0], k) for w, k in zip(work, accepted) if w[6]]
+        drew = [(w[0], k) for w, k in zip(work, accepted)
+                if w[6] and (w[2] or w[0].drafter.absorb is None)]
         if self.batch_draft:
             if drew:
                 self.drafter.accept_seqs([(lane.seq, k) for lane, k in drew])
