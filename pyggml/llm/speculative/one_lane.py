@@ -183,8 +183,9 @@ def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0,
     decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
     timed for the cost models. Each decoded token goes to fed, or with `absorb` (the
     drafter's hook, see Drafter.absorb) to the drafter at its position (id_last sits at
-    pos), and the run stops before a token on which absorb says to ask. Returns (the rounds
-    run, whether absorb stopped it)."""
+    pos), and the run stops before a token on which absorb says to ask, unless the gate
+    would decline what that ask leads to (SpeculativeDecoder._wake_declined; round0: the
+    number of the run's first round). Returns (the rounds run, whether absorb stopped it)."""
     ctx, out, seq = dec.ctx, lane.out, lane.seq
     decode = ctx.decode_greedy
     tok = lane.id_last
