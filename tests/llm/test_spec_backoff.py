@@ -395,3 +395,60 @@ def test_a_drafter_that_absorbs_is_asked_at_most_every_long_stretch(tmp_path):
     assert gaps["absorb"][:7] == [0, 1, 2, 4, QUIET, 2 * QUIET, long], gaps["absorb"]
     assert max(gaps["absorb"]) == long
     assert gaps["none"][:5] == [0, 1, 2, 4, QUIET] and max(gaps["none"]) == QUIET
+
+
+def _repeat_starts(full, start, w=4):
+    """The positions p >= start where full's window of w tokens ending at p occurred earlier
+    (with a token after it) and the one ending at p - 1 did not: where absorb wakes."""
+    seen, before, out = set(), False, []
+    for p in range(w - 1, len(full)):
+        if p - w >= 0:
+            seen.add(tuple(full[p - w:p]))
+        hit = tuple(full[p - w + 1:p + 1]) in seen
+        if p >= start and hit and not before:
+            out.append(p)
+        before = hit
+    return out
+
+
+def _asks_with_and_without_wake_classes(m, n, cost_model):
+    """For the n-gram drafter with its wake classes and without (every wake asks): the
+    positions asked and the verify steps; the stream is checked against greedy's."""
+    want = list(Context(m, n_ctx=n + 30).generate(PROMPT, n))
+    asked, steps = {}, {}
+    for label in ("wake classes", "none"):
+        ctx = Context(m, n_ctx=n + 30)
+        d = RecordingNgram(ctx)
+        if label == "none":
+            d.wake_classes = ()
+        dec = SpeculativeDecoder(ctx, d, n_max=3, cost_model=cost_model)
+        out = dec.generate(PROMPT, n)
+        assert list(out) == want, label
+        check_spec_stat_sums(dec.stats, out)
+        asked[label], steps[label] = d.asked, dec.stats["steps"]
+    return want, asked, steps
+
+
+def test_wakes_the_gate_would_decline_are_not_asked_about(tmp_path):
+    # seed 5's greedy stream is fresh text whose 4-token windows repeat by accident at a
+    # dozen places. With compute-bound verifies the gate declines short and medium matches
+    # but for probes: a wake between probes leads to no verify, so the decoder lets it pass
+    # (an ask costs host time) and keeps its quiet stretch
+    m = Model.load(write_tiny_llama(tmp_path / "t5.gguf", seed=5))
+    want, asked, _ = _asks_with_and_without_wake_classes(m, 230, EXPENSIVE)
+    starts = _repeat_starts(PROMPT + want, len(PROMPT) + 1)
+    assert len(starts) >= 10
+    woken = {k: [p for p in starts if p in v] for k, v in asked.items()}
+    assert len(woken["none"]) >= len(starts) - 1      # without wake classes a wake asks
+    assert len(woken["wake classes"]) <= len(woken["none"]) // 2
+    assert len(asked["wake classes"]) < len(asked["none"])
+
+
+def test_wakes_of_a_class_the_gate_verifies_are_all_asked_about(tmp_path):
+    # where verifies are cheap the gate verifies medium matches: every wake still asks, and
+    # the drafts and acceptance are the same as without a wake class
+    m = Model.load(write_tiny_llama(tmp_path / "t7.gguf", seed=7))
+    want, asked, steps = _asks_with_and_without_wake_classes(m, 230, CHEAP)
+    assert sum(s["n_accepted"] for s in steps["none"]) > 40
+    assert steps["wake classes"] == steps["none"]
+    assert asked["wake classes"] == asked["none"]

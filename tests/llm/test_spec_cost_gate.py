@@ -146,10 +146,28 @@ def test_a_lone_class_declined_hints_the_rounds_until_its_probe():
     assert gate.choose(3, 0, 6) == 0 and gate.choose(3, 0, 7) == 0
     assert gate.take_quiet_hint() == due - 7 - 1      # the last decision's
     assert gate.choose(3, 0, due) == 1 and gate.take_quiet_hint() == 0
-    # a second class: another draft could be verified before then, no hint
-    gate.choose(3, 1, due + 1)
-    gate.observe_accept(1, 1, 0)
-    assert gate.choose(3, 0, due + 2) == 0 and gate.take_quiet_hint() == 0
+
+
+def test_every_class_declined_hints_the_rounds_until_the_earliest_probe():
+    gate = DraftGate(4, MIDDLE)                # a draft pays when accepted over half the time
+    first = DraftGate.PROBE_FIRST
+    for cls, round_no in ((0, 0), (1, first)):
+        assert gate.choose(3, cls, round_no) >= 1
+        gate.observe_accept(cls, 1, 0)         # both probes rejected
+    # both probe next at round 3 * first: the gap after round `first` and class 1's interval
+    due = 3 * first
+    assert gate.choose(3, 1, 20) == 0 and gate.take_quiet_hint() == due - 20 - 1
+    assert gate.quiet_rounds(20) == due - 20 - 1          # an empty ask's view: the same
+    assert gate.declines(0, 20) and gate.declines(1, 20) and not gate.declines(2, 20)
+    assert not gate.declines(0, due)                      # its probe is due
+    # past a due probe (no draft of its class came), the caller's `overdue`
+    assert gate.quiet_rounds(due + 3, overdue=7) == 7
+    # a class accepted often enough to verify: another draft could be verified, no hint
+    for _ in range(6):
+        gate.observe_accept(2, 3, 3)
+    assert gate.choose(3, 2, 21) > 0
+    assert gate.choose(3, 1, 22) == 0 and gate.take_quiet_hint() == 0
+    assert gate.quiet_rounds(22) == 0 and not gate.declines(2, 22)
 
 
 def test_a_verify_rounds_host_work_counts_in_its_cost():

@@ -207,6 +207,23 @@ def test_a_rename_accepted_once_is_trusted():
     assert d.draft(21, len(src) + 8, 5).ids == [30, 31, 32, 33, 34]
 
 
+def test_a_declined_probe_teaches_nothing():
+    # after an ask whose draft verified nothing the decoder calls no accept() for an
+    # absorbing drafter (Drafter.absorb): a probe drafted then (20 -> 21) and declined is
+    # forgotten at the next draft, so a later accepted draft does not teach its rename
+    src = [10, 11, 12, 13, 14, 15, 16, 20, 30, 31, 32, 33, 34, 35]
+    d = NgramDrafter(None)
+    d.length_hint = 5
+    d.process(np.array(src + [50] + src[:7], np.int32), 0, {})
+    pos0 = len(src) + 8
+    assert d.draft(21, pos0, 5).ids == [30, 31, 32, 33, 34][:SUB_PROBE]   # declined
+    d.absorb(40, pos0 + 1)                     # a plain round's token
+    assert d.draft(41, pos0 + 2, 5).ids == []  # the next ask: nothing to draft
+    d.process(np.array([41], np.int32), pos0 + 2, {})
+    d.accept(SUB_PROBE)
+    assert (20, 21) not in d._renames
+
+
 def test_long_matches_exceed_the_back_off_length():
     # the decoder's back-off length (length_hint) bounds short matches; an exact match of
     # LONG_MATCH tokens or more drafts up to n_max

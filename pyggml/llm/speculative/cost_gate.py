@@ -46,9 +46,12 @@ rejected, no class probes for `probe_gap` rounds (PROBE_FIRST, doubling while pr
 failing, up to PROBE_MAX; an accepted probe clears it), so a drafter whose drafts fall into
 several classes (the n-gram's substitutions, short and medium matches) pays one schedule of
 failing probes, not one per class. Between a class's probes its decision cannot change but
-through the costs: where the gate has seen one class only, a declined draft leaves in
-`quiet_hint` the rounds until that class may probe again, which the decoder spends without
-asking (up to its longest quiet stretch): asks that could only be declined cost host time.
+through the costs: where the gate declines every class it has seen, a declined draft
+leaves in `quiet_hint` (and `quiet_rounds` tells after an empty draft) the rounds until the
+earliest of them may probe again, which the decoder spends without asking (up to its
+longest quiet stretch), and `declines` tells whether a class's draft would be declined
+(the decoder then ignores a drafter's wake that can only lead to one): asks that could
+only be declined cost host time.
 
 Verification never depends on which prefix is verified: every committed token is the
 target's own, so the stream is the same with any gate.
@@ -482,8 +485,7 @@ class DraftGate:
         longest, top_j = self._prefixes(st, k, costs)
         if longest:
             return longest
-        due = max(self.probe_from + self.probe_gap,
-                  round_no if st.last_probe is None else st.last_probe + st.interval)
+        due = self._probe_due(st, round_no)
         if round_no >= due:
             st.last_probe, st.probing = round_no, True
             self._probe_round = round_no
@@ -492,9 +494,46 @@ class DraftGate:
                 return self.n_min
             return top_j
         self.n_gated += 1
-        if len(self._classes) == 1:
-            self.quiet_hint = due - round_no - 1
+        self.quiet_hint = self.quiet_rounds(round_no, declined=st)
         return 0
+
+    def _probe_due(self, st: _ClassState, round_no: int) -> int:
+        """The first round at which a declined draft of class st is probed."""
+        return max(self.probe_from + self.probe_gap,
+                   round_no if st.last_probe is None else st.last_probe + st.interval)
+
+    def declines(self, cls, round_no: int) -> bool:
+        """Whether a draft of class cls at round round_no would be declined whatever its
+        length: the class was seen, no prefix up to n_max beats a plain step and its probe is
+        not due (False while a cost is unknown)."""
+        st = self._classes.get(cls)
+        if st is None:
+            return False
+        costs = self._costs()
+        if any(c is None for c in costs) or self._prefixes(st, self.n_max, costs)[0]:
+            return False
+        return round_no < self._probe_due(st, round_no)
+
+    def quiet_rounds(self, round_no: int, declined: _ClassState | None = None,
+                     overdue: int = 0) -> int:
+        """The rounds after round_no in which no draft of a class seen could be verified:
+        where every class seen is declined at any length (`declined`: one known to be), the
+        rounds before the earliest of their probes, or `overdue` where one is due already (it
+        waits for a draft of its class, which those rounds' asks might not find either); 0
+        where a class would be verified, none was seen or a cost is unknown. A class not
+        seen yet is not counted: its first draft probes, found at the next ask."""
+        costs, known, rounds = self._costs(), None, None
+        for st in self._classes.values():
+            if st is not declined:
+                if known is None:
+                    known = all(c is not None for c in costs)
+                if not known or self._prefixes(st, self.n_max, costs)[0]:
+                    return 0
+            r = self._probe_due(st, round_no) - round_no - 1
+            rounds = r if rounds is None else min(rounds, r)
+        if rounds is None:
+            return 0
+        return overdue if rounds < 0 else rounds
 
     def take_quiet_hint(self) -> int:
         """The rounds the last declined draft's class cannot probe in (0: none known; see

@@ -60,8 +60,13 @@ class Drafter:
     # None, or a cheap per-token hook absorb(token, pos) -> bool for the one-sequence loop's
     # plain rounds: the drafter takes each token as it is decoded (instead of in one process
     # call at the next ask) and returns True when the stream has just become worth an ask
-    # (the n-gram drafter: its end repeats an earlier place), which ends a quiet stretch early
+    # (the n-gram drafter: its end repeats an earlier place), which ends a quiet stretch early.
+    # Such a drafter keeps id_last from draft(): after an ask that verifies nothing (an empty
+    # or declined draft) the decoder calls neither process nor accept for that round
     absorb = None
+    # the draft classes (draft_class) an absorb wake's ask can lead to: the decoder ignores a
+    # wake where its cost gate would decline a draft of each of them at any length
+    wake_classes = ()
 
     def class_prior(self, cls):
         """The cost gate's prior (q1, q2) for draft class cls: the chances that a draft's

@@ -200,6 +200,10 @@ class NgramDrafter(Drafter):
 
     kind = "ngram"
     own_length = True
+    # absorb wakes the decoder at the start of a WAKE_MATCH-token repeat, whose draft is an
+    # exact match of WAKE_MATCH .. LONG_MATCH - 1 tokens (a longer one would have repeated a
+    # token earlier): a medium one, or a short one where the place has few tokens after it
+    wake_classes = (CLASS_SHORT, CLASS_MEDIUM)
 
     def __init__(self, target_ctx, draft_model=None, ngram_max: int = 3, ngram_min: int = 2,
                  lookup: str = "longest", substitute: bool = True):
@@ -342,8 +346,10 @@ class NgramDrafter(Drafter):
         self._put(pos0, np.asarray(tokens).ravel().tolist())
 
     def draft(self, id_last, pos0, n_max):
-        # id_last sits at pos0 (the next process() writes it there again)
+        # id_last sits at pos0 (the next process() writes it there again); a probe whose
+        # draft was declined (no accept() follows, see Drafter.absorb) is forgotten
         self._put(pos0, [int(id_last)])
+        self._probe = None
         # this ask has seen the stream's end: only a later start of a repeat wakes (absorb)
         self._hit = self._window_hit()
         # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds

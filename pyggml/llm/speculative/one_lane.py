@@ -31,6 +31,7 @@ def run_one(dec, lane, n: int, stop) -> None:
     gate = dec._gate
     # a drafter that takes plain rounds' tokens one at a time may end a quiet stretch early
     absorb = drafter.absorb if adaptive else None
+    absorbing = drafter.absorb is not None
     own_length = bool(drafter.own_length)
     if own_length and not adaptive:
         drafter.length_hint = 0
@@ -53,7 +54,8 @@ def run_one(dec, lane, n: int, stop) -> None:
                 break
             if adaptive and (lane.skip or lane.quiet):
                 m = min(lane.skip or lane.quiet, n - len(out), n_ctx - pos0)
-                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0)
+                k, woke = plain_run(dec, lane, m, stop, fed, absorb, pos0,
+                                    st["n_rounds"] + n_rounds)
                 if lane.skip:
                     lane.skip -= k
                 else:
@@ -98,9 +100,10 @@ def run_one(dec, lane, n: int, stop) -> None:
                 n_plain_timings += 1
                 tok, tb, tc = timed_plain_step(dec, lane.id_last, seq, timed)
                 if k_max > 0:      # it drafted: the drafter sees the round and its end
-                    drafter.process(np.array([lane.id_last], np.int32), pos0, {})
-                    drafter.accept(0)
-                    dec._after_consult(lane, 0, 0)
+                    if not absorbing:  # (an absorbing drafter's draft() took id_last)
+                        drafter.process(np.array([lane.id_last], np.int32), pos0, {})
+                        drafter.accept(0)
+                    dec._after_consult(lane, 0, 0, st["n_rounds"] + n_rounds - 1)
                 elif absorb is not None:
                     absorb(lane.id_last, pos0)
                 else:
@@ -174,19 +177,21 @@ def run_one(dec, lane, n: int, stop) -> None:
         st["draft_s"] += draft_s
         st["verify_s"] += verify_s
 
-def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
+def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0,
+              round0: int = 0):
     """Up to m plain rounds of lane (one sequence, greedy, no taps) back to back through
     decode_greedy's one-token shortcut, as ctx.generate's loop takes them; the first is
     timed for the cost models. Each decoded token goes to fed, or with `absorb` (the
     drafter's hook, see Drafter.absorb) to the drafter at its position (id_last sits at
-    pos), and the run stops before a token on which absorb says to ask. Returns (the rounds
-    run, whether absorb stopped it)."""
+    pos), and the run stops before a token on which absorb says to ask, unless the gate
+    would decline what that ask leads to (SpeculativeDecoder._wake_declined; round0: the
+    number of the run's first round). Returns (the rounds run, whether absorb stopped it)."""
     ctx, out, seq = dec.ctx, lane.out, lane.seq
     decode = ctx.decode_greedy
     tok = lane.id_last
     if absorb is None:
         fed.append(tok)
-    elif absorb(tok, pos):
+    elif absorb(tok, pos) and not dec._wake_declined(lane.drafter, round0):
         return 0, True
     tok, _, _ = timed_plain_step(dec, tok, seq, dec._gate is not None)
     out.append(tok)
@@ -197,7 +202,7 @@ def plain_run(dec, lane, m: int, stop, fed: list, absorb=None, pos: int = 0):
     while k < m:
         if absorb is None:
             fed.append(tok)
-        elif absorb(tok, pos + k):
+        elif absorb(tok, pos + k) and not dec._wake_declined(lane.drafter, round0 + k):
             woke = True
             break
         tok = decode([tok], seq_id=seq)
