@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -24,6 +25,23 @@ namespace {
 // gets the core back soon on a busy one.
 constexpr int64_t kBarrierSpinNs = 20000;
 constexpr int64_t kIdleSpinNs = 50000;
+// After the idle spin, a worker polls between yields of its core this long before it sleeps:
+// the host work between two computes of a decode loop can outlast the spin (a speculative
+// round's drafting and bookkeeping, ~50-150 us), and a futex wake-up then costs the next
+// compute tens of microseconds. A yield gives the core to any other runnable thread, so a busy
+// machine loses little. PYGGML_CPU_IDLE_YIELD_US (read once) overrides it, for benchmarks.
+int64_t idle_yield_ns() {
+    static const int64_t ns = [] {
+        const char* e = std::getenv("PYGGML_CPU_IDLE_YIELD_US");
+        if (e && *e) {
+            char* end = nullptr;
+            const long long us = std::strtoll(e, &end, 10);
+            if (end && *end == 0 && us >= 0) return (int64_t)us * 1000;
+        }
+        return (int64_t)300000;
+    }();
+    return ns;
+}
 constexpr int64_t kDoneSpinNs = 20000;
 
 int64_t now_ns() {
@@ -105,7 +123,7 @@ void ThreadPool::ensure_workers(int n) {
 
 void ThreadPool::worker_loop(int ith, uint32_t seen) {
     for (;;) {
-        generation_.wait_while(seen, kIdleSpinNs);
+        generation_.wait_while(seen, kIdleSpinNs, idle_yield_ns());
         seen = generation_.value.load(std::memory_order_acquire);
         if (stop_.load()) return;
         if (ith < n_active_ && job_) {
