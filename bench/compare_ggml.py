@@ -14,7 +14,6 @@ Reported, never asserted. Prints `uptime` first: figures on a loaded machine are
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -279,7 +278,8 @@ def main():
     print(f"# threads={a.threads}  numpy BLAS: {how}  ggml: {ref.lib_dir if ref else 'n/a (llama_cpp not importable)'}")
     peak = fma_peak(a.threads) if want("fma_peak") else None
     copy = _memcpy_gbs(np)
-    print(f"# memcpy (read+write) {copy:.2f} GB/s   FMA peak {peak if peak else float('nan'):.1f} GFLOP/s")
+    peak_text = f"{peak:.1f} GFLOP/s" if peak else "not measured (fma_peak filtered out or bench_ops not built)"
+    print(f"# memcpy (read+write) {copy:.2f} GB/s   FMA peak {peak_text}")
     print(f"{'case':<40s} {'pyggml':>9s} {'other':>9s} {'unit':<8s} {'ratio':>6s} {'of copy':>8s}")
 
     def row(name, ours, other, unit, frac=None):

@@ -47,8 +47,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from spec_overhead import part_d, part_o  # noqa: E402
-from spec_timing import (COPY_PROMPTS, FRESH_PROMPT, CLOCK, alternate, load,  # noqa: E402,F401
-                         rejected_drafter, speedup_text, tiny_target)
+from spec_timing import (COPY_PROMPTS, FRESH_PROMPT, CLOCK, alternate, drafter_asks,  # noqa: E402,F401
+                         load, rejected_drafter, speedup_text, tiny_target)
 
 
 def part_a(args):
@@ -234,7 +234,8 @@ def part_c(args, tiny):
                   f"{tb * 1e6:.0f} us  "
                   f"(accepted {s['n_accepted']}/{s['n_drafted']}, verify steps "
                   f"{s['n_verify_steps']}, plain {s['n_plain_steps']}, quiet "
-                  f"{s['n_quiet_rounds']}, identical {same})  load {load():.1f}")
+                  f"{s['n_quiet_rounds']}, asks {drafter_asks(s)}, identical {same})  "
+                  f"load {load():.1f}")
 
 
 def part_m(args):

@@ -12,7 +12,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from paired_stats import Paired  # noqa: E402
-from spec_timing import FRESH_PROMPT, load, rejected_drafter, timed_spec  # noqa: E402
+from spec_timing import FRESH_PROMPT, drafter_asks, load, rejected_drafter, timed_spec  # noqa: E402
 
 
 class ComputeClock:
@@ -96,7 +96,7 @@ def part_o(args, tiny):
                   f"compute {statistics.median(comp.a) * 1e6:.0f} -> "
                   f"{statistics.median(comp.b) * 1e6:.0f} us/token; decoded {extra * 100:+.2f}% "
                   f"tokens  (verify steps {s['n_verify_steps']}, asks "
-                  f"{s['n_gated'] + s['n_verify_steps']}, quiet {s['n_quiet_rounds']}, identical "
+                  f"{drafter_asks(s)}, quiet {s['n_quiet_rounds']}, identical "
                   f"{same})  load {load():.1f}")
     host_alone(args, tiny)
 

@@ -199,3 +199,9 @@ def rejected_drafter(n_vocab):
         def draft(self, id_last, pos0, n_max):
             return Draft(ids=[(int(id_last) * 7 + 3 + i) % n_vocab for i in range(n_max)])
     return Rejected()
+
+
+def drafter_asks(stats) -> int:
+    """Rounds that asked the drafter: every round that was not quiet (a plain step after an
+    empty or declined draft, or a verify step); the gate's count misses the empty asks."""
+    return stats["n_plain_steps"] - stats["n_quiet_rounds"] + stats["n_verify_steps"]
