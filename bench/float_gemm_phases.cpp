@@ -20,15 +20,12 @@
 #include "pyggml/graph.h"
 #include "pyggml/ops.h"
 #include "pyggml/types.h"
+#include "thread_clock.h"
 
 using namespace pyggml;
 using namespace pyggml::cpu;
 
-static double thread_seconds() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+using bench::thread_seconds;
 
 int main(int argc, char** argv) {
     const char* kind_name = argc > 1 ? argv[1] : "bf16";

@@ -4,7 +4,7 @@
 // by the thread's CPU clock, so the figures hold on a loaded machine (the ratio to the peak is
 // the figure to read; a bf16-pair step counts as two multiply-adds per lane). Optional arguments:
 // the weight kind (f32, f16, bf16; bf16 also runs the AVX512-BF16 pair form), the columns swept.
-//   g++ -O2 -std=c++17 -Icsrc/include -Icsrc bench/float_micro_cycles.cpp build/libpyggml_core.a -lpthread -o build/float_micro_cycles
+// Built with the other bench binaries (CMake target float_micro_cycles).
 //   build/float_micro_cycles [f32|f16|bf16] [240]
 #include <immintrin.h>
 #include <time.h>
@@ -18,15 +18,12 @@
 #include "cpu/mul_mat_float.h"
 #include "fma_chains.h"
 #include "pyggml/types.h"
+#include "thread_clock.h"
 
 using namespace pyggml;
 using namespace pyggml::cpu;
 
-static double thread_seconds() {
-    timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return t.tv_sec + 1e-9 * t.tv_nsec;
-}
+using bench::thread_seconds;
 
 int main(int argc, char** argv) {
     const char* kind_name = argc > 1 ? argv[1] : "f32";
