@@ -7,7 +7,6 @@
 // what the driver adds (b's packing, prefetches, misses the in-cache figures do not see).
 // Built with the other bench binaries (CMake target float_gemm_phases).
 //   build/float_gemm_phases [f16|bf16|f32] [M 4096] [N 128] [K 4096]
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>

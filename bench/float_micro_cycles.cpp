@@ -7,7 +7,6 @@
 // Built with the other bench binaries (CMake target float_micro_cycles).
 //   build/float_micro_cycles [f32|f16|bf16] [240]
 #include <immintrin.h>
-#include <time.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "cpu/env.h"
 #include "cpu/kernels.h"
 
 namespace pyggml::cpu {
@@ -31,19 +32,10 @@ bool runs(const Tensor* n) { return !op_is_layout_only(n->op) && !n->is_empty() 
 // matrix-vector products between two of them are worth splitting too. PYGGML_CPU_MIN_SHARE_WORK
 // (bytes) overrides that bar.
 namespace {
-int64_t env_bytes(const char* name, int64_t fallback) {
-    // read at every compute (a short environ scan) so that a test can change it; a kept plan
-    // made under another value is not reused
-    const char* e = std::getenv(name);
-    if (e && *e) {
-        char* end = nullptr;
-        const long long x = std::strtoll(e, &end, 10);
-        if (end && *end == 0 && x >= 0) return (int64_t)x;
-    }
-    return fallback;
-}
-int64_t min_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_WORK", (int64_t)128 * 1024); }
-int64_t min_share_work_per_thread() { return env_bytes("PYGGML_CPU_MIN_SHARE_WORK", (int64_t)16 * 1024); }
+// read at every compute (a short environ scan) so that a test can change them; a kept plan
+// made under other values is not reused
+int64_t min_work_per_thread() { return env_nonnegative("PYGGML_CPU_MIN_WORK", (int64_t)128 * 1024); }
+int64_t min_share_work_per_thread() { return env_nonnegative("PYGGML_CPU_MIN_SHARE_WORK", (int64_t)16 * 1024); }
 
 double node_work(const Tensor* n) {
     double w = (double)n->nbytes();
@@ -53,11 +45,9 @@ double node_work(const Tensor* n) {
     const Tensor* b = n->src[1];
     switch (n->op) {
         case Op::MUL_MAT:
+        case Op::MUL_MAT_ID:
         case Op::OUT_PROD:
             // multiply-adds: every output element is a dot product of length a->ne[0]
-            if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
-            break;
-        case Op::MUL_MAT_ID:
             if (a) w += 0.25 * (double)a->ne[0] * (double)n->nelements();
             break;
         case Op::FLASH_ATTN_EXT:

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
 #if defined(__linux__)
 #include <linux/futex.h>
@@ -16,6 +15,8 @@
 #else
 #define PG_PAUSE() ((void)0)
 #endif
+
+#include "cpu/env.h"
 
 namespace pyggml::cpu {
 
@@ -31,15 +32,7 @@ constexpr int64_t kIdleSpinNs = 50000;
 // compute tens of microseconds. A yield gives the core to any other runnable thread, so a busy
 // machine loses little. PYGGML_CPU_IDLE_YIELD_US (read once) overrides it, for benchmarks.
 int64_t idle_yield_ns() {
-    static const int64_t ns = [] {
-        const char* e = std::getenv("PYGGML_CPU_IDLE_YIELD_US");
-        if (e && *e) {
-            char* end = nullptr;
-            const long long us = std::strtoll(e, &end, 10);
-            if (end && *end == 0 && us >= 0) return (int64_t)us * 1000;
-        }
-        return (int64_t)300000;
-    }();
+    static const int64_t ns = env_nonnegative("PYGGML_CPU_IDLE_YIELD_US", 300) * 1000;
     return ns;
 }
 constexpr int64_t kDoneSpinNs = 20000;
