@@ -26,6 +26,7 @@ struct ScheduleCounts {
     int64_t plans_built = 0;         // schedules planned (cpu/schedule.h) ...
     int64_t plans_reused = 0;        // ... and taken from the graph's last compute
     int64_t plan_ns = 0;             // wall nanoseconds spent finding or making them
+    int64_t grouped_nodes = 0;       // nodes run in group steps (of the split steps)
 };
 ScheduleCounts schedule_counts();
 
