@@ -64,6 +64,12 @@ std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0},
 std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0}, g_plan_ns{0}, g_grouped_nodes{0};
 }  // namespace
 
+namespace {
+std::atomic<bool> g_poison_scratch{false};
+}  // namespace
+
+bool set_poison_scratch(bool on) { return g_poison_scratch.exchange(on); }
+
 void count_back_claimed_units(int64_t n) { g_back_claimed_units.fetch_add(n, std::memory_order_relaxed); }
 
 ScheduleCounts schedule_counts() {
@@ -118,6 +124,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     std::vector<uint8_t> local;
     std::vector<uint8_t>& work = opts.scratch ? *opts.scratch : local;
     if (work.size() < wsize + 64) work.resize(wsize + 64);
+    if (g_poison_scratch.load(std::memory_order_relaxed)) std::memset(work.data(), 0xff, work.size());
     void* wdata = (void*)(((uintptr_t)work.data() + 63) & ~uintptr_t(63));
 
     std::vector<double>* times = opts.node_times;

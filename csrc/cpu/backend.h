@@ -30,6 +30,12 @@ struct ScheduleCounts {
 };
 ScheduleCounts schedule_counts();
 
+// Whether every compute first fills the kernels' scratch with 0xff bytes (NaN as floats and as
+// f16 scales): a kernel that reads scratch another thread has not written yet then shows it,
+// where the previous compute's identical values would hide it. For tests; returns the previous
+// setting.
+bool set_poison_scratch(bool on);
+
 class CpuBackend final : public Backend {
 public:
     std::string name() const override { return "cpu"; }

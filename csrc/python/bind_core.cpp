@@ -284,6 +284,10 @@ void bind_core(py::module_& m) {
        "the wall nanoseconds spent on that (plan_ns), and the nodes run in group steps "
        "(grouped_nodes: independent nodes whose items the threads take from one counter). "
        "Take the difference around a compute.");
+    m.def("cpu_poison_scratch", [](bool on) { return cpu::set_poison_scratch(on); }, py::arg("on"),
+          "Whether each CPU compute first fills the kernels' scratch with 0xff bytes (NaN), so that "
+          "a kernel reading scratch before another thread wrote it shows NaN instead of the last "
+          "compute's values; returns the previous setting. For tests.");
     m.def("cpu_plan_reuse", [](bool on) { return cpu::set_plan_reuse(on); }, py::arg("on"),
           "Whether a graph computed again reuses the CPU schedule of its last compute (the default) "
           "or plans afresh; returns the previous setting. For benchmarks and tests.");
