@@ -21,6 +21,12 @@ cached context, repeated until it lasts about --min-sample-ms at 1 thread. Next 
 `others` is the median share of the CPUs other processes kept busy during a pair; pairs above
 --max-others are dropped and redone. On a shared machine read the ratios, never the absolute
 figures.
+
+Each decode row is followed by its per-token figures: --pairs blocks of --gen tokens at each
+thread count, alternating, every token timed alone; the ratio of the lower quartiles (and of
+the medians) of the token times. A token slowed by the machine (another tenant on a core, which
+hits 2 threads more often than 1) moves the upper tail, not the lower quartile: the quartile
+ratio is what the code does on a quiet machine, the paired ratio what this run got.
 """
 from __future__ import annotations
 
@@ -73,6 +79,23 @@ def decode_run(ctx, fill, n_gen, reps=1):
             for _ in range(n_gen):
                 tok = ctx.decode_greedy([tok])
     return run
+
+
+def token_times(ctxs, fill, n_gen, blocks):
+    """{threads: sorted per-token decode wall times (s)} of `blocks` alternating blocks."""
+    out = {1: [], 2: []}
+    for b in range(blocks):
+        for t in ((1, 2) if b % 2 == 0 else (2, 1)):
+            ctx = ctxs[(t, fill)]
+            ctx.seq_rm(0, fill, -1)
+            tok = 5
+            for _ in range(n_gen):
+                w = time.perf_counter()
+                tok = ctx.decode_greedy([tok])
+                out[t].append(time.perf_counter() - w)
+    for v in out.values():
+        v.sort()
+    return out
 
 
 def gemm_run(g, t, calls):
@@ -170,6 +193,11 @@ def main():
               + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""))
         cpus = sorted(units / s[2] for s in one)
         print(f"{'  1t on its CPU time':<24s} {statistics.median(cpus):10.1f} (min {cpus[0]:.1f}, max {cpus[-1]:.1f})")
+        if name in fills:
+            tt = token_times(ctxs, fills[name], a.gen, a.pairs)
+            q = {t: (v[len(v) // 4], statistics.median(v)) for t, v in tt.items()}
+            print(f"{'  per token, quartile':<24s} {q[1][0] * 1e6:8.1f}us {q[2][0] * 1e6:8.1f}us {q[1][0] / q[2][0]:7.2f}"
+                  f"   (medians {q[1][1] * 1e6:.1f} / {q[2][1] * 1e6:.1f} us: {q[1][1] / q[2][1]:.2f})")
     for name in fills:
         if (1, name) in host:
             print(f"host overhead per token (us, tiny demo model, {name}): 1 thread {host[(1, name)]:.1f}, "

@@ -217,6 +217,7 @@ def test_a_stretch_of_solo_steps_publishes_only_its_last_step(monkeypatch):
     # repeated computes run in a child with a time limit.
     monkeypatch.delenv("PYGGML_CPU_MIN_WORK", raising=False)
     monkeypatch.delenv("PYGGML_CPU_MIN_SHARE_WORK", raising=False)
+    monkeypatch.setenv("PYGGML_CPU_GROUPS", "0")   # each node its own step (groups: test_schedule_groups.py)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.dirname(HERE), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-c", STRETCHES, HERE], capture_output=True, text=True,
@@ -269,6 +270,7 @@ def test_a_shared_products_units_claimed_from_both_ends_cover_every_row_once(mon
     # filled with NaN before each compute, so a unit that no claim reached shows. Six products
     # in a row, so that a worker woken late still finds units in the later ones.
     monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")
+    monkeypatch.setenv("PYGGML_CPU_GROUPS", "0")   # six shared steps, not one group
     rng = np.random.default_rng(11)
     # f16: above the float path's claim bar; every kind a few MiB, so that thread 0 cannot take
     # every unit of six products before a worker woken from its sleep arrives

@@ -193,37 +193,51 @@ def _bits(x):
     return np.ascontiguousarray(np.asarray(x, dtype=np.float32)).view(np.uint32)
 
 
-def _run_schedule(monkeypatch, graph, outs, n_threads, shares):
+def _run_schedule(monkeypatch, graph, outs, n_threads, shares, groups=False):
+    """Outputs and the nodes run as shares (shared steps plus grouped nodes)."""
     monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")  # every node split, whatever its size
     monkeypatch.setenv("PYGGML_CPU_SHARES", "1" if shares else "0")
+    monkeypatch.setenv("PYGGML_CPU_GROUPS", "1" if groups else "0")
     for o in outs:  # a unit left out must not pass with the previous run's values
         o.set(np.full(tuple(reversed(o.ne)), np.nan, dtype=np.float32))
-    before = gg.cpu_schedule_counts()["shared_steps"]
+    before = gg.cpu_schedule_counts()
     graph.compute(n_threads=n_threads)
-    return [values(o).copy() for o in outs], gg.cpu_schedule_counts()["shared_steps"] - before
+    after = gg.cpu_schedule_counts()
+    shared = sum(after[k] - before[k] for k in ("shared_steps", "grouped_nodes"))
+    return [values(o).copy() for o in outs], shared
 
 
 def check_shared_schedules(monkeypatch, ctx, outs, want, max_nmse, what):
     """Barrier-free products (outs, of one graph) as shared steps: on 1 thread every output
     written and within max_nmse of want (float64 references); on 2, 3 and 5 threads (more
-    threads than cores: shares start late, one thread runs several), as shares and as a gang
-    (PYGGML_CPU_SHARES=0), the 1-thread bits, and every output node a shared step exactly when
-    shares are on (a share that met a barrier would raise)."""
+    threads than cores: shares start late, one thread runs several), as shares, as shares with
+    independent nodes grouped (PYGGML_CPU_GROUPS) and as a gang (PYGGML_CPU_SHARES=0), the
+    1-thread bits, and every output node run as shares exactly when shares are on (a share that
+    met a barrier would raise)."""
     g = gg.Graph(ctx)
     for o in outs:
         g.build_forward_expand(o)
+    # scratch read before another share wrote it shows as NaN, not as the last run's values
+    was = gg.cpu_poison_scratch(True)
+    try:
+        _check_schedules(monkeypatch, g, outs, want, max_nmse, what)
+    finally:
+        gg.cpu_poison_scratch(was)
+
+
+def _check_schedules(monkeypatch, g, outs, want, max_nmse, what):
     base, _ = _run_schedule(monkeypatch, g, outs, 1, True)
     for got, w in zip(base, want):
         assert np.isfinite(got).all(), f"{what} 1 thread: outputs left unwritten"
         assert_close(got, w, max_nmse, what=f"{what} 1 thread")
     for nt in (2, 3, 5):
-        for shares in (True, False):
+        for shares, groups in ((True, False), (True, True), (False, False)):
             for rep in range(3):
-                got_all, shared = _run_schedule(monkeypatch, g, outs, nt, shares)
+                got_all, shared = _run_schedule(monkeypatch, g, outs, nt, shares, groups)
                 for i, (got, b0) in enumerate(zip(got_all, base)):
                     bad = np.flatnonzero(_bits(got) != _bits(b0))
-                    assert bad.size == 0, (f"{what} node {i} threads={nt} shares={shares} rep {rep}: "
-                                           f"{bad.size} of {got.size} differ from 1 thread")
+                    assert bad.size == 0, (f"{what} node {i} threads={nt} shares={shares} groups={groups} "
+                                           f"rep {rep}: {bad.size} of {got.size} differ from 1 thread")
                 # every product a shared step (and the other barrier-free nodes), or none
                 ok = shared >= len(outs) if shares else shared == 0
                 assert ok, f"{what} threads={nt} shares={shares}: {shared} shared steps"

@@ -37,12 +37,38 @@ namespace {
 constexpr int64_t kStepSpinNs = 20000;
 constexpr int64_t kStepYieldNs = 200000;
 
+// The next share of a shared step for thread ith, or -1 when all are taken. With `own` (at
+// most 64 threads), share ith first: a one-column product's share runs the same rows token
+// after token on the same core, whose caches still hold them; then the lowest one left, for
+// a thread that is early or another's was late. Without, in the order the threads come.
+int take_share(ShareCounters& c, int ith, int n, bool own) {
+    if (!own) {
+        const int s = c.taken.fetch_add(1, std::memory_order_relaxed);
+        return s < n ? s : -1;
+    }
+    const uint64_t all = n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
+    uint64_t bit = uint64_t(1) << ith;
+    for (;;) {
+        const uint64_t before = c.taken_mask.fetch_or(bit, std::memory_order_relaxed);
+        if (!(before & bit)) return __builtin_ctzll(bit);
+        const uint64_t left = all & ~(before | bit);
+        if (!left) return -1;
+        bit = left & (~left + 1);
+    }
+}
+
 }  // namespace
 
 namespace {
 std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0}, g_shared_steps{0};
-std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0}, g_plan_ns{0};
+std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0}, g_plan_ns{0}, g_grouped_nodes{0};
 }  // namespace
+
+namespace {
+std::atomic<bool> g_poison_scratch{false};
+}  // namespace
+
+bool set_poison_scratch(bool on) { return g_poison_scratch.exchange(on); }
 
 void count_back_claimed_units(int64_t n) { g_back_claimed_units.fetch_add(n, std::memory_order_relaxed); }
 
@@ -56,6 +82,7 @@ ScheduleCounts schedule_counts() {
     c.back_claimed_units = g_back_claimed_units.load(std::memory_order_relaxed);
     c.quiet_solo_steps = g_quiet_solo_steps.load(std::memory_order_relaxed);
     c.plan_ns = g_plan_ns.load(std::memory_order_relaxed);
+    c.grouped_nodes = g_grouped_nodes.load(std::memory_order_relaxed);
     c.plans_built = plans_built();
     c.plans_reused = plans_reused();
     return c;
@@ -97,6 +124,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     std::vector<uint8_t> local;
     std::vector<uint8_t>& work = opts.scratch ? *opts.scratch : local;
     if (work.size() < wsize + 64) work.resize(wsize + 64);
+    if (g_poison_scratch.load(std::memory_order_relaxed)) std::memset(work.data(), 0xff, work.size());
     void* wdata = (void*)(((uintptr_t)work.data() + 63) & ~uintptr_t(63));
 
     std::vector<double>* times = opts.node_times;
@@ -110,8 +138,10 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     g_solo_steps.fetch_add(n_solo, std::memory_order_relaxed);
     g_split_steps.fetch_add((int64_t)steps.size() - n_solo, std::memory_order_relaxed);
     g_shared_steps.fetch_add(n_shared, std::memory_order_relaxed);
+    g_grouped_nodes.fetch_add(plan.n_grouped, std::memory_order_relaxed);
     ShareCounters* counters = plan.counters.get();
-    for (int64_t c = 0, n_split = (int64_t)steps.size() - n_solo; c < n_split; ++c) counters[c].reset();
+    const bool own_shares = plan.key.own_shares && n_threads <= 64;
+    for (uint32_t c = 0; c < plan.n_counters; ++c) counters[c].reset();
 
     ThreadPool& pool = ThreadPool::instance();
     // Per split step, counters (the plan's, reset above): shares taken and shares finished.
@@ -187,10 +217,38 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
                 ComputeParams q = p;
                 q.no_barrier = true;
                 q.share_slots = counters[st.counters].kernel_slots;
-                for (int s; (s = counters[st.counters].taken.fetch_add(1, std::memory_order_relaxed)) < n_threads;) {
+                for (int s; (s = take_share(counters[st.counters], ith, n_threads, own_shares)) >= 0;) {
                     q.ith = s;
                     kernel(n, q);
                     if (counters[st.counters].finished.fetch_add(1, std::memory_order_acq_rel) + 1 == n_threads) publish(k);
+                }
+            } else if (st.mode == Mode::Group) {
+                // Items are taken like shares; each member's scratch is its own region. Under
+                // profiling a member's time is thread 0's time in its items, and the group's
+                // wait for the other threads goes to its first member.
+                wait_for(k);
+                ShareCounters& gc = counters[st.counters];
+                const GroupMember* first = plan.members.data() + st.first;
+                for (int i; (i = gc.taken.fetch_add(1, std::memory_order_relaxed)) < (int)st.items;) {
+                    const GroupMember* m = first;
+                    int s = i;
+                    for (; s >= m->shares; ++m) s -= m->shares;
+                    ComputeParams q = p;
+                    q.wdata = (char*)wdata + m->work_offset;
+                    q.wsize = m->work_bytes;
+                    q.no_barrier = true;
+                    if (m->shares == 1) {
+                        q.ith = 0;
+                        q.nth = 1;
+                    } else {
+                        q.ith = s;
+                        q.share_slots = counters[m->counters].kernel_slots;
+                    }
+                    const auto ti = times && ith == 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+                    kernel(nodes[m->node], q);
+                    if (times && ith == 0)
+                        (*times)[m->node] += std::chrono::duration<double>(std::chrono::steady_clock::now() - ti).count();
+                    if (gc.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == (int)st.items) publish(k);
                 }
             } else {  // Gang: every thread runs its own share, the kernel's barriers need them all
                 wait_for(k);
@@ -202,10 +260,14 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
             const bool poll = st.mode != Mode::Solo || (k & 7) == 7 || k + 1 == steps.size();
             if (ith == 0 && poll && !aborted.load(std::memory_order_relaxed) && opts.abort && opts.abort()) {
                 aborted.store(true, std::memory_order_relaxed);
-                done = st.node + 1;
+                done = (st.mode == Mode::Group ? plan.members[st.first + st.count - 1].node : st.node) + 1;
             }
-            if (times && ith == 0)
-                (*times)[st.node] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (times && ith == 0) {
+                double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                if (st.mode == Mode::Group)  // the members' items were counted as they ran
+                    for (uint32_t i = 0; i < st.count; ++i) t -= (*times)[plan.members[st.first + i].node];
+                (*times)[st.node] += t;
+            }
         }
     };
     pool.run(n_run, job);

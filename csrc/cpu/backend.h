@@ -26,8 +26,15 @@ struct ScheduleCounts {
     int64_t plans_built = 0;         // schedules planned (cpu/schedule.h) ...
     int64_t plans_reused = 0;        // ... and taken from the graph's last compute
     int64_t plan_ns = 0;             // wall nanoseconds spent finding or making them
+    int64_t grouped_nodes = 0;       // nodes run in group steps (of the split steps)
 };
 ScheduleCounts schedule_counts();
+
+// Whether every compute first fills the kernels' scratch with 0xff bytes (NaN as floats and as
+// f16 scales): a kernel that reads scratch another thread has not written yet then shows it,
+// where the previous compute's identical values would hide it. For tests; returns the previous
+// setting.
+bool set_poison_scratch(bool on);
 
 class CpuBackend final : public Backend {
 public:

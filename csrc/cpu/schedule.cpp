@@ -101,13 +101,110 @@ bool shares_enabled() {
     return !(e && e[0] == '0' && e[1] == 0);
 }
 
+// PYGGML_CPU_GROUPS=0 runs every node as its own step (no group steps), for benchmarks.
+bool groups_enabled() {
+    const char* e = std::getenv("PYGGML_CPU_GROUPS");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+// PYGGML_CPU_OWN_SHARES=0: a thread takes the first share left of a shared step instead of
+// its own first (for benchmarks).
+bool own_shares_enabled() {
+    const char* e = std::getenv("PYGGML_CPU_OWN_SHARES");
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
+// The bytes a tensor spans, [lo, hi) (empty without storage).
+struct Extent {
+    uintptr_t lo = 0, hi = 0;
+};
+Extent extent_of(const Tensor* t) {
+    if (!t || !t->data) return {};
+    return {(uintptr_t)t->data, (uintptr_t)t->data + t->nbytes()};
+}
+bool overlap(Extent a, Extent b) { return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi; }
+
+// Whether two nodes may run at once, or in either order: neither writes bytes the other reads
+// or writes. By memory, not by the source lists: the buffer planner reuses the storage of dead
+// tensors, and a view's writes land in its root. A node that reads another's result reads its
+// bytes, so dependence is a conflict too.
+bool conflict(const Tensor* a, const Tensor* b) {
+    const Extent da = extent_of(a), db = extent_of(b);
+    if (overlap(da, db)) return true;
+    for (const Tensor* s : b->src)
+        if (s && overlap(da, extent_of(s))) return true;
+    for (const Tensor* s : a->src)
+        if (s && overlap(db, extent_of(s))) return true;
+    return false;
+}
+
+// How far past a shared step the planner looks for independent shared nodes to run with it.
+constexpr size_t kGroupWindow = 8;
+
+// Gathers nodes that may run at once into group steps: from each shared step, the shared and
+// barrier-free solo steps of the next kGroupWindow that conflict neither with it and the nodes
+// joined so far nor with the steps they move ahead of (which keep their order after the
+// group). A member whose work reaches the full split bar runs as n_threads shares, a smaller
+// one whole. A solo step joins a group whose first node runs whole (never one it would start:
+// alone it costs no wait).
+void plan_groups(SchedulePlan& plan, const std::vector<Tensor*>& nodes, const std::vector<double>& work,
+                 const PlanKey& key, const WorkSizeFn* work_size) {
+    const std::vector<Step> in = std::move(plan.steps);
+    std::vector<Step>& out = plan.steps;
+    out.clear();
+    plan.members.clear();
+    std::vector<bool> taken(in.size(), false);
+    const double full_bar = (double)key.min_work * key.n_threads;
+    std::vector<size_t> joined, passed;
+    for (size_t k = 0; k < in.size(); ++k) {
+        if (taken[k]) continue;
+        if (in[k].mode != Mode::Shared) {
+            out.push_back(in[k]);
+            continue;
+        }
+        joined.assign(1, k);
+        passed.clear();
+        // solo nodes join only small groups, whose members run whole: next to a big node's
+        // shares they would save nothing
+        const bool small = work[k] < full_bar;
+        for (size_t j = k + 1; j < in.size() && j <= k + kGroupWindow; ++j) {
+            if (taken[j]) continue;
+            if (in[j].mode == Mode::Gang) break;
+            const Tensor* n = nodes[in[j].node];
+            bool free = in[j].mode == Mode::Shared || (small && in[j].mode == Mode::Solo && barrier_free(n));
+            for (size_t i = 0; free && i < joined.size(); ++i) free = !conflict(nodes[in[joined[i]].node], n);
+            for (size_t i = 0; free && i < passed.size(); ++i) free = !conflict(nodes[in[passed[i]].node], n);
+            (free ? joined : passed).push_back(j);
+        }
+        if (joined.size() < 2) {
+            out.push_back(in[k]);
+            continue;
+        }
+        Step g{in[k].node, Mode::Group, 0};
+        g.first = (uint32_t)plan.members.size();
+        g.count = (uint32_t)joined.size();
+        size_t offset = 0;
+        for (size_t j : joined) {
+            taken[j] = true;
+            const Tensor* n = nodes[in[j].node];
+            GroupMember m{in[j].node, 0, work[j] >= full_bar ? key.n_threads : 1, offset, 0};
+            m.work_bytes = std::max(work_size[(int)n->op](n, key.n_threads), work_size[(int)n->op](n, 1));
+            offset += (m.work_bytes + 63) & ~size_t(63);
+            g.items += (uint32_t)m.shares;
+            plan.members.push_back(m);
+        }
+        plan.work_bytes = std::max(plan.work_bytes, offset);
+        out.push_back(g);
+    }
+}
+
 // The steps of `nodes`, their split decisions under the key's settings.
-std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, const PlanKey& key) {
+std::vector<Step> plan_steps(const std::vector<Tensor*>& nodes, const PlanKey& key, std::vector<double>& work) {
     const int n_threads = key.n_threads;
     const double solo_below = (double)key.min_work * n_threads;
     const bool shares = key.shares;
     std::vector<Step> steps;
-    std::vector<double> work;
+    work.clear();
     steps.reserve(nodes.size());
     work.reserve(nodes.size());
     bool engaged = false;  // some node splits by the full bar: the workers take part
@@ -139,22 +236,29 @@ void build(SchedulePlan& plan, const std::vector<Tensor*>& nodes, const PlanKey&
     plan.work_bytes = 0;
     for (Tensor* n : nodes)
         if (runs(n)) plan.work_bytes = std::max(plan.work_bytes, kWorkSize[(int)n->op](n, key.n_threads));
-    plan.steps = plan_steps(nodes, key);
-    plan.n_solo = plan.n_shared = 0;
+    std::vector<double> work;
+    plan.steps = plan_steps(nodes, key, work);
+    plan.members.clear();
+    if (key.groups && key.n_threads > 1) plan_groups(plan, nodes, work, key, kWorkSize);
+    plan.n_solo = plan.n_shared = plan.n_grouped = 0;
     uint32_t n_split = 0;
     for (Step& s : plan.steps) {
         plan.n_solo += s.mode == Mode::Solo;
         plan.n_shared += s.mode == Mode::Shared;
+        plan.n_grouped += s.mode == Mode::Group ? s.count : 0;
         if (s.mode != Mode::Solo) s.counters = n_split++;
     }
+    for (GroupMember& m : plan.members)
+        if (m.shares > 1) m.counters = n_split++;
     plan.counters.reset(n_split ? new ShareCounters[n_split] : nullptr);
+    plan.n_counters = n_split;
     plan.key = key;
 }
 }  // namespace
 
 bool PlanKey::operator==(const PlanKey& o) const {
     return nodes == o.nodes && n_nodes == o.n_nodes && n_threads == o.n_threads && isa == o.isa && bf16 == o.bf16 &&
-           shares == o.shares && min_work == o.min_work && min_share_work == o.min_share_work &&
+           shares == o.shares && groups == o.groups && own_shares == o.own_shares && min_work == o.min_work && min_share_work == o.min_share_work &&
            tensor_edits == o.tensor_edits;
 }
 
@@ -167,6 +271,8 @@ const SchedulePlan& schedule_for(const std::vector<Tensor*>& nodes, int n_thread
     key.isa = isa;
     key.bf16 = bf16;
     key.shares = shares_enabled();
+    key.groups = groups_enabled();
+    key.own_shares = own_shares_enabled();
     key.min_work = min_work_per_thread();
     key.min_share_work = min_share_work_per_thread();
     key.tensor_edits = tensor_edit_epoch();

@@ -273,6 +273,7 @@ void bind_core(py::module_& m) {
         d["plans_built"] = c.plans_built;
         d["plans_reused"] = c.plans_reused;
         d["plan_ns"] = c.plan_ns;
+        d["grouped_nodes"] = c.grouped_nodes;
         return d;
     }, "What the CPU schedule did, summed over every compute of the process: computes, those "
        "that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over "
@@ -280,8 +281,13 @@ void bind_core(py::module_& m) {
        "shared products that shares other than the first claimed from the back, and the solo "
        "steps thread 0 did not publish to the workers (a solo step followed it), and the "
        "schedules planned (plans_built) or taken from the graph's last compute (plans_reused) and "
-       "the wall nanoseconds spent on that (plan_ns). "
+       "the wall nanoseconds spent on that (plan_ns), and the nodes run in group steps "
+       "(grouped_nodes: independent nodes whose items the threads take from one counter). "
        "Take the difference around a compute.");
+    m.def("cpu_poison_scratch", [](bool on) { return cpu::set_poison_scratch(on); }, py::arg("on"),
+          "Whether each CPU compute first fills the kernels' scratch with 0xff bytes (NaN), so that "
+          "a kernel reading scratch before another thread wrote it shows NaN instead of the last "
+          "compute's values; returns the previous setting. For tests.");
     m.def("cpu_plan_reuse", [](bool on) { return cpu::set_plan_reuse(on); }, py::arg("on"),
           "Whether a graph computed again reuses the CPU schedule of its last compute (the default) "
           "or plans afresh; returns the previous setting. For benchmarks and tests.");
@@ -465,7 +471,24 @@ void bind_core(py::module_& m) {
             return d;
         })
         .def("set_profiling", &Graph::set_profiling)
-        .def_property_readonly("node_times", &Graph::node_times);
+        .def_property_readonly("node_times", &Graph::node_times)
+        .def_property_readonly("cpu_schedule", [](const Graph& g) {
+            py::list out;
+            const auto* plan = dynamic_cast<const cpu::SchedulePlan*>(g.backend_plan());
+            if (!plan) return out;
+            static const char* const kModes[] = {"solo", "shared", "gang", "group"};
+            for (const cpu::Step& s : plan->steps) {
+                py::list nodes;
+                if (s.mode == cpu::Mode::Group)
+                    for (uint32_t i = 0; i < s.count; ++i) nodes.append(plan->members[s.first + i].node);
+                else
+                    nodes.append(s.node);
+                out.append(py::make_tuple(kModes[(int)s.mode], nodes));
+            }
+            return out;
+        }, "The CPU schedule of the last compute, one (mode, node indices) per step in the order "
+           "they ran: mode 'solo' (thread 0 alone), 'shared' (thread shares), 'gang' (every thread "
+           "at once) or 'group' (independent nodes run at once). Empty before a CPU compute.");
 
     // After the Tensor class, so that signatures name it.
     m.def("backend_kinds", [] {

@@ -42,6 +42,8 @@ public:
     // Per-node wall time (seconds) of the last compute when profiling is on.
     void set_profiling(bool on) { profiling_ = on; }
     const std::vector<double>& node_times() const { return node_times_; }
+    // The backend's plan of the last compute (null before one).
+    const BackendPlan* backend_plan() const { return plan_.get(); }
 
 private:
     void visit(Tensor* t);
