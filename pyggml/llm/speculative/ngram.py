@@ -34,9 +34,13 @@ Options (keywords of SpeculativeDecoder):
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
+from ... import _core
 from .drafter import Draft, Drafter
+from .ngram_index import KeyIndex, WakeIndex  # noqa: F401 (KeyIndex: the lookups' index)
 
 MATCH_CAP = 64       # the longest backward match measured (longer ones draw the same)
 # an exact match at least this long drafts up to n_max even while the decoder's back-off
@@ -145,48 +149,6 @@ def longest_match_draft(seq: np.ndarray, n_max: int, ngram_min: int = 2,
     return []
 
 
-class KeyIndex:
-    """Where every window of `width` tokens of a growing history starts: key (the window's
-    tokens as a tuple) -> start positions, ascending. It covers the windows that start before
-    `covered`; `extend` indexes more as the history grows and `cut` forgets the windows that
-    reach past a position about to be rewritten (they are the latest of their keys, so each is
-    its list's last entry)."""
-
-    __slots__ = ("width", "starts", "covered")
-
-    def __init__(self, width: int):
-        self.width = int(width)
-        self.starts: dict = {}
-        self.covered = 0
-
-    def extend(self, hist: list, end: int) -> None:
-        """Index the windows lying inside hist[:end]."""
-        w, starts = self.width, self.starts
-        for p in range(self.covered, end - w + 1):
-            key = tuple(hist[p:p + w])
-            lst = starts.get(key)
-            if lst is None:
-                starts[key] = [p]
-            else:
-                lst.append(p)
-        self.covered = max(self.covered, end - w + 1)
-
-    def cut(self, hist: list, end: int) -> None:
-        """Forget the windows reaching past hist[:end] (hist still holds their tokens)."""
-        w, starts = self.width, self.starts
-        first = max(end - w + 1, 0)
-        for p in range(self.covered - 1, first - 1, -1):
-            key = tuple(hist[p:p + w])
-            lst = starts[key]
-            lst.pop()
-            if not lst:
-                del starts[key]
-        self.covered = min(self.covered, first)
-
-    def get(self, key: tuple) -> list:
-        return self.starts.get(key, ())
-
-
 # above this many places a lookup measures matches with numpy instead of a Python loop
 VECTOR_FROM = 24
 
@@ -204,6 +166,9 @@ class NgramDrafter(Drafter):
     # exact match of WAKE_MATCH .. LONG_MATCH - 1 tokens (a longer one would have repeated a
     # token earlier): a medium one, or a short one where the place has few tokens after it
     wake_classes = (CLASS_SHORT, CLASS_MEDIUM)
+    # the history with the absorb rule's window index (ngram_index.WakeIndex is its Python
+    # reference, which tests put here)
+    wake_index = _core.NgramWake
 
     def __init__(self, target_ctx, draft_model=None, ngram_max: int = 3, ngram_min: int = 2,
                  lookup: str = "longest", substitute: bool = True):
@@ -226,9 +191,13 @@ class NgramDrafter(Drafter):
         self.target = target_ctx
         self.ngram_max, self.ngram_min = int(ngram_max), int(ngram_min)
         self.lookup, self.substitute = lookup, substitute
-        # tokens at positions 0.. of the target's sequence, twice: a list (the indexes and
-        # the Python comparisons read it) and a growing array (the numpy lookups read a view
-        # of it instead of converting the list)
+        # tokens at positions 0.. of the target's sequence, three times: the wake index's
+        # (absorb writes only there: _sync brings the others up to date), a list (the
+        # lookups' indexes and the Python comparisons read it) and a growing array (the
+        # numpy lookups read a view of it instead of converting the list)
+        self._wake = self.wake_index(WAKE_MATCH)
+        # absorb is the wake index's own call: no Python frame a token in quiet stretches
+        self.absorb = self._wake.absorb
         self._hist: list = []
         self._buf = np.zeros(256, np.int64)
         self._buf_n = 0                # entries of _buf equal to the list's
@@ -239,9 +208,6 @@ class NgramDrafter(Drafter):
         # (when the window holds them; otherwise the numpy search runs)
         self._sub_pairs = (self.ngram_min + 2 <= SUB_WINDOW)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
-        self._wake = KeyIndex(WAKE_MATCH)
-        self._hit = False              # absorb: the last window it looked at occurred before
-        self._wake_last = None         # absorb: (end, tokens) of that window
         self._ix = self._indexes()
         # replacements of a token accepted after a one-substitution probe (see SUB_PROBE)
         self._renames: set = set()
@@ -250,18 +216,30 @@ class NgramDrafter(Drafter):
 
     @property
     def _n(self) -> int:
+        self._sync()
         return len(self._hist)
 
     @property
     def history(self) -> list:
+        self._sync()
         return list(self._hist)
+
+    def __deepcopy__(self, memo):
+        # absorb is bound to this drafter's wake index: the copy binds its own
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k != "absorb":
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        new.absorb = new._wake.absorb
+        return new
 
     def _indexes(self):
         if self.lookup != "longest":
-            return (self._wake,)
+            return ()
         if self._pairs is self._keys or not (self.substitute and self._sub_pairs):
-            return (self._keys, self._wake)
-        return (self._keys, self._pairs, self._wake)
+            return (self._keys,)
+        return (self._keys, self._pairs)
 
     def _seq(self) -> np.ndarray:
         """The history as an int64 array (a view of the growing buffer, brought up to date
@@ -277,9 +255,19 @@ class NgramDrafter(Drafter):
             self._buf_n = L
         return self._buf[:L]
 
+    def _sync(self) -> None:
+        """Bring the list, the buffer and the lookups' indexes up to the tokens absorb wrote."""
+        dirty = self._wake.take_dirty()
+        if dirty is not None:
+            self._put_list(*dirty)
+
     def _put(self, pos0: int, tokens: list) -> None:
+        self._sync()
+        self._put_list(pos0, tokens)
+        self._wake.put(pos0, tokens)
+
+    def _put_list(self, pos0: int, tokens: list) -> None:
         hist = self._hist
-        self._wake_last = None         # absorb's last window may be rewritten
         for ix in self._ix:
             if ix.covered + ix.width - 1 > pos0:
                 ix.cut(hist, pos0)
@@ -296,50 +284,13 @@ class NgramDrafter(Drafter):
         """A plain round's token at pos (see Drafter.absorb): written to the history, and True
         when the history's last WAKE_MATCH tokens occur earlier with a token after them and
         the window before it (or at the last draft()) did not: a copy wakes the decoder once,
-        at its start, and a run of matches the asks declined does not keep waking it. One dict
-        look-up of one window; the index grows by the window looked up at the previous call
-        (this runs once a token in quiet stretches: one function, one new tuple)."""
-        hist = self._hist
-        L = len(hist)
-        if pos == L:
-            hist.append(token)
-            L += 1
-        elif not (pos == L - 1 and hist[pos] == token):
-            self._put(pos, [token])
-            L = len(hist)
-        wake = self._wake
-        w = wake.width
-        if L <= w:
-            hit = False
-        else:
-            last = self._wake_last
-            if last is not None and last[0] == L - 1 and wake.covered == L - 1 - w:
-                # the window looked up last (ending at L - 1) now has a token after it
-                lst = wake.starts.get(last[1])
-                if lst is None:
-                    wake.starts[last[1]] = [L - 1 - w]
-                else:
-                    lst.append(L - 1 - w)
-                wake.covered = L - w
-            else:
-                wake.extend(hist, L - 1)
-            key = tuple(hist[L - w:])
-            hit = key in wake.starts
-            self._wake_last = (L, key)
-        woke, self._hit = hit and not self._hit, hit
-        return woke
-
-    def _window_hit(self) -> bool:
-        """Whether the history's last WAKE_MATCH tokens occur earlier (with a token after)."""
-        hist, w = self._hist, self._wake.width
-        L = len(hist)
-        if L <= w:
-            return False
-        self._wake.extend(hist, L - 1)
-        return bool(self._wake.get(tuple(hist[L - w:])))
+        at its start, and a run of matches the asks declined does not keep waking it. One
+        window looked up in the wake index (each instance calls the index directly)."""
+        return self._wake.absorb(token, pos)
 
     def process(self, tokens, pos0, taps):
         self._pos0 = pos0
+        self._sync()
         hist = self._hist
         if len(tokens) == 1 and pos0 == len(hist) - 1 and hist[pos0] == tokens[0]:
             return                     # id_last alone, as draft() wrote it
@@ -351,7 +302,7 @@ class NgramDrafter(Drafter):
         self._put(pos0, [int(id_last)])
         self._probe = None
         # this ask has seen the stream's end: only a later start of a repeat wakes (absorb)
-        self._hit = self._window_hit()
+        self._wake.ask_seen()
         # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
         # every draft but an exact match of LONG_MATCH tokens or more
         hint = min(self.length_hint or n_max, n_max)
@@ -477,12 +428,13 @@ class NgramDrafter(Drafter):
         # the rejected drafts leave the history; the indexes never hold a window reaching
         # them (they cover windows before pos0, which the draft's _put cut back to)
         keep = self._pos0 + n_accepted + 1
+        self._sync()
         if keep < len(self._hist):
             for ix in self._ix:
                 if ix.covered + ix.width - 1 > keep:
                     ix.cut(self._hist, keep)
             del self._hist[keep:]
-            self._wake_last = None
+            self._wake.truncate(keep)
             if keep < self._buf_n:
                 self._buf_n = keep
 
@@ -491,7 +443,6 @@ class NgramDrafter(Drafter):
         self._renames, self._probe = set(), None
         self._keys = KeyIndex(self.ngram_min)
         self._pairs = self._keys if self.ngram_min == 2 else KeyIndex(2)
-        self._wake = KeyIndex(WAKE_MATCH)
-        self._hit, self._wake_last = False, None
+        self._wake.reset()          # (absorb stays bound to it)
         self._ix = self._indexes()
         self._buf_n = 0
