@@ -583,3 +583,41 @@ def test_the_one_pass_cost_table_equals_each_widths_cost(seed):
     t.observe(3, 1.0)
     t.observe(5, 2.0)
     assert t.costs(5) == [None, 3.0, 3.0, 3.0, 3.0] == [t.cost(w) for w in range(1, 6)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fused_readings_equal_the_separate_calls(seed):
+    # after_miss and declines_every (one call an empty ask or a wake) against the calls they
+    # fuse, on gates driven through random decisions, acceptances and costs (the ask cost too)
+    import copy
+    import random
+    rnd = random.Random(seed)
+    model = MeasuredCost()
+    gate = DraftGate(4, model)
+    for round_no in range(200):
+        r = rnd.random()
+        if r < 0.3:
+            model.observe(rnd.randint(1, 5), rnd.uniform(1.0, 3.0) * 1e-4)
+        elif r < 0.4:
+            model.observe_ask(rnd.uniform(0.1, 1.0) * 1e-4)
+        elif r < 0.7:
+            cls = rnd.randint(0, 2)
+            j = gate.choose(rnd.randint(1, 4), cls, round_no)
+            if j:
+                gate.observe_accept(cls, j, rnd.choice([0, 0, rnd.randint(0, j)]))
+        shortest, overdue = rnd.choice([(8, 8), (32, 8)])
+        for round_arg in (round_no, None):
+            ref = copy.deepcopy(gate)
+            want = None
+            if ref.ready:
+                cap = ref.quiet_cap(shortest, 32, 0.03)
+                hint = ref.take_quiet_hint()
+                if not hint and round_arg is not None:
+                    hint = ref.quiet_rounds(round_arg, overdue=overdue)
+                want = (cap, hint)
+            got = copy.deepcopy(gate)
+            assert got.after_miss(shortest, 32, 0.03, round_arg, overdue) == want
+            assert got.quiet_hint == ref.quiet_hint
+        for classes in ((0,), (1, 2), (0, 1, 2), (2, 5)):
+            assert gate.declines_every(classes, round_no) == all(
+                gate.declines(c, round_no) for c in classes)

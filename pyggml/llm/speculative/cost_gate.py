@@ -356,12 +356,28 @@ class DraftGate:
         costs at most `share` of the stretch's plain steps (a small target's step is not
         much dearer than an ask), within [shortest, longest]; shortest while a cost is
         unknown."""
+        return self._quiet_cap(self._costs()[0], shortest, longest, share)
+
+    def _quiet_cap(self, plain, shortest: int, longest: int, share: float) -> int:
         ask_cost = getattr(self.model, "ask_cost", None)
         ask = ask_cost() if ask_cost is not None else None
-        plain = self._costs()[0]
         if ask is None or plain is None or plain <= 0:
             return shortest
         return max(shortest, min(longest, math.ceil(ask / (share * plain))))
+
+    def after_miss(self, shortest: int, longest: int, share: float, round_no, overdue: int):
+        """What the decoder reads after a round that asked and verified nothing, in one call
+        (it runs once an ask on fresh text): None while a plain round's cost is unknown (not
+        `ready`), else (quiet_cap's stretch, the quiet hint: take_quiet_hint's, or without
+        one and with round_no, quiet_rounds(round_no, overdue=overdue))."""
+        plain = self._costs()[0]
+        if plain is None:
+            return None
+        cap = self._quiet_cap(plain, shortest, longest, share)
+        hint, self.quiet_hint = self.quiet_hint, 0
+        if not hint and round_no is not None:
+            hint = self.quiet_rounds(round_no, overdue=overdue)
+        return cap, hint
 
     def observe_round_cost(self, seconds: float) -> None:
         observe = getattr(self.model, "observe_round", None)
@@ -506,13 +522,24 @@ class DraftGate:
         """Whether a draft of class cls at round round_no would be declined whatever its
         length: the class was seen, no prefix up to n_max beats a plain step and its probe is
         not due (False while a cost is unknown)."""
-        st = self._classes.get(cls)
-        if st is None:
-            return False
-        costs = self._costs()
-        if any(c is None for c in costs) or self._prefixes(st, self.n_max, costs)[0]:
-            return False
-        return round_no < self._probe_due(st, round_no)
+        return self.declines_every((cls,), round_no)
+
+    def declines_every(self, classes, round_no: int) -> bool:
+        """declines(cls, round_no) for every class of a non-empty `classes` (one call for
+        the decoder's check of an absorb wake)."""
+        costs = None
+        for cls in classes:
+            st = self._classes.get(cls)
+            if st is None:
+                return False
+            if costs is None:
+                costs = self._costs()
+                if any(c is None for c in costs):
+                    return False
+            if (self._prefixes(st, self.n_max, costs)[0]
+                    or round_no >= self._probe_due(st, round_no)):
+                return False
+        return costs is not None
 
     def quiet_rounds(self, round_no: int, declined: _ClassState | None = None,
                      overdue: int = 0) -> int:
