@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import SpeculativeDecoder
 from pyggml.llm.speculative.ngram import (LONG_MATCH, MATCH_CAP, SUB_PROBE, SUB_WINDOW,
-                                          NgramDrafter, longest_match_draft)
-from pyggml.llm.speculative.ngram_index import WakeIndex
+                                          WAKE_MATCH, NgramDrafter, PyNgramHistory,
+                                          longest_match_draft)
 
 
 def ref_longest(seq, n_max, ngram_min=2, substitute=True):
@@ -275,11 +275,11 @@ def _window_seen(hist, w):
     return L > w and any(hist[s:s + w] == hist[L - w:] for s in range(L - w))
 
 
-class _ReferenceWakeDrafter(NgramDrafter):
-    wake_index = WakeIndex          # the plain-Python reference of the C++ NgramWake
+class _ReferenceHistoryDrafter(NgramDrafter):
+    history_class = PyNgramHistory   # the plain-Python reference of the C++ NgramHistory
 
 
-@pytest.mark.parametrize("drafter_cls", [NgramDrafter, _ReferenceWakeDrafter])
+@pytest.mark.parametrize("drafter_cls", [NgramDrafter, _ReferenceHistoryDrafter])
 @settings(max_examples=150, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2 ** 31), vocab=st.integers(2, 6))
@@ -291,7 +291,7 @@ def test_absorb_against_a_direct_window_search(drafter_cls, seed, vocab):
     # stale copy of the history would show in both)
     rng = np.random.default_rng(seed)
     d = drafter_cls(None)
-    w = d._wake.width
+    w = WAKE_MATCH
     hist, hit = [], False
     for _ in range(120):
         r = rng.random()
@@ -307,7 +307,7 @@ def test_absorb_against_a_direct_window_search(drafter_cls, seed, vocab):
                 key = tuple(hist[s:s + w])
                 counts[key] = counts.get(key, 0) + 1
             if len(hist) > w:
-                assert d._wake.counts() == counts and d._wake.covered == len(hist) - w
+                assert d._h.counts() == counts and d._h.covered == len(hist) - w
         else:
             # id_last is mostly the token absorbed last; a different one rewrites it
             pos0 = len(hist) - 1
