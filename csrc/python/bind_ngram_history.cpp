@@ -179,6 +179,15 @@ public:
         return hit_;
     }
 
+    // PyNgramHistory.ask: an ask's three calls in one (id_last written at pos0, its window
+    // seen, the lookup)
+    py::tuple ask(int64_t pos0, int64_t id_last, int64_t n_max, int64_t hint) {
+        if (pos0 < 0) throw py::value_error("NgramHistory.ask: pos0 " + std::to_string(pos0) + " < 0");
+        write(pos0, &id_last, 1);
+        ask_seen();
+        return draft_longest(n_max, hint);
+    }
+
     // PyNgramHistory.draft_longest: (ids, class, match length or None, None or (j, replaced, replacement))
     py::tuple draft_longest(int64_t n_max, int64_t hint) {
         const int64_t L = size(), m = keys_.width;
@@ -297,6 +306,8 @@ void bind_ngram_history(py::module_& m) {
         .def("truncate", &NgramHistory::truncate, py::arg("keep"), "Keep the first keep tokens.")
         .def("draft_longest", &NgramHistory::draft_longest, py::arg("n_max"), py::arg("hint"),
              "The 'longest' rule's draft: (ids, class, match length or None, None or (j, replaced, replacement)).")
+        .def("ask", &NgramHistory::ask, py::arg("pos0"), py::arg("id_last"), py::arg("n_max"), py::arg("hint"),
+             "put(pos0, [id_last]), ask_seen() and draft_longest(n_max, hint) in one call.")
         .def("tokens", &NgramHistory::tokens, py::arg("start") = 0)
         .def("counts", &NgramHistory::counts, "wake window (tuple) -> how many indexed windows hold it")
         .def("reset", &NgramHistory::reset)

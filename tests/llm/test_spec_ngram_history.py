@@ -97,6 +97,8 @@ def test_edited_copies_ask_after_every_token(ngram_min):
         for n_max, hint in ((6, 6), (6, 2)):
             got = fast.draft_longest(n_max, hint)
             assert got == ref.draft_longest(n_max, hint)
+            # an ask of the last token again (as the decoder's, id_last at its position)
+            assert fast.ask(pos, tok, n_max, hint) == ref.ask(pos, tok, n_max, hint) == got
             n_sub += got[2] == -1
             n_probe += got[3] is not None and got[3][0] == 1
     assert n_sub >= 10 and n_probe >= 5

@@ -262,6 +262,13 @@ class PyNgramHistory:
         self.hit = self._last_seen()
         return self.hit
 
+    def ask(self, pos0: int, id_last: int, n_max: int, hint: int):
+        """An ask of the "longest" rule: id_last written at pos0, its window seen (ask_seen),
+        then draft_longest."""
+        self.put(pos0, [id_last])
+        self.ask_seen()
+        return self.draft_longest(n_max, hint)
+
     # ---- the "longest" rule over the indexes --------------------------------------------------
     def draft_longest(self, n_max: int, hint: int):
         """The "longest" rule's draft of the history's end: (ids, draft class, the exact
@@ -455,19 +462,19 @@ class NgramDrafter(Drafter):
         # id_last sits at pos0 (the next process() writes it there again); a probe whose
         # draft was declined (no accept() follows, see Drafter.absorb) is forgotten
         h = self._h
-        h.put(pos0, [int(id_last)])
         self._probe = None
-        # this ask has seen the stream's end: only a later start of a repeat wakes (absorb)
-        h.ask_seen()
         # n_max: what the decoder takes; the back-off length (length_hint, 0: none) bounds
         # every draft but an exact match of LONG_MATCH tokens or more
         hint = min(self.length_hint or n_max, n_max)
         self._probing = bool(self.length_hint)
+        # the history's end has been seen (ask_seen): only a later start of a repeat wakes
         if self.lookup == "recent":
+            h.put(pos0, [int(id_last)])
+            h.ask_seen()
             self.draft_class = CLASS_OTHER
             return Draft(ids=find_continuation(h.seq(), hint, self.ngram_max,
                                                self.ngram_min))
-        ids, self.draft_class, match, sub = h.draft_longest(n_max, hint)
+        ids, self.draft_class, match, sub = h.ask(pos0, int(id_last), n_max, hint)
         if match is not None:
             self.last_match = match
         if sub is not None:
