@@ -370,13 +370,13 @@ class DraftGate:
         (it runs once an ask on fresh text): None while a plain round's cost is unknown (not
         `ready`), else (quiet_cap's stretch, the quiet hint: take_quiet_hint's, or without
         one and with round_no, quiet_rounds(round_no, overdue=overdue))."""
-        plain = self._costs()[0]
-        if plain is None:
+        costs = self._costs()
+        if costs[0] is None:
             return None
-        cap = self._quiet_cap(plain, shortest, longest, share)
+        cap = self._quiet_cap(costs[0], shortest, longest, share)
         hint, self.quiet_hint = self.quiet_hint, 0
         if not hint and round_no is not None:
-            hint = self.quiet_rounds(round_no, overdue=overdue)
+            hint = self._quiet_rounds(costs, round_no, None, overdue)
         return cap, hint
 
     def observe_round_cost(self, seconds: float) -> None:
@@ -510,7 +510,7 @@ class DraftGate:
                 return self.n_min
             return top_j
         self.n_gated += 1
-        self.quiet_hint = self.quiet_rounds(round_no, declined=st)
+        self.quiet_hint = self._quiet_rounds(costs, round_no, st, 0)
         return 0
 
     def _probe_due(self, st: _ClassState, round_no: int) -> int:
@@ -549,7 +549,10 @@ class DraftGate:
         waits for a draft of its class, which those rounds' asks might not find either); 0
         where a class would be verified, none was seen or a cost is unknown. A class not
         seen yet is not counted: its first draft probes, found at the next ask."""
-        costs, known, rounds = self._costs(), None, None
+        return self._quiet_rounds(self._costs(), round_no, declined, overdue)
+
+    def _quiet_rounds(self, costs: list, round_no: int, declined, overdue: int) -> int:
+        known, rounds = None, None
         for st in self._classes.values():
             if st is not declined:
                 if known is None:
