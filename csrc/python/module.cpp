@@ -3,6 +3,7 @@
 
 namespace pyggml::python {
 void bind_llm_host(py::module_& m);  // the llm layer's per-token host helpers
+void bind_ngram_history(py::module_& m);  // the n-gram drafter's history, window indexes and lookup
 void bind_dsv4_host(py::module_& m);  // the DeepSeek V4 memory's per-ubatch plan and masks
 }
 
@@ -19,5 +20,6 @@ PYBIND11_MODULE(_core, m) {
     bind_conv(m); bind_pool(m); bind_upscale(m); bind_window(m);
     bind_linear_attn(m); bind_delta_net(m);
     bind_llm_host(m);
+    bind_ngram_history(m);
     bind_dsv4_host(m);
 }

@@ -2,6 +2,7 @@
 verified only where its expected tokens per second beat a plain step's; an expensive verify
 drafts rarely (probes only), a cheap one drafts as without the gate, dropped draft classes are
 re-probed and recover, and the stream is greedy's whatever the gate does."""
+import copy
 import math
 
 import pytest
@@ -583,3 +584,57 @@ def test_the_one_pass_cost_table_equals_each_widths_cost(seed):
     t.observe(3, 1.0)
     t.observe(5, 2.0)
     assert t.costs(5) == [None, 3.0, 3.0, 3.0, 3.0] == [t.cost(w) for w in range(1, 6)]
+
+
+def test_fused_readings_equal_the_separate_calls():
+    # after_miss and declines_every (one call an empty ask or a wake) against the calls they
+    # fuse, on gates driven through random decisions, acceptances and costs (the ask cost too)
+    import random
+    n_declined = {True: 0, False: 0}
+    for seed in range(6):
+        _drive_and_compare(random.Random(seed), n_declined)
+    assert n_declined[True] > 20 and n_declined[False] > 20
+
+
+def _drive_and_compare(rnd, n_declined):
+    model = MeasuredCost()
+    gate = DraftGate(4, model)
+    for round_no in range(200):
+        r = rnd.random()
+        if r < 0.3:
+            model.observe(rnd.randint(1, 5), rnd.uniform(1.0, 3.0) * 1e-4)
+        elif r < 0.4:
+            model.observe_ask(rnd.uniform(0.1, 1.0) * 1e-4)
+        elif r < 0.7:
+            cls = rnd.randint(0, 2)
+            j = gate.choose(rnd.randint(1, 4), cls, round_no)
+            if j:
+                gate.observe_accept(cls, j, rnd.choice([0, 0, rnd.randint(0, j)]))
+        shortest, overdue = rnd.choice([(8, 8), (32, 8)])
+        for round_arg in (round_no, None):
+            ref = copy.deepcopy(gate)
+            want = None
+            if ref.ready:
+                cap = ref.quiet_cap(shortest, 32, 0.03)
+                hint = ref.take_quiet_hint()
+                if not hint and round_arg is not None:
+                    hint = ref.quiet_rounds(round_arg, overdue=overdue)
+                want = (cap, hint)
+            got = copy.deepcopy(gate)
+            assert got.after_miss(shortest, 32, 0.03, round_arg, overdue) == want
+            assert got.quiet_hint == ref.quiet_hint
+        for classes in ((0,), (1, 2), (0, 1, 2), (2, 5)):
+            want = all(_declines_spelled_out(gate, c, round_no) for c in classes)
+            assert gate.declines_every(classes, round_no) == want
+            assert all(gate.declines(c, round_no) for c in classes) == want
+            n_declined[want] += 1
+
+
+def _declines_spelled_out(gate, cls, round_no):
+    """DraftGate.declines by its definition: a class seen, every cost known, no prefix that
+    beats a plain step, its probe not due."""
+    st = gate._classes.get(cls)
+    if st is None or any(c is None for c in gate._costs()):
+        return False
+    return (not gate._prefixes(st, gate.n_max, gate._costs())[0]
+            and round_no < gate._probe_due(st, round_no))

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from pyggml.llm import Context, Model, write_tiny_llama
 from pyggml.llm.speculative import SpeculativeDecoder
 from pyggml.llm.speculative.ngram import (LONG_MATCH, MATCH_CAP, SUB_PROBE, SUB_WINDOW,
-                                          NgramDrafter, longest_match_draft)
+                                          WAKE_MATCH, NgramDrafter, PyNgramHistory,
+                                          longest_match_draft)
 
 
 def ref_longest(seq, n_max, ngram_min=2, substitute=True):
@@ -274,17 +275,23 @@ def _window_seen(hist, w):
     return L > w and any(hist[s:s + w] == hist[L - w:] for s in range(L - w))
 
 
-@settings(max_examples=150, deadline=None, database=None)
-@given(st.integers(0, 2 ** 31), st.integers(2, 6))
-def test_absorb_against_a_direct_window_search(seed, vocab):
+class _ReferenceHistoryDrafter(NgramDrafter):
+    history_class = PyNgramHistory   # the plain-Python reference of the C++ NgramHistory
+
+
+@pytest.mark.parametrize("drafter_cls", [NgramDrafter, _ReferenceHistoryDrafter])
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2 ** 31), vocab=st.integers(2, 6))
+def test_absorb_against_a_direct_window_search(drafter_cls, seed, vocab):
     # plain rounds' tokens (absorb), with the rewrites a decoder makes between them (a draft
     # of id_last, a verify batch and its partial acceptance, a token absorbed again at its
     # position, a rollback): every wake equals a search of the history itself, and the wake
     # index holds exactly the windows before the last token (a window absorb indexed from a
     # stale copy of the history would show in both)
     rng = np.random.default_rng(seed)
-    d = NgramDrafter(None)
-    w = d._wake.width
+    d = drafter_cls(None)
+    w = WAKE_MATCH
     hist, hit = [], False
     for _ in range(120):
         r = rng.random()
@@ -295,11 +302,12 @@ def test_absorb_against_a_direct_window_search(seed, vocab):
             now = _window_seen(hist, w)
             assert d.absorb(tok, pos) == (now and not hit)
             hit = now
-            starts = {}
+            counts = {}
             for s in range(max(len(hist) - w, 0)):
-                starts.setdefault(tuple(hist[s:s + w]), []).append(s)
+                key = tuple(hist[s:s + w])
+                counts[key] = counts.get(key, 0) + 1
             if len(hist) > w:
-                assert d._wake.starts == starts and d._wake.covered == len(hist) - w
+                assert d._h.counts() == counts and d._h.covered == len(hist) - w
         else:
             # id_last is mostly the token absorbed last; a different one rewrites it
             pos0 = len(hist) - 1

@@ -356,12 +356,28 @@ class DraftGate:
         costs at most `share` of the stretch's plain steps (a small target's step is not
         much dearer than an ask), within [shortest, longest]; shortest while a cost is
         unknown."""
+        return self._quiet_cap(self._costs()[0], shortest, longest, share)
+
+    def _quiet_cap(self, plain, shortest: int, longest: int, share: float) -> int:
         ask_cost = getattr(self.model, "ask_cost", None)
         ask = ask_cost() if ask_cost is not None else None
-        plain = self._costs()[0]
         if ask is None or plain is None or plain <= 0:
             return shortest
         return max(shortest, min(longest, math.ceil(ask / (share * plain))))
+
+    def after_miss(self, shortest: int, longest: int, share: float, round_no, overdue: int):
+        """What the decoder reads after a round that asked and verified nothing, in one call
+        (it runs once an ask on fresh text): None while a plain round's cost is unknown (not
+        `ready`), else (quiet_cap's stretch, the quiet hint: take_quiet_hint's, or without
+        one and with round_no, quiet_rounds(round_no, overdue=overdue))."""
+        costs = self._costs()
+        if costs[0] is None:
+            return None
+        cap = self._quiet_cap(costs[0], shortest, longest, share)
+        hint, self.quiet_hint = self.quiet_hint, 0
+        if not hint and round_no is not None:
+            hint = self._quiet_rounds(costs, round_no, None, overdue)
+        return cap, hint
 
     def observe_round_cost(self, seconds: float) -> None:
         observe = getattr(self.model, "observe_round", None)
@@ -494,7 +510,7 @@ class DraftGate:
                 return self.n_min
             return top_j
         self.n_gated += 1
-        self.quiet_hint = self.quiet_rounds(round_no, declined=st)
+        self.quiet_hint = self._quiet_rounds(costs, round_no, st, 0)
         return 0
 
     def _probe_due(self, st: _ClassState, round_no: int) -> int:
@@ -506,13 +522,24 @@ class DraftGate:
         """Whether a draft of class cls at round round_no would be declined whatever its
         length: the class was seen, no prefix up to n_max beats a plain step and its probe is
         not due (False while a cost is unknown)."""
-        st = self._classes.get(cls)
-        if st is None:
-            return False
-        costs = self._costs()
-        if any(c is None for c in costs) or self._prefixes(st, self.n_max, costs)[0]:
-            return False
-        return round_no < self._probe_due(st, round_no)
+        return self.declines_every((cls,), round_no)
+
+    def declines_every(self, classes, round_no: int) -> bool:
+        """declines(cls, round_no) for every class of a non-empty `classes` (one call for
+        the decoder's check of an absorb wake)."""
+        costs = None
+        for cls in classes:
+            st = self._classes.get(cls)
+            if st is None:
+                return False
+            if costs is None:
+                costs = self._costs()
+                if any(c is None for c in costs):
+                    return False
+            if (self._prefixes(st, self.n_max, costs)[0]
+                    or round_no >= self._probe_due(st, round_no)):
+                return False
+        return costs is not None
 
     def quiet_rounds(self, round_no: int, declined: _ClassState | None = None,
                      overdue: int = 0) -> int:
@@ -522,7 +549,10 @@ class DraftGate:
         waits for a draft of its class, which those rounds' asks might not find either); 0
         where a class would be verified, none was seen or a cost is unknown. A class not
         seen yet is not counted: its first draft probes, found at the next ask."""
-        costs, known, rounds = self._costs(), None, None
+        return self._quiet_rounds(self._costs(), round_no, declined, overdue)
+
+    def _quiet_rounds(self, costs: list, round_no: int, declined, overdue: int) -> int:
+        known, rounds = None, None
         for st in self._classes.values():
             if st is not declined:
                 if known is None:

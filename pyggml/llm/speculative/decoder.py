@@ -312,8 +312,7 @@ class SpeculativeDecoder(DecoderRounds):
         MAX_QUIET_LONG): asks before it could only be declined."""
         if not self.adaptive:
             return
-        if n_drafted == 0 and self._gate is not None and not self._gate.ready:
-            return       # the gate declines while it learns a plain round's cost: no verdict
+        gate = self._gate
         if n_drafted == 0:
             # a drafter that sees every plain round's token (absorb) wakes the decoder when
             # the stream starts repeating: asks in between only find what it cannot see
@@ -323,15 +322,18 @@ class SpeculativeDecoder(DecoderRounds):
             # them at MAX_QUIET cut SmolLM2's acceptance on a mirrored continuation by 10%)
             absorbs = lane.drafter.absorb is not None
             shortest = self.MAX_QUIET_LONG if absorbs else self.MAX_QUIET
-            cap = shortest if self._gate is None else self._gate.quiet_cap(
-                shortest, self.MAX_QUIET_LONG, self.ASK_SHARE)
+            if gate is None:
+                lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), shortest)
+                return
+            # the stretch cap and, where no class seen can probe before then (asks could
+            # only be declined), the rounds to stay quiet
+            read = gate.after_miss(shortest, self.MAX_QUIET_LONG, self.ASK_SHARE, round_no,
+                                   self.MAX_QUIET)
+            if read is None:
+                return   # the gate declines while it learns a plain round's cost: no verdict
+            cap, hint = read
             lane.quiet, lane.span = lane.span, min(max(2 * lane.span, 1), cap)
-            if self._gate is not None:
-                # no class seen can probe before then: asks could only be declined
-                hint = self._gate.take_quiet_hint()
-                if not hint and round_no is not None:
-                    hint = self._gate.quiet_rounds(round_no, overdue=self.MAX_QUIET)
-                lane.quiet = max(lane.quiet, min(hint, self.MAX_QUIET_LONG))
+            lane.quiet = max(lane.quiet, min(hint, self.MAX_QUIET_LONG))
         elif n_acc > 0:
             lane.span = 0
 
@@ -340,8 +342,7 @@ class SpeculativeDecoder(DecoderRounds):
         at round round_no leads to (a draft of one of its `wake_classes`): the wake is then
         not worth an ask."""
         gate, classes = self._gate, drafter.wake_classes
-        return (gate is not None and bool(classes)
-                and all(gate.declines(c, round_no) for c in classes))
+        return gate is not None and bool(classes) and gate.declines_every(classes, round_no)
 
     # ---- generation -----------------------------------------------------------------------
     def generate(self, prompt_ids, n: int, stop=None) -> Generation:
