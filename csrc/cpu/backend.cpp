@@ -37,26 +37,6 @@ namespace {
 constexpr int64_t kStepSpinNs = 20000;
 constexpr int64_t kStepYieldNs = 200000;
 
-// The next share of a shared step for thread ith, or -1 when all are taken. With `own` (at
-// most 64 threads), share ith first: a one-column product's share runs the same rows token
-// after token on the same core, whose caches still hold them; then the lowest one left, for
-// a thread that is early or another's was late. Without, in the order the threads come.
-int take_share(ShareCounters& c, int ith, int n, bool own) {
-    if (!own) {
-        const int s = c.taken.fetch_add(1, std::memory_order_relaxed);
-        return s < n ? s : -1;
-    }
-    const uint64_t all = n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
-    uint64_t bit = uint64_t(1) << ith;
-    for (;;) {
-        const uint64_t before = c.taken_mask.fetch_or(bit, std::memory_order_relaxed);
-        if (!(before & bit)) return __builtin_ctzll(bit);
-        const uint64_t left = all & ~(before | bit);
-        if (!left) return -1;
-        bit = left & (~left + 1);
-    }
-}
-
 }  // namespace
 
 namespace {
@@ -140,7 +120,6 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
     g_shared_steps.fetch_add(n_shared, std::memory_order_relaxed);
     g_grouped_nodes.fetch_add(plan.n_grouped, std::memory_order_relaxed);
     ShareCounters* counters = plan.counters.get();
-    const bool own_shares = plan.key.own_shares && n_threads <= 64;
     for (uint32_t c = 0; c < plan.n_counters; ++c) counters[c].reset();
 
     ThreadPool& pool = ThreadPool::instance();
@@ -217,7 +196,7 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
                 ComputeParams q = p;
                 q.no_barrier = true;
                 q.share_slots = counters[st.counters].kernel_slots;
-                for (int s; (s = take_share(counters[st.counters], ith, n_threads, own_shares)) >= 0;) {
+                for (int s; (s = counters[st.counters].taken.fetch_add(1, std::memory_order_relaxed)) < n_threads;) {
                     q.ith = s;
                     kernel(n, q);
                     if (counters[st.counters].finished.fetch_add(1, std::memory_order_acq_rel) + 1 == n_threads) publish(k);

@@ -107,13 +107,6 @@ bool groups_enabled() {
     return !(e && e[0] == '0' && e[1] == 0);
 }
 
-// PYGGML_CPU_OWN_SHARES=0: a thread takes the first share left of a shared step instead of
-// its own first (for benchmarks).
-bool own_shares_enabled() {
-    const char* e = std::getenv("PYGGML_CPU_OWN_SHARES");
-    return !(e && e[0] == '0' && e[1] == 0);
-}
-
 // The bytes a tensor spans, [lo, hi) (empty without storage).
 struct Extent {
     uintptr_t lo = 0, hi = 0;
@@ -258,7 +251,7 @@ void build(SchedulePlan& plan, const std::vector<Tensor*>& nodes, const PlanKey&
 
 bool PlanKey::operator==(const PlanKey& o) const {
     return nodes == o.nodes && n_nodes == o.n_nodes && n_threads == o.n_threads && isa == o.isa && bf16 == o.bf16 &&
-           shares == o.shares && groups == o.groups && own_shares == o.own_shares && min_work == o.min_work && min_share_work == o.min_share_work &&
+           shares == o.shares && groups == o.groups && min_work == o.min_work && min_share_work == o.min_share_work &&
            tensor_edits == o.tensor_edits;
 }
 
@@ -272,7 +265,6 @@ const SchedulePlan& schedule_for(const std::vector<Tensor*>& nodes, int n_thread
     key.bf16 = bf16;
     key.shares = shares_enabled();
     key.groups = groups_enabled();
-    key.own_shares = own_shares_enabled();
     key.min_work = min_work_per_thread();
     key.min_share_work = min_share_work_per_thread();
     key.tensor_edits = tensor_edit_epoch();

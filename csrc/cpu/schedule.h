@@ -36,12 +36,10 @@ struct GroupMember {
 };
 struct alignas(64) ShareCounters {
     std::atomic<int> taken{0};
-    std::atomic<uint64_t> taken_mask{0};  // shared steps of at most 64 threads: shares taken
     std::atomic<int> finished{0};
     std::atomic<int64_t> kernel_slots[2] = {0, 0};  // ComputeParams::share_slots
     void reset() {
         taken.store(0, std::memory_order_relaxed);
-        taken_mask.store(0, std::memory_order_relaxed);
         finished.store(0, std::memory_order_relaxed);
         kernel_slots[0].store(0, std::memory_order_relaxed);
         kernel_slots[1].store(0, std::memory_order_relaxed);
@@ -56,7 +54,7 @@ struct PlanKey {
     int n_threads = 0;
     simd::Isa isa = simd::Isa::Scalar;
     bool bf16 = false;
-    bool shares = true, groups = true, own_shares = true;
+    bool shares = true, groups = true;
     int64_t min_work = 0, min_share_work = 0;
     uint64_t tensor_edits = 0;
     bool operator==(const PlanKey& o) const;
