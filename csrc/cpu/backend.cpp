@@ -42,9 +42,6 @@ constexpr int64_t kStepYieldNs = 200000;
 namespace {
 std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0}, g_shared_steps{0};
 std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0}, g_plan_ns{0}, g_grouped_nodes{0};
-}  // namespace
-
-namespace {
 std::atomic<bool> g_poison_scratch{false};
 }  // namespace
 
@@ -223,7 +220,8 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
                         q.ith = s;
                         q.share_slots = counters[m->counters].kernel_slots;
                     }
-                    const auto ti = times && ith == 0 ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+                    const auto ti = times && ith == 0 ? std::chrono::steady_clock::now()
+                                                      : std::chrono::steady_clock::time_point{};
                     kernel(nodes[m->node], q);
                     if (times && ith == 0)
                         (*times)[m->node] += std::chrono::duration<double>(std::chrono::steady_clock::now() - ti).count();
