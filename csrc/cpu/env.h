@@ -17,4 +17,11 @@ inline int64_t env_nonnegative(const char* name, int64_t fallback) {
     return fallback;
 }
 
+// False when environment variable `name` is exactly "0" (a feature switched off for a
+// benchmark), true otherwise.
+inline bool env_not_zero(const char* name) {
+    const char* e = std::getenv(name);
+    return !(e && e[0] == '0' && e[1] == 0);
+}
+
 }  // namespace pyggml::cpu

@@ -96,16 +96,10 @@ bool barrier_free(const Tensor* n) {
 
 // PYGGML_CPU_SHARES=0 runs barrier-free nodes as gang steps too (every thread its own share,
 // all waiting for the slowest): the lockstep schedule, kept for benchmarks.
-bool shares_enabled() {
-    const char* e = std::getenv("PYGGML_CPU_SHARES");
-    return !(e && e[0] == '0' && e[1] == 0);
-}
+bool shares_enabled() { return env_not_zero("PYGGML_CPU_SHARES"); }
 
 // PYGGML_CPU_GROUPS=0 runs every node as its own step (no group steps), for benchmarks.
-bool groups_enabled() {
-    const char* e = std::getenv("PYGGML_CPU_GROUPS");
-    return !(e && e[0] == '0' && e[1] == 0);
-}
+bool groups_enabled() { return env_not_zero("PYGGML_CPU_GROUPS"); }
 
 // The bytes a tensor spans, [lo, hi) (empty without storage).
 struct Extent {
@@ -145,7 +139,6 @@ void plan_groups(SchedulePlan& plan, const std::vector<Tensor*>& nodes, const st
     const std::vector<Step> in = std::move(plan.steps);
     std::vector<Step>& out = plan.steps;
     out.clear();
-    plan.members.clear();
     std::vector<bool> taken(in.size(), false);
     const double full_bar = (double)key.min_work * key.n_threads;
     std::vector<size_t> joined, passed;
