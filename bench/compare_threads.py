@@ -5,6 +5,7 @@ not shrink with threads, so it caps the ratio.
 
     python bench/compare_threads.py [--pairs 9] [--gemm 1024] [--gemm-calls 6] [--gen 64]
                                     [--min-sample-ms 50] [--long 4096] [--max-others 1.0]
+                                    [--no-per-core]
 
 Every row comes from --pairs pairs: one sample at 1 thread and one at 2 back to back, which
 goes first alternating from pair to pair; the ratio (2 threads over 1, > 1: faster) is the
@@ -21,6 +22,14 @@ cached context, repeated until it lasts about --min-sample-ms at 1 thread. Next 
 `others` is the median share of the CPUs other processes kept busy during a pair; pairs above
 --max-others are dropped and redone. On a shared machine read the ratios, never the absolute
 figures.
+
+Each row is then measured against each core ("vs each core"; --no-per-core skips it): --pairs
+rounds of 1 thread pinned to one CPU, 1 thread pinned to another, and 2 threads on both, the
+order rotating. The two cores of a virtual machine need not be equally fast (a core whose host
+sibling is busy runs slower); the unpinned 1-thread sample runs on whichever core the kernel
+picks, while 2 threads get both, so the paired ratio cannot exceed (fast + slow) / fast. The
+ratio printed here is the 2-thread speed over the mean of the two cores' 1-thread speeds: 2.0
+when the threads split the work perfectly over the cores as they are, whatever their speeds.
 
 Each decode row is followed by its per-token figures: --pairs blocks of --gen tokens at each
 thread count, alternating, every token timed alone; the ratio of the lower quartiles (and of
@@ -129,6 +138,41 @@ def paired(samples, n_pairs, max_others):
     return wall, one, two, others, dropped
 
 
+def two_cpus():
+    """The first two CPUs this process may run on, or None (fewer, or no affinity calls)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    return tuple(cpus[:2]) if len(cpus) >= 2 else None
+
+
+def per_core_rounds(samples, n_rounds, cpus):
+    """Rounds of three samples, the order rotating: 1 thread pinned to cpus[0], 1 thread pinned
+    to cpus[1], 2 threads on both. Returns (Paired: 2-thread time against the time at the two
+    cores' mean 1-thread speed, [1-thread s on cpus[0]], [same on cpus[1]]). Only the calling
+    thread is pinned; the pool's workers were started before, with every CPU allowed."""
+    allowed = os.sched_getaffinity(0)
+    fair, on = Paired(), {cpus[0]: [], cpus[1]: []}
+    kinds = [(1, {cpus[0]}), (1, {cpus[1]}), (2, set(cpus))]
+    try:
+        for r in range(n_rounds):
+            got = {}
+            for t, mask in kinds[r % 3:] + kinds[:r % 3]:
+                os.sched_setaffinity(0, mask)
+                prepare, run = samples[t]
+                prepare()
+                time.sleep(0.05)
+                got[(t, min(mask))] = timed(run)[0]
+            ta, tb = got[(1, cpus[0])], got[(1, cpus[1])]
+            on[cpus[0]].append(ta)
+            on[cpus[1]].append(tb)
+            # the time 1 thread takes at the mean of the two cores' speeds
+            fair.add(got[(2, min(cpus))], 2.0 / (1.0 / ta + 1.0 / tb))
+    finally:
+        os.sched_setaffinity(0, allowed)
+    return fair, on[cpus[0]], on[cpus[1]]
+
+
 def main():
     from pyggml.demo import load_demo_model
     from pyggml.llm import Context
@@ -143,7 +187,10 @@ def main():
     ap.add_argument("--max-others", type=float, default=1.0,
                     help="drop (and redo) a pair during which other processes kept more than this "
                          "share of the CPUs busy (0..1; 1: keep all)")
+    ap.add_argument("--no-per-core", action="store_true",
+                    help="skip the rounds that pin 1 thread to each of two cores in turn")
     a = ap.parse_args()
+    pin = None if a.no_per_core else two_cpus()
     print(f"# {uptime()}")
     g = gemm_graph(a.gemm)
     _, model = load_demo_model()
@@ -193,6 +240,13 @@ def main():
               + (f" (interval covers {cover * 100:.0f}%: too few pairs)" if cover < 0.95 else ""))
         cpus = sorted(units / s[2] for s in one)
         print(f"{'  1t on its CPU time':<24s} {statistics.median(cpus):10.1f} (min {cpus[0]:.1f}, max {cpus[-1]:.1f})")
+        if pin:
+            fair, ta, tb = per_core_rounds(samples, a.pairs, pin)
+            med, lo, hi, _ = fair.ratio()
+            sa, sb = units / statistics.median(ta), units / statistics.median(tb)
+            print(f"{'  vs each core':<24s} {sa:10.1f} {sb:10.1f} {med:7.2f} {f'[{lo:.2f}, {hi:.2f}]':>14s}"
+                  f"   1t pinned to cpu {pin[0]} / cpu {pin[1]}; ratio: 2 threads over the two cores' mean"
+                  f" (the cores' speeds {min(sa, sb) / max(sa, sb):.2f} apart)")
         if name in fills:
             tt = token_times(ctxs, fills[name], a.gen, a.pairs)
             q = {t: (v[len(v) // 4], statistics.median(v)) for t, v in tt.items()}
