@@ -304,6 +304,8 @@ def cpu_poison_scratch(on: bool) -> bool:
     """Whether each CPU compute first fills the kernels' scratch with 0xff bytes (NaN), so that a kernel reading scratch before another thread wrote it shows NaN instead of the last compute's values; returns the previous setting. For tests."""
 def cpu_schedule_counts() -> dict:
     """What the CPU schedule did, summed over every compute of the process: computes, those that woke the thread pool's workers, steps run on thread 0 alone (solo) and split over threads (shared_steps: those of them run as shares, without barriers), the units of shared products that shares other than the first claimed from the back, and the solo steps thread 0 did not publish to the workers (a solo step followed it), and the schedules planned (plans_built) or taken from the graph's last compute (plans_reused) and the wall nanoseconds spent on that (plan_ns), and the nodes run in group steps (grouped_nodes: independent nodes whose items the threads take from one counter). Take the difference around a compute."""
+def cpu_slow_claimed_conversions(us: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """Microseconds every item of a conversion that a shared step's shares claim (the activations of a shared quantized product) sleeps before it converts (0: none); returns the previous setting. For tests: with the scratch poisoned, a share that went on before the others' items were converted then reads NaN."""
 def cpy(ctx: Context, a: Tensor, b: Tensor) -> Tensor:
     """Copy a into b (equal element counts, logical order, converting types); returns a view of b. Conversions: see cast."""
 def cuda_built() -> bool:

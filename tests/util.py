@@ -241,6 +241,16 @@ def _check_schedules(monkeypatch, g, outs, want, max_nmse, what):
                 # every product a shared step (and the other barrier-free nodes), or none
                 ok = shared >= len(outs) if shares else shared == 0
                 assert ok, f"{what} threads={nt} shares={shares}: {shared} shared steps"
+    # Every item of a claimed conversion sleeps first: a share that ran out of items while the
+    # other was still converting one must wait for it, or it reads the poisoned scratch.
+    was = gg.cpu_slow_claimed_conversions(200)
+    try:
+        got_all, _ = _run_schedule(monkeypatch, g, outs, 2, True)
+    finally:
+        gg.cpu_slow_claimed_conversions(was)
+    for i, (got, b0) in enumerate(zip(got_all, base)):
+        bad = np.flatnonzero(_bits(got) != _bits(b0))
+        assert bad.size == 0, f"{what} node {i}, slow conversions: {bad.size} of {got.size} differ from 1 thread"
 
 
 def moe_routing(counts, U, rng):

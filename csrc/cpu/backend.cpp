@@ -43,9 +43,12 @@ namespace {
 std::atomic<int64_t> g_computes{0}, g_computes_with_workers{0}, g_solo_steps{0}, g_split_steps{0}, g_shared_steps{0};
 std::atomic<int64_t> g_back_claimed_units{0}, g_quiet_solo_steps{0}, g_plan_ns{0}, g_grouped_nodes{0};
 std::atomic<bool> g_poison_scratch{false};
+std::atomic<int64_t> g_conversion_delay_us{0};
 }  // namespace
 
 bool set_poison_scratch(bool on) { return g_poison_scratch.exchange(on); }
+int64_t set_claimed_conversion_delay(int64_t us) { return g_conversion_delay_us.exchange(std::max<int64_t>(0, us)); }
+int64_t claimed_conversion_delay_us() { return g_conversion_delay_us.load(std::memory_order_relaxed); }
 
 void count_back_claimed_units(int64_t n) { g_back_claimed_units.fetch_add(n, std::memory_order_relaxed); }
 

@@ -35,6 +35,9 @@ ScheduleCounts schedule_counts();
 // where the previous compute's identical values would hide it. For tests; returns the previous
 // setting.
 bool set_poison_scratch(bool on);
+// Microseconds each claimed conversion item (kernels.h claimed_conversion_delay_us) sleeps
+// first; for tests. Returns the previous setting.
+int64_t set_claimed_conversion_delay(int64_t us);
 
 class CpuBackend final : public Backend {
 public:

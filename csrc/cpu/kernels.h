@@ -37,6 +37,11 @@ struct ComputeParams {
 // (mul_mat_common.h run_barrier_free_units; defined in backend.cpp).
 void count_back_claimed_units(int64_t n);
 
+// Microseconds every claimed conversion item sleeps before it converts (0: none, the default;
+// set by tests through set_claimed_conversion_delay in backend.h): it widens the window in which
+// a share that stopped waiting for the others' items would read scratch they had not written.
+int64_t claimed_conversion_delay_us();
+
 // True when this MUL_MAT node's kernel never meets the other threads (defined with the kernel).
 bool mul_mat_barrier_free(const Tensor* dst);
 // The same for a MUL_MAT_ID node (defined with its kernel).

@@ -2,6 +2,7 @@
 // vec_dot_type, the nvfp4 scale table and the work counter.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <thread>
@@ -82,7 +83,9 @@ inline bool claimed_conversion_fits(const Tensor* b) { return b->ne[1] * b->ne[2
 template <class ConvertItem>
 void convert_claimed(const ComputeParams& p, int64_t items, ConvertItem&& convert_item) {
     std::atomic<int64_t>& slot = p.share_slots[1];
+    const int64_t delay_us = claimed_conversion_delay_us();
     for (int64_t c; (c = slot.fetch_add(kConvertClaim, std::memory_order_relaxed) & 0xffffffff) < items;) {
+        if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
         convert_item(c);
         slot.fetch_add(kConvertDone, std::memory_order_release);
     }

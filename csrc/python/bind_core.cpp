@@ -288,6 +288,12 @@ void bind_core(py::module_& m) {
           "Whether each CPU compute first fills the kernels' scratch with 0xff bytes (NaN), so that "
           "a kernel reading scratch before another thread wrote it shows NaN instead of the last "
           "compute's values; returns the previous setting. For tests.");
+    m.def("cpu_slow_claimed_conversions", [](int64_t us) { return cpu::set_claimed_conversion_delay(us); },
+          py::arg("us"),
+          "Microseconds every item of a conversion that a shared step's shares claim (the "
+          "activations of a shared quantized product) sleeps before it converts (0: none); "
+          "returns the previous setting. For tests: with the scratch poisoned, a share that went "
+          "on before the others' items were converted then reads NaN.");
     m.def("cpu_plan_reuse", [](bool on) { return cpu::set_plan_reuse(on); }, py::arg("on"),
           "Whether a graph computed again reuses the CPU schedule of its last compute (the default) "
           "or plans afresh; returns the previous setting. For benchmarks and tests.");
