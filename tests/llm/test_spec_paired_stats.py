@@ -96,3 +96,31 @@ def test_repeats_for_sets_a_sample_to_the_minimum_length():
     assert repeats_for(sample, 0.030) == 10 and calls == [1, 1, 1, 1]
     assert repeats_for(lambda r: 1.0, 0.030) == 1                    # never below one
     assert repeats_for(lambda r: 0.0, 0.030, cap=64) == 64           # too fast to time: the cap
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity calls")
+def test_compare_threads_per_core_ratio_is_two_threads_over_the_cores_mean(monkeypatch):
+    # Scripted sample times by the calling thread's CPUs: core A runs the 1-thread work in 2 s,
+    # core B (slower) in 3 s, and 2 threads take 1.2 s. The cores' mean speed is
+    # (1/2 + 1/3) / 2 = 5/12 per s, the 2-thread speed 1/1.2, so the ratio is 2.0 whatever the
+    # order of the round; the unpinned ratio would read 2/1.2 or 3/1.2.
+    import compare_threads
+    cpus = compare_threads.two_cpus()
+    if cpus is None:
+        pytest.skip("fewer than two CPUs allowed")
+    allowed = os.sched_getaffinity(0)
+    script = {frozenset({cpus[0]}): 2.0, frozenset({cpus[1]}): 3.0, frozenset(cpus): 1.2}
+    ran = []
+
+    def fake_timed(run):
+        run()
+        t = script[frozenset(os.sched_getaffinity(0))]
+        return t, t, t
+    monkeypatch.setattr(compare_threads, "timed", fake_timed)
+    monkeypatch.setattr(compare_threads.time, "sleep", lambda s: None)
+    samples = {t: (lambda: None, lambda t=t: ran.append(t)) for t in (1, 2)}
+    fair, on_a, on_b = compare_threads.per_core_rounds(samples, 5, cpus)
+    assert fair.ratios == pytest.approx([2.0] * 5)
+    assert on_a == [2.0] * 5 and on_b == [3.0] * 5
+    assert sorted(ran) == [1] * 10 + [2] * 5
+    assert os.sched_getaffinity(0) == allowed            # the calling thread's CPUs restored
