@@ -34,6 +34,11 @@
 #include <numeric>
 #include <type_traits>
 
+#if defined(__linux__)
+#include <unistd.h>
+#endif
+
+#include "cpu/env.h"
 #include "cpu/flash_attn_rowwise.h"
 #include "cpu/flash_attn_rowwise_plan.h"
 #include "cpu/simd/isa.h"
@@ -50,6 +55,23 @@ namespace pyggml::cpu {
 
 using fa_rowwise::kRowwiseMaxTokens;
 using fa_rowwise::RowPlan;
+
+namespace {
+size_t l2_bytes() {
+    static const size_t bytes = [] {
+        long b = 0;
+#if defined(__linux__) && defined(_SC_LEVEL2_CACHE_SIZE)
+        b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+        return b > 0 ? (size_t)b : size_t(1) << 20;  // unknown: 1 MiB
+    }();
+    return bytes;
+}
+}  // namespace
+
+bool fa_rowwise::prefetch_kv(const Tensor* k, const Tensor* v) {
+    return k->nbytes() + v->nbytes() > 2 * l2_bytes() && env_not_zero("PYGGML_FA_PREFETCH");
+}
 
 bool fa_rowwise_applies(const Tensor* dst) {
 #ifdef PYGGML_FA_ROWWISE

@@ -94,6 +94,7 @@ public:
         max_bias_ = dst->param_f32(kFaMaxBias);
         cap_ = dst->param_f32(kFaLogitSoftcap);
         if (cap_ != 0.0f) scale_ /= cap_;
+        prefetch_ = fa_rowwise::prefetch_kv(k_, v_);
         const uint32_t n_head = (uint32_t)plan_.H;
         n_head_log2_ = 1u << (uint32_t)std::floor(std::log2((double)n_head));
         m0_ = std::pow(2.0f, -(max_bias_) / (float)n_head_log2_);
@@ -241,8 +242,17 @@ private:
         const char* k_base = k_->row(0, x.hk, x.s);
         const char* v_base = v_->row(0, x.hv, x.s);
         const size_t k_stride = k_->nb[1], v_stride = v_->nb[1];
+        const size_t k_bytes = size_t(plan_.D) * sizeof(uint16_t), v_bytes = size_t(Dv) * sizeof(uint16_t);
+        if (prefetch_) prefetch_rows(k_base, k_stride, k_bytes, j0, std::min(j1, j0 + kBlock));
         for (int64_t jb = j0; jb < j1; jb += kBlock) {
             const int nb = (int)std::min<int64_t>(kBlock, j1 - jb);
+            // A long cache is read from memory (one head's rows are strided, many layers do
+            // not stay in the caches): this block's V rows are wanted after its scores, the
+            // next block's K rows after this block.
+            if (prefetch_) {
+                prefetch_rows(v_base, v_stride, v_bytes, jb, jb + nb);
+                prefetch_rows(k_base, k_stride, k_bytes, jb + nb, std::min(j1, jb + nb + kBlock));
+            }
             // every vector's mask values over the block (slope times the F16 entry, as ggml),
             // and the columns some vector sees
             const uint32_t all = nb == 32 ? ~0u : (1u << nb) - 1;
@@ -298,6 +308,15 @@ private:
                 if (rescales_[i]) this->template accumulate<true>(acc_ + i * Dv, i, Dv, step_n_[i]);
                 else this->template accumulate<false>(acc_ + i * Dv, i, Dv, step_n_[i]);
             }
+        }
+    }
+
+    // Asks for the cache lines of rows [r0, r1) (row r at base + r * stride, `bytes` long) to
+    // be brought into L2 (into L1, the many lines of a block overflow its miss buffers: no gain).
+    static void prefetch_rows(const char* base, size_t stride, size_t bytes, int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+            const char* row = base + r * stride;
+            for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
         }
     }
 
@@ -548,6 +567,7 @@ private:
     const Tensor *q_, *k_, *v_, *mask_, *sinks_;
     float scale_, max_bias_, cap_, m0_, m1_;
     uint32_t n_head_log2_;
+    bool prefetch_ = false;  // fa_rowwise::prefetch_kv: K/V rows asked for ahead of their use
     float* partials_;
     float *qf_, *fold_V_, *M_, *S_, *fM_, *fS_, *slope_;
     const uint16_t* mrow_[kMaxVectors];

@@ -112,3 +112,15 @@ def test_avx512_level_keeps_8_lanes_where_the_64_step_leaves_32_dims(D, differ):
     there), so its bits are the avx2 level's; elsewhere the 16-lane kernel's order shows."""
     got = at_both_levels(N=1, KV=1500, H=8, Hkv=2, D=D, mask="causal", seed=D)
     assert bool(np.any(got["avx2"] != got["avx512"])) == differ
+
+
+@pytest.mark.parametrize("layout", ["plain", "cache_view", "permuted"])
+def test_rows_asked_for_ahead_change_no_bit(level, monkeypatch, layout):
+    # K and V of about 4 MB each: beyond twice any core's L2, so the kernel asks for K/V rows
+    # ahead of their use (PYGGML_FA_PREFETCH=0: it does not); within the tolerance and the
+    # same bits either way, at 1 and 2 threads
+    kw = dict(N=2, KV=8200, H=8, Hkv=4, D=64, mask="causal", kv_layout=layout, seed=3)
+    ahead = {t: check(threads=t, **kw) for t in (1, 2)}
+    monkeypatch.setenv("PYGGML_FA_PREFETCH", "0")
+    for t in (1, 2):
+        np.testing.assert_array_equal(check(threads=t, **kw), ahead[t])
