@@ -290,12 +290,14 @@ private:
         }
     }
 
-    // Brings K/V rows towards the cache ahead of use (DRAM works while we compute).
+    // Brings K/V rows towards the cache ahead of use (DRAM works while we compute), into L2: a
+    // tile's lines overflow L1's miss buffers (asked into L1, SmolLM2-135M decode at 4096 cached
+    // tokens with a Q8_0 cache took 13% more time a token, with an F32 cache 27%; prompts alike).
     static void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
         const size_t bytes = t->row_bytes();
         for (int jj = 0; jj < n; ++jj) {
             const char* r = t->row(idx[jj], h, s);
-            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
         }
     }
 
