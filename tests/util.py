@@ -230,27 +230,26 @@ def _check_schedules(monkeypatch, g, outs, want, max_nmse, what):
     for got, w in zip(base, want):
         assert np.isfinite(got).all(), f"{what} 1 thread: outputs left unwritten"
         assert_close(got, w, max_nmse, what=f"{what} 1 thread")
+    def check(nt, shares, groups, label):
+        got_all, shared = _run_schedule(monkeypatch, g, outs, nt, shares, groups)
+        for i, (got, b0) in enumerate(zip(got_all, base)):
+            bad = np.flatnonzero(_bits(got) != _bits(b0))
+            assert bad.size == 0, f"{what} node {i} {label}: {bad.size} of {got.size} differ from 1 thread"
+        # every product a shared step (and the other barrier-free nodes), or none
+        ok = shared >= len(outs) if shares else shared == 0
+        assert ok, f"{what} {label}: {shared} shared steps"
+
     for nt in (2, 3, 5):
         for shares, groups in ((True, False), (True, True), (False, False)):
             for rep in range(3):
-                got_all, shared = _run_schedule(monkeypatch, g, outs, nt, shares, groups)
-                for i, (got, b0) in enumerate(zip(got_all, base)):
-                    bad = np.flatnonzero(_bits(got) != _bits(b0))
-                    assert bad.size == 0, (f"{what} node {i} threads={nt} shares={shares} groups={groups} "
-                                           f"rep {rep}: {bad.size} of {got.size} differ from 1 thread")
-                # every product a shared step (and the other barrier-free nodes), or none
-                ok = shared >= len(outs) if shares else shared == 0
-                assert ok, f"{what} threads={nt} shares={shares}: {shared} shared steps"
+                check(nt, shares, groups, f"threads={nt} shares={shares} groups={groups} rep {rep}")
     # Every item of a claimed conversion sleeps first: a share that ran out of items while the
     # other was still converting one must wait for it, or it reads the poisoned scratch.
     was = gg.cpu_slow_claimed_conversions(200)
     try:
-        got_all, _ = _run_schedule(monkeypatch, g, outs, 2, True)
+        check(2, True, False, "threads=2, slow conversions")
     finally:
         gg.cpu_slow_claimed_conversions(was)
-    for i, (got, b0) in enumerate(zip(got_all, base)):
-        bad = np.flatnonzero(_bits(got) != _bits(b0))
-        assert bad.size == 0, f"{what} node {i}, slow conversions: {bad.size} of {got.size} differ from 1 thread"
 
 
 def moe_routing(counts, U, rng):
