@@ -29,6 +29,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "cpu/env.h"
 #include "cpu/flash_attn_common.h"
 #include "cpu/flash_attn_kernels.h"
 #include "cpu/flash_attn_sparse_kernels.h"
@@ -156,6 +157,7 @@ public:
         n_kv_max_ = dst->param_i32(kFaNKvMax);
         if (cap_ != 0.0f) scale_ /= cap_;
         alibi_ = fa::AlibiSlopes(max_bias_, plan_.H);
+        prefetch_ = env_not_zero("PYGGML_FA_PREFETCH");  // 0: off, for benchmarks
         char* base = (char*)p.wdata;
         counter_ = (std::atomic<int64_t>*)base;
         reports_ = (DebugReport*)(base + 64);
@@ -397,11 +399,15 @@ private:
         return fa::row_as_f32(kern_, t, j, h, s, buf, n);
     }
 
-    static void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
+    // Into L2, not L1: a tile's rows overflow L1's miss buffers, and asked into L1 they
+    // gained nothing over no prefetch at all (bench_ops fa_sparse: head size 128, 8 K/V heads,
+    // 16384 cells: L2 takes 0.5-0.8 of L1's time; DeepSeek V4's shape 0.93-1.03).
+    void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) const {
+        if (!prefetch_) return;
         const size_t bytes = t->row_bytes();
         for (int jj = 0; jj < n; ++jj) {
             const char* r = t->row(idx[jj], h, s);
-            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 3);
+            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
         }
     }
 
@@ -507,6 +513,7 @@ private:
     const Tensor *q_, *k_, *v_, *mask_, *sinks_;
     float scale_, max_bias_, cap_;
     int32_t n_kv_max_;
+    bool prefetch_ = true;  // ask for the next tile's rows ahead (PYGGML_FA_PREFETCH)
     fa::AlibiSlopes alibi_;
     std::atomic<int64_t>* counter_;
     DebugReport* reports_;

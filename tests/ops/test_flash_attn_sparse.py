@@ -205,3 +205,24 @@ def test_token_result_independent_of_batch_and_threads(D, H, Hkv, layout):
         assert np.array_equal(solo[0, 0], full[0, t]), f"token {t}, {threads} threads"
     pair, _ = run(q[:, :, [7, 2]], k, v, mask[:, :, [7, 2]], n_kv_max, layout=layout, threads=1)
     assert np.array_equal(pair[0, 0], full[0, 7]) and np.array_equal(pair[0, 1], full[0, 2])
+
+
+@pytest.mark.parametrize("H,Hkv,layout", [(4, 1, "plain"),     # F16 rows read in place
+                                          (16, 2, "plain"),    # rows widened once per tile
+                                          (16, 1, "shared")])  # DeepSeek V4's K=V head
+def test_rows_asked_for_ahead_change_no_bit(monkeypatch, H, Hkv, layout):
+    # the next tile's K/V rows are asked for ahead of their use (PYGGML_FA_PREFETCH=0: they
+    # are not): within the tolerance and the same bits either way, at 1 and 2 threads
+    rng = np.random.default_rng(H + Hkv)
+    KV, N, D = 3000, 2, 64
+    mask = sparse_mask(rng, KV, N, [700, 300], shared=64)
+    k, v = _kv(rng, D, D, KV, Hkv, layout=layout)
+    q = rng.uniform(-1, 1, size=(1, H, N, D))
+    ahead = {}
+    for t in (1, 2):
+        got, want = run(q, k, v, mask, 700, layout=layout, threads=t)
+        assert_close(got, want, TOL)
+        ahead[t] = got
+    monkeypatch.setenv("PYGGML_FA_PREFETCH", "0")
+    for t in (1, 2):
+        np.testing.assert_array_equal(run(q, k, v, mask, 700, layout=layout, threads=t)[0], ahead[t])
