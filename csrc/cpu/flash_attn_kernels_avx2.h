@@ -18,16 +18,28 @@ PG_AVX2 static inline __m128 reduce4(__m256 a, __m256 b, __m256 c, __m256 d) {
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-template <int NQ>
-PG_AVX2 static inline void qk_block(const float* const* q, const float* k0, const float* k1, const float* k2,
-                                    const float* k3, int64_t D, float* S, int lds, int nk) {
+// 8 elements as F32 from F32 or F16 storage (K/V rows are read in place when F16: the
+// conversion is exact, so the bits are those of the row widened first). The tail forms read
+// the first r (< 8) elements and zero the rest.
+PG_AVX2 static inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+PG_AVX2 static inline __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+PG_AVX2 static inline __m256 load8(__m256i m, int64_t, const float* p) { return _mm256_maskload_ps(p, m); }
+PG_AVX2 static inline __m256 load8(__m256i, int64_t r, const uint16_t* p) {
+    alignas(16) uint16_t b[8] = {0};
+    std::memcpy(b, p, size_t(r) * sizeof(uint16_t));
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i*)b));
+}
+
+// NQ query rows x 4 key rows.
+template <int NQ, class T>
+PG_AVX2 static inline void qk_block(const float* const* q, const T* k0, const T* k1, const T* k2, const T* k3,
+                                    int64_t D, float* S, int lds, int nk) {
     __m256 acc[NQ][4];
     for (int i = 0; i < NQ; ++i)
         for (int j = 0; j < 4; ++j) acc[i][j] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= D; d += 8) {
-        const __m256 b0 = _mm256_loadu_ps(k0 + d), b1 = _mm256_loadu_ps(k1 + d);
-        const __m256 b2 = _mm256_loadu_ps(k2 + d), b3 = _mm256_loadu_ps(k3 + d);
+        const __m256 b0 = load8(k0 + d), b1 = load8(k1 + d), b2 = load8(k2 + d), b3 = load8(k3 + d);
         for (int i = 0; i < NQ; ++i) {
             const __m256 a = _mm256_loadu_ps(q[i] + d);
             acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
@@ -37,9 +49,10 @@ PG_AVX2 static inline void qk_block(const float* const* q, const float* k0, cons
         }
     }
     if (d < D) {
-        const __m256i m = tail_mask(D - d);
-        const __m256 b0 = _mm256_maskload_ps(k0 + d, m), b1 = _mm256_maskload_ps(k1 + d, m);
-        const __m256 b2 = _mm256_maskload_ps(k2 + d, m), b3 = _mm256_maskload_ps(k3 + d, m);
+        const int64_t r = D - d;
+        const __m256i m = tail_mask(r);
+        const __m256 b0 = load8(m, r, k0 + d), b1 = load8(m, r, k1 + d);
+        const __m256 b2 = load8(m, r, k2 + d), b3 = load8(m, r, k3 + d);
         for (int i = 0; i < NQ; ++i) {
             const __m256 a = _mm256_maskload_ps(q[i] + d, m);
             acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
@@ -55,15 +68,17 @@ PG_AVX2 static inline void qk_block(const float* const* q, const float* k0, cons
     }
 }
 
-PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int nk, int64_t D, float* S, int lds) {
+template <class T>
+PG_AVX2 static inline void qk_t(const float* const* q, int nq, const T* const* k, int nk, int64_t D, float* S,
+                                int lds) {
     for (int i = 0; i < nq; i += 2) {
         const int mq = std::min(2, nq - i);
         for (int j = 0; j < nk; j += 4) {
             const int mk = std::min(4, nk - j);
-            const float* k0 = k[j];
-            const float* k1 = k[j + std::min(1, mk - 1)];
-            const float* k2 = k[j + std::min(2, mk - 1)];
-            const float* k3 = k[j + std::min(3, mk - 1)];
+            const T* k0 = k[j];
+            const T* k1 = k[j + std::min(1, mk - 1)];
+            const T* k2 = k[j + std::min(2, mk - 1)];
+            const T* k3 = k[j + std::min(3, mk - 1)];
             float* s = S + (int64_t)i * lds + j;
             if (mq == 2) qk_block<2>(q + i, k0, k1, k2, k3, D, s, lds, mk);
             else qk_block<1>(q + i, k0, k1, k2, k3, D, s, lds, mk);
@@ -73,16 +88,16 @@ PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int
 
 // NQ rows of O, NZ full vectors of 8 columns starting at d (plain loads and stores: masked
 // moves are slow on some cores and their mask registers made GCC spill the accumulators).
-template <int NQ, int NZ>
-PG_AVX2 static inline void pv_block(const float* P, int ldp, const float* const* v, int nk, int64_t d,
-                                    float* O, int ldo) {
+template <int NQ, int NZ, class T>
+PG_AVX2 static inline void pv_block(const float* P, int ldp, const T* const* v, int nk, int64_t d, float* O,
+                                    int ldo) {
     __m256 acc[NQ][NZ];
     for (int i = 0; i < NQ; ++i)
         for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_loadu_ps(O + (int64_t)i * ldo + d + 8 * z);
     for (int j = 0; j < nk; ++j) {
-        const float* vj = v[j] + d;
+        const T* vj = v[j] + d;
         __m256 b[NZ];
-        for (int z = 0; z < NZ; ++z) b[z] = _mm256_loadu_ps(vj + 8 * z);
+        for (int z = 0; z < NZ; ++z) b[z] = load8(vj + 8 * z);
         for (int i = 0; i < NQ; ++i) {
             const __m256 p = _mm256_broadcast_ss(P + (int64_t)i * ldp + j);
             for (int z = 0; z < NZ; ++z) acc[i][z] = _mm256_fmadd_ps(p, b[z], acc[i][z]);
@@ -92,38 +107,101 @@ PG_AVX2 static inline void pv_block(const float* P, int ldp, const float* const*
         for (int z = 0; z < NZ; ++z) _mm256_storeu_ps(O + (int64_t)i * ldo + d + 8 * z, acc[i][z]);
 }
 
+// NQ (1 or 2) rows of O, 32 columns starting at d, in named registers (an array of eight
+// accumulators made GCC store them to the stack on every step). The same operations as
+// pv_block<NQ, 4>.
+template <int NQ, class T>
+PG_AVX2 static inline void pv_block32(const float* P, int ldp, const T* const* v, int nk, int64_t d, float* O,
+                                      int ldo) {
+    float* o0 = O + d;
+    float* o1 = O + ldo + d;
+    __m256 a0 = _mm256_loadu_ps(o0), a1 = _mm256_loadu_ps(o0 + 8);
+    __m256 a2 = _mm256_loadu_ps(o0 + 16), a3 = _mm256_loadu_ps(o0 + 24);
+    __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+    if constexpr (NQ == 2) {
+        c0 = _mm256_loadu_ps(o1);
+        c1 = _mm256_loadu_ps(o1 + 8);
+        c2 = _mm256_loadu_ps(o1 + 16);
+        c3 = _mm256_loadu_ps(o1 + 24);
+    }
+    for (int j = 0; j < nk; ++j) {
+        const T* vj = v[j] + d;
+        const __m256 b0 = load8(vj), b1 = load8(vj + 8), b2 = load8(vj + 16), b3 = load8(vj + 24);
+        const __m256 p = _mm256_broadcast_ss(P + j);
+        a0 = _mm256_fmadd_ps(p, b0, a0);
+        a1 = _mm256_fmadd_ps(p, b1, a1);
+        a2 = _mm256_fmadd_ps(p, b2, a2);
+        a3 = _mm256_fmadd_ps(p, b3, a3);
+        if constexpr (NQ == 2) {
+            const __m256 p1 = _mm256_broadcast_ss(P + ldp + j);
+            c0 = _mm256_fmadd_ps(p1, b0, c0);
+            c1 = _mm256_fmadd_ps(p1, b1, c1);
+            c2 = _mm256_fmadd_ps(p1, b2, c2);
+            c3 = _mm256_fmadd_ps(p1, b3, c3);
+        }
+    }
+    _mm256_storeu_ps(o0, a0);
+    _mm256_storeu_ps(o0 + 8, a1);
+    _mm256_storeu_ps(o0 + 16, a2);
+    _mm256_storeu_ps(o0 + 24, a3);
+    if constexpr (NQ == 2) {
+        _mm256_storeu_ps(o1, c0);
+        _mm256_storeu_ps(o1 + 8, c1);
+        _mm256_storeu_ps(o1 + 16, c2);
+        _mm256_storeu_ps(o1 + 24, c3);
+    }
+}
+
 // The last r < 8 columns.
-template <int NQ>
-PG_AVX2 static inline void pv_tail(const float* P, int ldp, const float* const* v, int nk, int64_t d,
-                                   __m256i last, float* O, int ldo) {
+template <int NQ, class T>
+PG_AVX2 static inline void pv_tail(const float* P, int ldp, const T* const* v, int nk, int64_t d, int64_t r,
+                                   float* O, int ldo) {
+    const __m256i last = tail_mask(r);
     __m256 acc[NQ];
     for (int i = 0; i < NQ; ++i) acc[i] = _mm256_maskload_ps(O + (int64_t)i * ldo + d, last);
     for (int j = 0; j < nk; ++j) {
-        const __m256 b = _mm256_maskload_ps(v[j] + d, last);
+        const __m256 b = load8(last, r, v[j] + d);
         for (int i = 0; i < NQ; ++i) acc[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(P + (int64_t)i * ldp + j), b, acc[i]);
     }
     for (int i = 0; i < NQ; ++i) _mm256_maskstore_ps(O + (int64_t)i * ldo + d, last, acc[i]);
 }
 
-template <int NQ>
-PG_AVX2 static inline void pv_rows(const float* P, int ldp, const float* const* v, int nk, int64_t Dv,
-                                   float* O, int ldo) {
+template <int NQ, class T>
+PG_AVX2 static inline void pv_rows(const float* P, int ldp, const T* const* v, int nk, int64_t Dv, float* O,
+                                   int ldo) {
     int64_t d = 0;
-    for (; d + 32 <= Dv; d += 32) pv_block<NQ, 4>(P, ldp, v, nk, d, O, ldo);
+    for (; d + 32 <= Dv; d += 32) pv_block32<NQ>(P, ldp, v, nk, d, O, ldo);
     switch ((Dv - d) / 8) {
         case 3: pv_block<NQ, 3>(P, ldp, v, nk, d, O, ldo); d += 24; break;
         case 2: pv_block<NQ, 2>(P, ldp, v, nk, d, O, ldo); d += 16; break;
         case 1: pv_block<NQ, 1>(P, ldp, v, nk, d, O, ldo); d += 8; break;
         default: break;
     }
-    if (d < Dv) pv_tail<NQ>(P, ldp, v, nk, d, tail_mask(Dv - d), O, ldo);
+    if (d < Dv) pv_tail<NQ>(P, ldp, v, nk, d, Dv - d, O, ldo);
 }
 
-PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {
+template <class T>
+PG_AVX2 static inline void pv_t(const float* P, int ldp, int nq, const T* const* v, int nk, int64_t Dv, float* O,
+                                int ldo) {
     for (int i = 0; i < nq; i += 2) {
         if (nq - i >= 2) pv_rows<2>(P + (int64_t)i * ldp, ldp, v, nk, Dv, O + (int64_t)i * ldo, ldo);
         else pv_rows<1>(P + (int64_t)i * ldp, ldp, v, nk, Dv, O + (int64_t)i * ldo, ldo);
     }
+}
+
+PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int nk, int64_t D, float* S, int lds) {
+    qk_t(q, nq, k, nk, D, S, lds);
+}
+PG_AVX2 static void qk_f16(const float* const* q, int nq, const uint16_t* const* k, int nk, int64_t D, float* S,
+                           int lds) {
+    qk_t(q, nq, k, nk, D, S, lds);
+}
+PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {
+    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
+}
+PG_AVX2 static void pv_f16(const float* P, int ldp, int nq, const uint16_t* const* v, int nk, int64_t Dv, float* O,
+                           int ldo) {
+    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
 }
 
 using simd::exp_ps;  // simd/exp_simd.h

@@ -32,7 +32,6 @@
 #include "cpu/env.h"
 #include "cpu/flash_attn_common.h"
 #include "cpu/flash_attn_kernels.h"
-#include "cpu/flash_attn_sparse_kernels.h"
 #include "pyggml/error.h"
 #include "pyggml/graph.h"
 #include "pyggml/ops/flash_attn.h"
@@ -40,9 +39,6 @@
 namespace pyggml::cpu {
 
 namespace {
-
-using fa_sparse::MatKernels;
-using fa_sparse::select_mat_kernels;
 
 constexpr int kTile = 64;                     // columns per tile
 constexpr int64_t kChunkEntries = 4 * kTile;  // list entries per chunk (fixed positions)
@@ -148,8 +144,7 @@ struct DebugReport {
 class SparseFlashAttn {
 public:
     SparseFlashAttn(const ComputeParams& p, Tensor* dst)
-        : p_(p), dst_(dst), plan_(dst, p.nth), kern_(fa::select_kernels()),
-          mat_(select_mat_kernels(kern_, plan_.D, plan_.Dv)) {
+        : p_(p), dst_(dst), plan_(dst, p.nth), kern_(fa::select_kernels()) {
         q_ = dst->src[0]; k_ = dst->src[1]; v_ = dst->src[2]; mask_ = dst->src[3]; sinks_ = dst->src[4];
         scale_ = dst->param_f32(kFaScale);
         max_bias_ = dst->param_f32(kFaMaxBias);
@@ -431,7 +426,7 @@ private:
               const Ahead& nx) {
         const int64_t D = plan_.D, Dv = plan_.Dv;
         const bool shared = plan_.kv_shared;
-        const bool direct = nq <= kDirectMaxQ && mat_.qk_f16 && mat_.pv_f16 && k_->type == Type::F16 &&
+        const bool direct = nq <= kDirectMaxQ && kern_.qk_f16 && kern_.pv_f16 && k_->type == Type::F16 &&
                             v_->type == Type::F16;
         // The next tile's rows are prefetched a segment at a time between segments of this
         // tile's work (a burst of prefetches would stall on the core's miss buffers with no
@@ -447,7 +442,7 @@ private:
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
                 ahead(k_, j, m, nx.hk);
-                mat_.qk_f16(sc_.qp, nq, sc_.kh + j, m, D, P + j, kTile);
+                kern_.qk_f16(sc_.qp, nq, sc_.kh + j, m, D, P + j, kTile);
             }
         } else {
             for (int j = 0; j < n; j += kSegment) {
@@ -455,7 +450,7 @@ private:
                 ahead(k_, j, m, nx.hk);
                 for (int jj = j; jj < j + m; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
             }
-            mat_.qk(sc_.qp, nq, sc_.kp, n, D, P, kTile);
+            kern_.qk(sc_.qp, nq, sc_.kp, n, D, P, kTile);
         }
         softmax_step(nq, mval, n);
         if (direct) {
@@ -463,7 +458,7 @@ private:
             for (int j = 0; j < n; j += kSegment) {
                 const int m = std::min(kSegment, n - j);
                 if (!shared) ahead(v_, j, m, nx.hv);
-                mat_.pv_f16(P + j, kTile, nq, sc_.vh + j, m, Dv, O, ldv);
+                kern_.pv_f16(P + j, kTile, nq, sc_.vh + j, m, Dv, O, ldv);
             }
         } else {
             for (int j = 0; j < n; j += kSegment) {
@@ -472,7 +467,7 @@ private:
                 for (int jj = j; jj < j + m; ++jj)
                     sc_.vp[jj] = shared ? sc_.kp[jj] : row_f32(v_, idx[jj], hv, s, sc_.vt + jj * plan_.ldv, Dv);
             }
-            mat_.pv(P, kTile, nq, sc_.vp, n, Dv, O, ldv);
+            kern_.pv(P, kTile, nq, sc_.vp, n, Dv, O, ldv);
         }
     }
 
@@ -509,7 +504,6 @@ private:
     Tensor* dst_;
     Plan plan_;
     const fa::Kernels& kern_;
-    MatKernels mat_;
     const Tensor *q_, *k_, *v_, *mask_, *sinks_;
     float scale_, max_bias_, cap_;
     int32_t n_kv_max_;

@@ -226,3 +226,28 @@ def test_rows_asked_for_ahead_change_no_bit(monkeypatch, H, Hkv, layout):
     monkeypatch.setenv("PYGGML_FA_PREFETCH", "0")
     for t in (1, 2):
         np.testing.assert_array_equal(run(q, k, v, mask, 700, layout=layout, threads=t)[0], ahead[t])
+
+
+@pytest.mark.parametrize("isa", ["avx2", "avx512"])
+@pytest.mark.parametrize("D,Dv", [(64, 64), (40, 40), (68, 72)])
+def test_f16_rows_read_in_place_give_the_bits_of_f32_rows(isa, D, Dv):
+    # few query vectors read F16 K/V rows in place (converted while loading), F32 rows
+    # directly: the same values must give the same bits, tails included (D 68, Dv 72 are
+    # not multiples of either level's width)
+    detected = gg.isa(detected=True)
+    if detected == "scalar" or (isa == "avx512" and detected != "avx512"):
+        pytest.skip(f"needs {isa}")
+    rng = np.random.default_rng(D + Dv)
+    KV, N, H, Hkv = 900, 3, 4, 1
+    mask = sparse_mask(rng, KV, N, [400, 150, 1], shared=20)
+    k, v = _kv(rng, D, Dv, KV, Hkv)
+    k, v = k.astype(np.float16).astype(np.float64), v.astype(np.float16).astype(np.float64)
+    q = rng.uniform(-1, 1, size=(1, H, N, D))
+    previous = gg.set_isa(isa)
+    try:
+        f16, want = run(q, k, v, mask, 400, kt=gg.F16)
+        f32, _ = run(q, k, v, mask, 400, kt=gg.F32)
+    finally:
+        gg.set_isa(previous)
+    assert_close(f16, want, TOL)
+    np.testing.assert_array_equal(f16, f32)
