@@ -156,11 +156,12 @@ static inline const Kernels& ref_kernels() {
 // gg.set_isa).
 static inline const Kernels& select_kernels() {
 #ifdef PG_FA_X86
-    static const Kernels k512{"avx512", avx512::qk, avx512::pv, avx512::qk_f16, avx512::pv_f16, avx512::logits, avx512::exp_sum,
+    static const Kernels k512{"avx512", avx512::qk_t<float>, avx512::pv_t<float>,
+                              avx512::qk_t<uint16_t>, avx512::pv_t<uint16_t>, avx512::logits, avx512::exp_sum,
                               avx512::lane_sum, avx512::scale, avx512::f16_to_f32, avx512::scan, avx512::count_finite};
-    static const Kernels k2{"avx2", avx2::qk, avx2::pv, avx2::qk_f16, avx2::pv_f16, avx2::logits, avx2::exp_sum, avx2::lane_sum,
-                            avx2::scale,
-                            avx2::f16_to_f32, avx2::scan, avx2::count_finite};
+    static const Kernels k2{"avx2", avx2::qk_t<float>, avx2::pv_t<float>,
+                            avx2::qk_t<uint16_t>, avx2::pv_t<uint16_t>, avx2::logits, avx2::exp_sum,
+                            avx2::lane_sum, avx2::scale, avx2::f16_to_f32, avx2::scan, avx2::count_finite};
     switch (simd::cpu_isa()) {
         case simd::Isa::Avx512: return k512;
         case simd::Isa::Avx2: return k2;

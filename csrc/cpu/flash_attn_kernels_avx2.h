@@ -189,21 +189,6 @@ PG_AVX2 static inline void pv_t(const float* P, int ldp, int nq, const T* const*
     }
 }
 
-PG_AVX2 static void qk(const float* const* q, int nq, const float* const* k, int nk, int64_t D, float* S, int lds) {
-    qk_t(q, nq, k, nk, D, S, lds);
-}
-PG_AVX2 static void qk_f16(const float* const* q, int nq, const uint16_t* const* k, int nk, int64_t D, float* S,
-                           int lds) {
-    qk_t(q, nq, k, nk, D, S, lds);
-}
-PG_AVX2 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {
-    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
-}
-PG_AVX2 static void pv_f16(const float* P, int ldp, int nq, const uint16_t* const* v, int nk, int64_t Dv, float* O,
-                           int ldo) {
-    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
-}
-
 using simd::exp_ps;  // simd/exp_simd.h
 
 PG_AVX2 static inline __m256 tanh_ps(__m256 x) {

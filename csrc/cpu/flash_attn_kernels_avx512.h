@@ -147,21 +147,6 @@ PG_AVX512 static inline void pv_t(const float* P, int ldp, int nq, const T* cons
     }
 }
 
-PG_AVX512 static void qk(const float* const* q, int nq, const float* const* k, int nk, int64_t D, float* S, int lds) {
-    qk_t(q, nq, k, nk, D, S, lds);
-}
-PG_AVX512 static void qk_f16(const float* const* q, int nq, const uint16_t* const* k, int nk, int64_t D, float* S,
-                             int lds) {
-    qk_t(q, nq, k, nk, D, S, lds);
-}
-PG_AVX512 static void pv(const float* P, int ldp, int nq, const float* const* v, int nk, int64_t Dv, float* O, int ldo) {
-    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
-}
-PG_AVX512 static void pv_f16(const float* P, int ldp, int nq, const uint16_t* const* v, int nk, int64_t Dv, float* O,
-                             int ldo) {
-    pv_t(P, ldp, nq, v, nk, Dv, O, ldo);
-}
-
 using simd::exp_ps;  // simd/exp_simd.h
 
 // tanh(x) = sign(x) (1 - e) / (1 + e), e = exp(-2|x|).
