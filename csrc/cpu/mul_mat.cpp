@@ -37,8 +37,6 @@ namespace {
 
 // Columns per unit of the dot path (a multiple of the kernels' 4 columns).
 constexpr int64_t kDotColBlock = 64;
-// Rows at most this long take the two-row kernels even for one column.
-constexpr int64_t kDot2ShortRow = 1024;
 
 // Activations need converting unless the weights are f32 and b is f32 already.
 bool dot_needs_conversion(const Tensor* dst) {
@@ -54,10 +52,6 @@ int64_t rows_per_unit(int64_t M, int64_t nbatch, int nth) {
     return r + (r & 1);
 }
 
-// A converted column: its vec_dot blocks, then their ActExtra where the weights have a dot1x.
-size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
-    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
-}
 size_t dot_conv_bytes(const Kernels& kr, const Tensor* dst) {
     const Tensor* b = dst->src[1];
     return size_t(b->ne[1] * b->ne[2] * b->ne[3]) * dot_col_bytes(kr, dst->src[0]->type, b->ne[0]);
@@ -73,23 +67,16 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const bool priv = private_conversion(dst);
     const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
-    // two-row kernels pay off once columns share the rows, or for one column when rows are
-    // short (the call and set-up per row then weigh); one long column mostly streams better
-    // alone (Kernels::dot2_one_column: the exceptions). Both kernels give the same bits, so the
-    // choice never shows in the results.
-    const Dot2Fn dot2_rows = (N >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) ? kr.dot2[(int)w] : nullptr;
-    // the one-column kernels with activation extras: two rows per call where the weights have
-    // one and no two-row dot takes the column, and one row where some row is left (no two-row
-    // kernel, or an odd last row). Every one of them gives the one-row dot's bits.
-    const Dot1x2Fn dot1x_rows = convert && N == 1 && !dot2_rows ? kr.dot1x2[(int)w] : nullptr;
-    const bool one_row_dots = !(dot2_rows || dot1x_rows) || (M & 1);
-    const Dot1xFn dot1x = convert && one_row_dots ? kr.dot1x[(int)w] : nullptr;
+    const DotChoice dots = choose_dots(kr, w, K, M, N, convert);
+    const Dot2Fn dot2_rows = dots.dot2;
+    const Dot1x2Fn dot1x_rows = dots.dot1x2;
+    const Dot1xFn dot1x = dots.dot1x;
 
     if (convert) {
         std::vector<float> tmp;
         convert_columns(p, b, priv, conv, colb, [&](const char* src, char* out) {
             convert_act(kr, w, b->type, src, K, out, tmp);
-            if (dot1x || dot1x_rows) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
+            if (dots.extras()) act_extras(w, (const BlockQ8_0*)out, K, out + blocks_bytes);
         });
     }
     // A unit: a chunk of rows times a block of columns; the block's activations stay in L2
@@ -105,7 +92,7 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
         const int64_t n0 = cb * kDotColBlock, n1 = std::min(N, n0 + kDotColBlock);
         const char* abase = (const char*)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
         char* dbase = (char*)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        visit_row_pairs(m0, m1, dot2_rows || dot1x_rows, [&](int64_t m, int64_t half) {
+        visit_row_pairs(m0, m1, dots.pairs(), [&](int64_t m, int64_t half) {
             const char* arow = abase + m * a->nb[1];
             for (int64_t n = n0; n < n1; n += 4) {
                 const int nc = (int)std::min<int64_t>(4, n1 - n);

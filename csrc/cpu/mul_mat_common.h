@@ -241,6 +241,35 @@ inline void act_extras(Type w, const BlockQ8_0* y, int64_t K, void* out) {
     }
 }
 
+// A converted column of the dot kernels: its vec_dot blocks, then their extras where the
+// weights have a dot1x.
+inline size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
+    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
+}
+
+// Which dot kernels take the rows of a product of n_cols columns of K values (MUL_MAT's
+// columns, or one expert's tokens in MUL_MAT_ID). Two-row kernels pay off once columns share
+// the rows, or for one column when rows are short (the call and set-up per row then weigh); one
+// long column mostly streams better alone (Kernels::dot2_one_column: the exceptions). For one
+// column of converted activations the kernels with extras take it where the weights have them:
+// two rows per call where no two-row dot does, one row where a row is left (no two-row kernel,
+// or an odd last row). Every choice gives the one-row dot's bits, so it never shows in results.
+struct DotChoice {
+    Dot2Fn dot2 = nullptr;      // rows in pairs, up to 4 columns a call
+    Dot1x2Fn dot1x2 = nullptr;  // rows in pairs, the one column with its extras
+    Dot1xFn dot1x = nullptr;    // a row alone, the one column with its extras
+    bool pairs() const { return dot2 || dot1x2; }
+    bool extras() const { return dot1x2 || dot1x; }
+};
+constexpr int64_t kDot2ShortRow = 1024;  // rows at most this long take dot2 even for one column
+inline DotChoice choose_dots(const Kernels& kr, Type w, int64_t K, int64_t M, int64_t n_cols, bool converted) {
+    DotChoice c;
+    if (n_cols >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) c.dot2 = kr.dot2[(int)w];
+    if (converted && n_cols == 1 && !c.dot2) c.dot1x2 = kr.dot1x2[(int)w];
+    if (converted && (!c.pairs() || (M & 1))) c.dot1x = kr.dot1x[(int)w];
+    return c;
+}
+
 // Halved UE4M3 scales of all 256 codes (from core/quant_nvfp4.cpp); built per node, per thread.
 inline void nvfp4_scale_table(float* t) {
     for (int u = 0; u < 256; ++u) t[u] = nvfp4_ue4m3_to_scale((uint8_t)u);

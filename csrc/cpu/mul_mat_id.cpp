@@ -91,8 +91,9 @@ KtSizes kt_sizes(const Tensor* dst) {
     s.on = kt::kernels_for(dst->src[0], dst->src[1], s.k);
     return s;
 }
-size_t col_bytes(const KtSizes& t, Type w, int64_t K) {
-    return t.on ? std::max(act_col_bytes(w, K), kt::act_col_bytes(K)) : act_col_bytes(w, K);
+size_t col_bytes(const Kernels& kr, const KtSizes& t, Type w, int64_t K) {
+    const size_t dots = is_quantized(w) ? dot_col_bytes(kr, w, K) : act_col_bytes(w, K);
+    return t.on ? std::max(dots, kt::act_col_bytes(K)) : dots;
 }
 // Per thread: the packed weight rows of the GEMM or a tile panel (a unit takes one path), or,
 // while converting, a q8_K column for the tiles (the panel's room: conversion ends before units).
@@ -159,7 +160,10 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     const FloatKernels& fk = float_kernels_for(simd::cpu_isa(), w);
     auto tile_expert = [&](int64_t x) { return kts.on && count[x] >= kt::kMinColumns; };
     auto gemm_expert = [&](int64_t x) { return qg.on && count[x] >= kQgMinColumns && !tile_expert(x); };
-    const size_t colb = col_bytes(kts, w, K);
+    // the dot kernels of an expert's columns (MUL_MAT's choice for its token count; their
+    // extras are converted with the columns)
+    auto expert_dots = [&](int64_t x) { return choose_dots(kr, w, K, M, count[x], is_quantized(w)); };
+    const size_t colb = col_bytes(kr, kts, w, K), blocks_bytes = act_col_bytes(w, K);
     const Layout lay = layout(qg, U * T, E, colb);
     char* conv = (char*)p.wdata + lay.conv;
     char* groups = (char*)p.wdata + lay.groups;
@@ -178,7 +182,11 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             for (int64_t s = s0; s < s1; ++s) {
                 const char* brow = b->row(slot_e[s] % Nb, slot_t[s]);
                 if (tile_expert(x)) kt::convert_column(kr, w, b->type, brow, K, packed_rows, (kt::ActSb*)(conv + s * colb), tmp);
-                else convert_act(kr, w, b->type, brow, K, conv + s * colb, tmp);
+                else {
+                    convert_act(kr, w, b->type, brow, K, conv + s * colb, tmp);
+                    if (expert_dots(x).extras())
+                        act_extras(w, (const BlockQ8_0*)(conv + s * colb), K, conv + s * colb + blocks_bytes);
+                }
             }
             if (gemm_expert(x) && s1 - s0 > kQgDotTail)
                 kr.qg_pack_act[(int)vec_dot_type(w)](conv + s0 * colb, colb, int(s1 - s0), K, groups + g * qg.group_bytes);
@@ -203,16 +211,26 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
     auto store = [&](int64_t m, int64_t s, float v) {
         *(float*)((char*)dst->data + m * sizeof(float) + slot_e[s] * dst->nb[1] + slot_t[s] * dst->nb[2]) = v;
     };
-    // Dot kernels over slots [s0, s1) of expert x, rows [m0, m1).
+    // Dot kernels over slots [s0, s1) of expert x, rows [m0, m1): MUL_MAT's choice for the
+    // expert's token count.
     auto run_dots = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
         float out[8];
-        const Dot2Fn dot2 = count[x] >= 2 || kr.dot2_one_column[(int)w] ? kr.dot2[(int)w] : nullptr;
-        visit_row_pairs(m0, m1, dot2 != nullptr, [&](int64_t m, int64_t half) {
+        const DotChoice dots = expert_dots(x);
+        visit_row_pairs(m0, m1, dots.pairs(), [&](int64_t m, int64_t half) {
             const char* arow = abase + m * as->nb[1];
             for (int64_t s = s0; s < s1; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, s1 - s);
-                if (half) dot2(K, arow, half * as->nb[1], conv + s * colb, colb, nc, out, scale);
-                else kr.dot[(int)w](K, arow, conv + s * colb, colb, nc, out, scale);
+                const char* bp = conv + s * colb;
+                if (half && dots.dot1x2) {  // (one column)
+                    dots.dot1x2(K, arow, half * as->nb[1], bp, bp + blocks_bytes, out, scale);
+                    out[4] = out[1];
+                } else if (half) {
+                    dots.dot2(K, arow, half * as->nb[1], bp, colb, nc, out, scale);
+                } else if (dots.dot1x && nc == 1) {
+                    dots.dot1x(K, arow, bp, bp + blocks_bytes, out, scale);
+                } else {
+                    kr.dot[(int)w](K, arow, bp, colb, nc, out, scale);
+                }
                 for (int j = 0; j < nc; ++j) {
                     store(m, s + j, out[j]);
                     if (half) store(m + half, s + j, out[4 + j]);
@@ -312,7 +330,7 @@ size_t cpu_work_size_MUL_MAT_ID(const Tensor* dst, int n_threads) {
     const int64_t K = as->ne[0];
     const QgSizes qg = qg_sizes(kernels_for(simd::cpu_isa()), as->type, K);
     const KtSizes kts = kt_sizes(dst);
-    const Layout l = layout(qg, ids->ne[0] * ids->ne[1], as->ne[2], col_bytes(kts, as->type, K));
+    const Layout l = layout(qg, ids->ne[0] * ids->ne[1], as->ne[2], col_bytes(kernels_for(simd::cpu_isa()), kts, as->type, K));
     return l.rows + size_t(std::max(1, n_threads)) * thread_bytes(qg, kts, K);
 }
 

@@ -14,7 +14,8 @@ import reference as ref
 from util import assert_close, compute, new, values
 
 WTYPES = {"f32": gg.F32, "f16": gg.F16, "bf16": gg.BF16, "q8_0": gg.Q8_0, "q4_0": gg.Q4_0,
-          "q4_1": gg.Q4_1, "q5_0": gg.Q5_0, "q4_K": gg.Q4_K, "q6_K": gg.Q6_K, "nvfp4": gg.NVFP4}
+          "q4_1": gg.Q4_1, "q5_0": gg.Q5_0, "q4_K": gg.Q4_K, "q6_K": gg.Q6_K, "nvfp4": gg.NVFP4,
+          "mxfp4": gg.MXFP4, "iq4_nl": gg.IQ4_NL}
 EMULATED = ("f32", "f16", "bf16", "q8_0", "q4_0", "nvfp4")   # activations as the reference converts them
 KTILE = {row["name"]: bool(row["mul_mat_paths"].get("ktile")) for row in gg.type_traits()}
 
@@ -93,3 +94,28 @@ def test_unused_experts_leave_no_trace_and_odd_rows():
     got = _mul_mat_id(ctx, as_, bv, ids, n_threads=2)
     assert np.isfinite(got).all()
     assert_close(got, ref.mul_mat_id(asv[0], bv, ids), 1e-9)
+
+
+@pytest.mark.parametrize("wtype", ["mxfp4", "iq4_nl", "nvfp4", "q4_0", "q8_0"])
+def test_decode_rows_longer_than_the_two_row_bar(isa, wtype):
+    # one token (every expert one column) with rows past the short-row bar takes MUL_MAT's
+    # one-column kernels (the ones with activation extras where the type has them; an odd
+    # row count leaves a row to the one-row kernel): bitwise each expert's mul_mat of the
+    # token, and the token's rows in a batch where its experts have several columns
+    K, M, E, U, T = 1536, 45, 6, 3, 5
+    ctx, as_, asv = _weights(wtype, K, M, E, seed=11)
+    rng = np.random.default_rng(12)
+    ids = np.stack([rng.choice(E, U, replace=False) for _ in range(T)]).astype(np.int32)
+    bv = rng.uniform(-1, 1, size=(T, 1, K)).astype(np.float32)
+    batch = _mul_mat_id(ctx, as_, bv, ids, n_threads=2)
+    for t in range(T):
+        alone = _mul_mat_id(ctx, as_, bv[t:t + 1], ids[t:t + 1], n_threads=2)
+        assert np.array_equal(alone[0], batch[t]), f"token {t}"
+        b = ctx.new_tensor(gg.F32, [K, 1])
+        b.set(bv[t].astype(np.float32))
+        for e, x in enumerate(ids[t]):
+            a = gg.view_2d(ctx, as_, K, M, as_.nb[1], int(x) * as_.nb[2])
+            mm = gg.mul_mat(ctx, a, b)
+            compute(ctx, mm, n_threads=1)
+            assert np.array_equal(values(mm)[0, 0, 0], alone[0, e]), f"token {t}, expert {x}"
+    assert_close(batch, ref.mul_mat_id(asv, bv, ids), 5e-4)
