@@ -39,6 +39,10 @@ using QgTileFn = void (*)(int64_t k, const void* row, const void* group, float* 
 // Two packed rows (row, row + row_stride) at once, out[8 * r + c]: the same bits as QgTileFn
 // per row, each activation load serving both.
 using QgTile2Fn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, float* out);
+// Two packed rows times two packed groups (group, group + group_stride: 16 columns) at once,
+// out[16 * r + c]: the same bits as QgTileFn per row and column (the VNNI build's 512-bit form).
+using QgTileWideFn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, size_t group_stride,
+                              float* out);
 
 // Extras of a q8_0 activation column for the one-column dots of mxfp4, iq4_nl and nvfp4: those
 // look their values up as unsigned levels u = value + offset, and start each lane's vpdpbusd
@@ -93,6 +97,7 @@ struct Kernels {
     // per vec_dot block of a packed row / of a packed group (by vec_dot type)
     QgTileFn qg_tile[kTypeIdLimit];
     QgTile2Fn qg_tile2[kTypeIdLimit];     // null: qg_tile row by row
+    QgTileWideFn qg_tile_wide[kTypeIdLimit];  // null: qg_tile2 / qg_tile group by group
     QgPackRowFn qg_pack_row[kTypeIdLimit];
     QgPackActFn qg_pack_act[kTypeIdLimit];
     uint32_t qg_row_block_bytes[kTypeIdLimit];

@@ -243,6 +243,65 @@ void tile_signed_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t
     }
 }
 
+#if defined(PYGGML_IDOT_VNNI)
+// Two groups side by side in one 512-bit vector: 32 bytes (or 8 floats) of each.
+inline __m512i join(const uint8_t* a, const uint8_t* b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256((const __m256i*)a)),
+                              _mm256_loadu_si256((const __m256i*)b), 1);
+}
+inline __m512 join_ps(const uint8_t* a, const uint8_t* b) {
+    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float*)a)), _mm256_loadu_ps((const float*)b),
+                              1);
+}
+// tile_signed_rows<kPasses, 2> on two groups at once (16 columns, element for element the same
+// operations), out[16 * r + c].
+template <int kPasses>
+void tile_signed_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, size_t gstride, float* out) {
+    const int64_t nq = k / 32;
+    __m512 acc[2][8], first[2][8];
+    for (int p = 0; p < kPasses; ++p) {
+        for (int r = 0; r < 2; ++r)
+            for (int l = 0; l < 8; ++l) acc[r][l] = _mm512_setzero_ps();
+        for (int64_t ib = p; ib < nq; ib += kPasses) {
+            const uint8_t* g0 = g + ib * kQ8_0Group;
+            const uint8_t* g1 = g0 + gstride;
+            const __m512 dy = join_ps(g0 + 256, g1 + 256);
+            __m512 s_lo[2], s_hi[2];
+            for (int r = 0; r < 2; ++r) {
+                const uint8_t* wb = w + r * wstride + ib * kSignedRow;
+                s_lo[r] = _mm512_mul_ps(_mm512_set1_ps(f32(wb + 64)), dy);
+                s_hi[r] = kPasses == 1 ? s_lo[r] : _mm512_mul_ps(_mm512_set1_ps(f32(wb + 68)), dy);
+            }
+#pragma GCC unroll 8
+            for (int l = 0; l < 8; ++l) {
+                const __m512i y = join(g0 + 32 * l, g1 + 32 * l);
+                for (int r = 0; r < 2; ++r) {
+                    const uint8_t* wb = w + r * wstride + ib * kSignedRow;
+                    const __m512i a = _mm512_set1_epi32((int)u32(wb + 4 * l)), e = _mm512_set1_epi32((int)u32(wb + 32 + 4 * l));
+                    const __m512i d = _mm512_dpbusd_epi32(e, y, a);
+                    acc[r][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), l < 4 ? s_lo[r] : s_hi[r], acc[r][l]);
+                }
+            }
+        }
+        if (kPasses == 2 && p == 0)
+            for (int r = 0; r < 2; ++r)
+                for (int l = 0; l < 8; ++l) first[r][l] = acc[r][l];
+    }
+    for (int r = 0; r < 2; ++r) {
+        if (kPasses == 2)
+            for (int l = 0; l < 8; ++l) acc[r][l] = _mm512_add_ps(first[r][l], acc[r][l]);
+        const __m512* a = acc[r];
+        const __m512 s0 = _mm512_add_ps(a[0], a[4]), s1 = _mm512_add_ps(a[1], a[5]);
+        const __m512 s2 = _mm512_add_ps(a[2], a[6]), s3 = _mm512_add_ps(a[3], a[7]);
+        _mm512_storeu_ps(out + 16 * r, _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3)));
+    }
+}
+template <int kPasses>
+void tile_wide_signed(int64_t k, const void* w, size_t wstride, const void* g, size_t gstride, float* out) {
+    tile_signed_wide<kPasses>(k, (const uint8_t*)w, wstride, (const uint8_t*)g, gstride, out);
+}
+#endif
+
 // q4_1 / q5_1: levels times q8_1 values; the block minimums times q8_1's sums, one FMA chain.
 template <int R>
 void tile_with_min_rows(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, float* out) {
@@ -377,6 +436,9 @@ void set_tiles(Kernels& k, Type t) {
 void set_signed(Kernels& k, Type t, QgPackRowFn pack, int passes = 1) {
     if (t == Type::NVFP4 || passes == 2) set_tiles<Signed2>(k, t);
     else set_tiles<Signed1>(k, t);
+#if defined(PYGGML_IDOT_VNNI)
+    k.qg_tile_wide[(int)t] = t == Type::NVFP4 || passes == 2 ? tile_wide_signed<2> : tile_wide_signed<1>;
+#endif
     k.qg_pack_row[(int)t] = pack;
     k.qg_row_block_bytes[(int)t] = kSignedRow;
 }
