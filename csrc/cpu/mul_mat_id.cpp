@@ -252,9 +252,10 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
         }
     };
     auto run_gemm = [&](const char* abase, int64_t x, int64_t m0, int64_t m1, int64_t s0, int64_t s1) {
-        float out[2 * kQgCols];
+        float out[4 * kQgCols];
         const QgTileFn tile = kr.qg_tile[(int)w];
         const QgTile2Fn tile2 = kr.qg_tile2[(int)w];
+        const QgTileWideFn wide = kr.qg_tile_wide[(int)w];
         const QgPackRowFn pack_row = kr.qg_pack_row[(int)w];
         auto one = [&](int64_t m, const char* row, int64_t s) {
             const int nc = (int)std::min<int64_t>(kQgCols, s1 - s);
@@ -270,24 +271,15 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             for (int r = 0; r < 2; ++r)
                 for (int c = 0; c < nc; ++c) store(m + r, s + c, out[kQgCols * r + c]);
         };
-        const int step = tile2 ? 2 : 1;
-        if (qg.groups_outer) {
-            for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * as->nb[1], K, packed_rows + (m - m0) * qg.row_bytes, scale);
-            for (int64_t s = s0; s < s1; s += kQgCols) {
-                int64_t m = m0;
-                for (; step == 2 && m + 1 < m1; m += 2) two(m, packed_rows + (m - m0) * qg.row_bytes, s);
-                for (; m < m1; ++m) one(m, packed_rows + (m - m0) * qg.row_bytes, s);
-            }
-            return;
-        }
-        for (int64_t m = m0; m < m1; m += step) {
-            const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
-            for (int r = 0; r < nr; ++r) pack_row(abase + (m + r) * as->nb[1], K, packed_rows + r * qg.row_bytes, scale);
-            for (int64_t s = s0; s < s1; s += kQgCols) {
-                if (nr == 2) two(m, packed_rows, s);
-                else one(m, packed_rows, s);
-            }
-        }
+        // rows m, m + 1 times the two full groups from slot s (MUL_MAT's wide tile)
+        auto two_wide = [&](int64_t m, const char* rows, int64_t s) {
+            wide(K, rows, qg.row_bytes, groups + (first_group[x] + (s - start[x]) / kQgCols) * qg.group_bytes,
+                 qg.group_bytes, out);
+            for (int r = 0; r < 2; ++r)
+                for (int c = 0; c < 2 * kQgCols; ++c) store(m + r, s + c, out[2 * kQgCols * r + c]);
+        };
+        qg_sweep(qg.groups_outer, tile2 != nullptr, wide != nullptr, m0, m1, s0, s1, packed_rows, qg.row_bytes,
+                 [&](int64_t m, char* slot) { pack_row(abase + m * as->nb[1], K, slot, scale); }, one, two, two_wide);
     };
     // A tile unit: one 16-row panel, decoded once, times up to kt::kColBlock of the expert's slots.
     auto run_tiles = [&](const char* abase, int64_t local, int64_t x) {

@@ -86,6 +86,44 @@ inline size_t qgemm_work_size(const Kernels& kr, const Tensor* dst, int nth) {
     return kCounterBytes + size_t(nth) * qg_thread_bytes(s) + (s.priv ? size_t(nth) : 1) * qg_groups_bytes(s);
 }
 
+// One unit's rows [m0, m1) times its columns [n0, n1) (groups of kQgCols from n0): each row
+// packed once (pack_row(m, slot)), then the tiles: `wide(m, rows, n)` on two rows and two full
+// groups where `wide_ok`, `two(m, rows, n)` on two rows and a group where `pairs`, `one(m, row,
+// n)` else. groups_outer: every row of the unit packed first, each group (or pair of groups)
+// then dotted with all of them (it stays in L1); otherwise one or two rows at a time, dotted
+// with every group. MUL_MAT's and MUL_MAT_ID's GEMM units.
+template <class PackRow, class One, class Two, class Wide>
+void qg_sweep(bool groups_outer, bool pairs, bool wide_ok, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
+              char* packed_rows, size_t row_bytes, PackRow pack_row, One one, Two two, Wide wide) {
+    auto span = [&](int64_t n) { return wide_ok && pairs && n + 2 * kQgCols <= n1 ? 2 * kQgCols : kQgCols; };
+    auto row_pair = [&](int64_t m, const char* rows, int64_t n, int64_t width) {
+        if (width > kQgCols) return wide(m, rows, n);
+        two(m, rows, n);
+    };
+    const int step = pairs ? 2 : 1;
+    if (groups_outer) {
+        for (int64_t m = m0; m < m1; ++m) pack_row(m, packed_rows + (m - m0) * row_bytes);
+        for (int64_t n = n0, width = span(n0); n < n1; n += width, width = span(n)) {
+            int64_t m = m0;
+            for (; step == 2 && m + 1 < m1; m += 2) row_pair(m, packed_rows + (m - m0) * row_bytes, n, width);
+            for (; m < m1; ++m)
+                for (int64_t c = 0; c < width; c += kQgCols) one(m, packed_rows + (m - m0) * row_bytes, n + c);
+        }
+        return;
+    }
+    for (int64_t m = m0; m < m1; m += step) {
+        const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
+        for (int r = 0; r < nr; ++r) pack_row(m + r, packed_rows + r * row_bytes);
+        for (int64_t n = n0, width = span(n0); n < n1; n += width, width = span(n)) {
+            if (nr == 2) {
+                row_pair(m, packed_rows, n, width);
+                continue;
+            }
+            for (int64_t c = 0; c < width; c += kQgCols) one(m, packed_rows, n + c);
+        }
+    }
+}
+
 inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* aux) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -156,42 +194,15 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
             }
         };
         // rows m, m + 1 times the two full groups from column n (16 columns)
-        auto four = [&](int64_t m, const char* rows, int64_t n) {
+        auto two_wide = [&](int64_t m, const char* rows, int64_t n) {
             wide(s.K, rows, s.row_bytes, gbase + (n / kQgCols) * s.group_bytes, s.group_bytes, out);
             for (int r = 0; r < 2; ++r) {
                 char* d = dbase + (m + r) * sizeof(float) + n * dst->nb[1];
                 for (int c = 0; c < 2 * kQgCols; ++c) *(float*)(d + c * dst->nb[1]) = out[2 * kQgCols * r + c];
             }
         };
-        // groups from column n taken together: two full ones where a wide tile exists (a full
-        // group is never the dot tail), else one
-        auto span = [&](int64_t n) { return wide && n + 2 * kQgCols <= n1 ? 2 * kQgCols : kQgCols; };
-        const int step = tile2 ? 2 : 1;
-        if (s.groups_outer) {
-            for (int64_t m = m0; m < m1; ++m) pack_row(abase + m * a->nb[1], s.K, packed_rows + (m - m0) * s.row_bytes, aux);
-            for (int64_t n = n0, w_ = span(n0); n < n1; n += w_, w_ = span(n)) {
-                int64_t m = m0;
-                for (; step == 2 && m + 1 < m1; m += 2) {
-                    if (w_ > kQgCols) four(m, packed_rows + (m - m0) * s.row_bytes, n);
-                    else two(m, packed_rows + (m - m0) * s.row_bytes, n);
-                }
-                for (; m < m1; ++m)
-                    for (int64_t c = 0; c < w_; c += kQgCols) one(m, packed_rows + (m - m0) * s.row_bytes, n + c);
-            }
-            return;
-        }
-        for (int64_t m = m0; m < m1; m += step) {
-            const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
-            for (int r = 0; r < nr; ++r) pack_row(abase + (m + r) * a->nb[1], s.K, packed_rows + r * s.row_bytes, aux);
-            for (int64_t n = n0, w_ = span(n0); n < n1; n += w_, w_ = span(n)) {
-                if (nr == 2 && w_ > kQgCols) four(m, packed_rows, n);
-                else
-                    for (int64_t c = 0; c < w_; c += kQgCols) {
-                        if (nr == 2) two(m, packed_rows, n + c);
-                        else one(m, packed_rows, n + c);
-                    }
-            }
-        }
+        qg_sweep(s.groups_outer, tile2 != nullptr, wide != nullptr, m0, m1, n0, n1, packed_rows, s.row_bytes,
+                 [&](int64_t m, char* slot) { pack_row(abase + m * a->nb[1], s.K, slot, aux); }, one, two, two_wide);
     };
     run_mul_mat_units(p, units, s.priv, run_unit);
 }

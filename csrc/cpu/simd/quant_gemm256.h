@@ -253,6 +253,12 @@ inline __m512 join_ps(const uint8_t* a, const uint8_t* b) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps((const float*)a)), _mm256_loadu_ps((const float*)b),
                               1);
 }
+// lane_sum of 16 columns.
+inline __m512 lane_sum_wide(const __m512 acc[8]) {
+    const __m512 s0 = _mm512_add_ps(acc[0], acc[4]), s1 = _mm512_add_ps(acc[1], acc[5]);
+    const __m512 s2 = _mm512_add_ps(acc[2], acc[6]), s3 = _mm512_add_ps(acc[3], acc[7]);
+    return _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3));
+}
 // tile_signed_rows<kPasses, 2> on two groups at once (16 columns, element for element the same
 // operations), out[16 * r + c].
 template <int kPasses>
@@ -290,11 +296,42 @@ void tile_signed_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t
     for (int r = 0; r < 2; ++r) {
         if (kPasses == 2)
             for (int l = 0; l < 8; ++l) acc[r][l] = _mm512_add_ps(first[r][l], acc[r][l]);
-        const __m512* a = acc[r];
-        const __m512 s0 = _mm512_add_ps(a[0], a[4]), s1 = _mm512_add_ps(a[1], a[5]);
-        const __m512 s2 = _mm512_add_ps(a[2], a[6]), s3 = _mm512_add_ps(a[3], a[7]);
-        _mm512_storeu_ps(out + 16 * r, _mm512_add_ps(_mm512_add_ps(s0, s2), _mm512_add_ps(s1, s3)));
+        _mm512_storeu_ps(out + 16 * r, lane_sum_wide(acc[r]));
     }
+}
+// tile_with_min_rows<2> on two groups at once (16 columns), out[16 * r + c].
+void tile_with_min_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, size_t gstride, float* out) {
+    __m512 acc[2][8], mins[2];
+    for (int r = 0; r < 2; ++r) {
+        mins[r] = _mm512_setzero_ps();
+        for (int l = 0; l < 8; ++l) acc[r][l] = _mm512_setzero_ps();
+    }
+    for (int64_t ib = 0; ib < k / 32; ++ib) {
+        const uint8_t* g0 = g + ib * kQ8_1Group;
+        const uint8_t* g1 = g0 + gstride;
+        const __m512 dy = join_ps(g0 + 256, g1 + 256), sy = join_ps(g0 + 288, g1 + 288);
+        __m512 s[2];
+        for (int r = 0; r < 2; ++r) {
+            const uint8_t* wb = w + r * wstride + ib * kMinRow;
+            s[r] = _mm512_mul_ps(_mm512_set1_ps(f32(wb + 32)), dy);
+            mins[r] = _mm512_fmadd_ps(_mm512_set1_ps(f32(wb + 36)), sy, mins[r]);
+        }
+#pragma GCC unroll 8
+        for (int l = 0; l < 8; ++l) {
+            const __m512i y = join(g0 + 32 * l, g1 + 32 * l);
+            for (int r = 0; r < 2; ++r) {
+                const __m512i a = _mm512_set1_epi32((int)u32(w + r * wstride + ib * kMinRow + 4 * l));
+                const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), a, y);
+                acc[r][l] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), s[r], acc[r][l]);
+            }
+        }
+    }
+    for (int r = 0; r < 2; ++r) {
+        _mm512_storeu_ps(out + 16 * r, _mm512_add_ps(lane_sum_wide(acc[r]), mins[r]));
+    }
+}
+void tile_wide_with_min(int64_t k, const void* w, size_t wstride, const void* g, size_t gstride, float* out) {
+    tile_with_min_wide(k, (const uint8_t*)w, wstride, (const uint8_t*)g, gstride, out);
 }
 template <int kPasses>
 void tile_wide_signed(int64_t k, const void* w, size_t wstride, const void* g, size_t gstride, float* out) {
@@ -465,6 +502,9 @@ void fill_quant_gemm(Kernels& k) {
     for (Type t : {Type::Q4_1, Type::Q5_1}) {
         set_tiles<WithMin>(k, t);
         k.qg_row_block_bytes[(int)t] = kMinRow;
+#if defined(PYGGML_IDOT_VNNI)
+        k.qg_tile_wide[(int)t] = tile_wide_with_min;
+#endif
     }
     k.qg_pack_row[(int)Type::Q4_1] = pack_row_with_min<DecQ4_1>;
     k.qg_pack_row[(int)Type::Q5_1] = pack_row_with_min<DecQ5_1>;
