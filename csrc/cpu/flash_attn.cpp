@@ -290,17 +290,6 @@ private:
         }
     }
 
-    // Brings K/V rows towards the cache ahead of use (DRAM works while we compute), into L2: a
-    // tile's lines overflow L1's miss buffers (asked into L1, SmolLM2-135M decode at 4096 cached
-    // tokens with a Q8_0 cache took 13% more time a token, with an F32 cache 27%; prompts alike).
-    static void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
-        const size_t bytes = t->row_bytes();
-        for (int jj = 0; jj < n; ++jj) {
-            const char* r = t->row(idx[jj], h, s);
-            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
-        }
-    }
-
     // Logits (scale, softcap, mask) of the tile's scores P[va..vb) and the online-softmax
     // update: P becomes exp(logit - M), O is rescaled where M grew, Z accumulates.
     // j0 >= 0: a dense tile of columns [j0, j0 + kTile); the weights are then summed over lanes
@@ -344,15 +333,15 @@ private:
         // Few query vectors: read F16 rows in place; otherwise widen the tile once.
         const bool k_direct = k_->type == Type::F16 && kern_.qk_f16 && nq <= kDirectMaxQ;
         const bool v_direct = v_->type == Type::F16 && kern_.pv_f16 && nq <= kDirectMaxQ;
-        prefetch_rows(v_, idx, n, hv, s);
+        fa::prefetch_rows(v_, idx, n, hv, s);
         float* P = sc_.P + (int64_t)va * kTile;
         if (k_direct) {
             for (int jj = 0; jj < n; ++jj) sc_.kh[jj] = (const uint16_t*)k_->row(idx[jj], hk, s);
-            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            if (nnext) fa::prefetch_rows(k_, next, nnext, hk, s);
             kern_.qk_f16(sc_.qp + va, nq, sc_.kh, n, D, P, kTile);
         } else {
             for (int jj = 0; jj < n; ++jj) sc_.kp[jj] = row_f32(k_, idx[jj], hk, s, sc_.kt + jj * plan_.ldk, D);
-            if (nnext) prefetch_rows(k_, next, nnext, hk, s);
+            if (nnext) fa::prefetch_rows(k_, next, nnext, hk, s);
             kern_.qk(sc_.qp + va, nq, sc_.kp, n, D, P, kTile);
         }
         softmax_step(va, vb, idx, n, j0);

@@ -394,18 +394,6 @@ private:
         return fa::row_as_f32(kern_, t, j, h, s, buf, n);
     }
 
-    // Into L2, not L1: a tile's rows overflow L1's miss buffers, and asked into L1 they
-    // gained nothing over no prefetch at all (bench_ops fa_sparse: head size 128, 8 K/V heads,
-    // 16384 cells: L2 takes 0.5-0.8 of L1's time; DeepSeek V4's shape 0.93-1.03).
-    void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) const {
-        if (!prefetch_) return;
-        const size_t bytes = t->row_bytes();
-        for (int jj = 0; jj < n; ++jj) {
-            const char* r = t->row(idx[jj], h, s);
-            for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
-        }
-    }
-
     // Logits (scale, softcap, mask) of the tile's scores and the online-softmax update.
     // mval: the mask values of the tile's columns.
     void softmax_step(int nq, const float* mval, int n) {
@@ -432,7 +420,7 @@ private:
         // tile's work (a burst of prefetches would stall on the core's miss buffers with no
         // arithmetic left to overlap); segments cut neither a dot product nor an O update.
         auto ahead = [&](const Tensor* t, int j, int m, int64_t h) {
-            if (j < nx.n) prefetch_rows(t, nx.cols + j, std::min(m, nx.n - j), h, nx.s);
+            if (prefetch_ && j < nx.n) fa::prefetch_rows(t, nx.cols + j, std::min(m, nx.n - j), h, nx.s);
         };
         float* P = sc_.P;
         float* O = sc_.O;

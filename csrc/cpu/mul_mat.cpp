@@ -68,9 +68,6 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
     const size_t colb = dot_col_bytes(kr, w, K), blocks_bytes = act_col_bytes(w, K);
     char* conv = (char*)p.wdata + kCounterBytes + (priv ? size_t(p.ith) * align64(dot_conv_bytes(kr, dst)) : 0);
     const DotChoice dots = choose_dots(kr, w, K, M, N, convert);
-    const Dot2Fn dot2_rows = dots.dot2;
-    const Dot1x2Fn dot1x_rows = dots.dot1x2;
-    const Dot1xFn dot1x = dots.dot1x;
 
     if (convert) {
         std::vector<float> tmp;
@@ -99,18 +96,18 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
                 char* d = dbase + m * sizeof(float) + n * dst->nb[1];
-                if (half && dot1x_rows) {  // (one column)
-                    dot1x_rows(K, arow, half * a->nb[1], bp, bp + blocks_bytes, out, nvfp4_scale);
+                if (half && dots.dot1x2) {  // (one column)
+                    dots.dot1x2(K, arow, half * a->nb[1], bp, bp + blocks_bytes, out, nvfp4_scale);
                     ((float*)d)[0] = out[0];
                     ((float*)d)[half] = out[1];
                 } else if (half) {
-                    dot2_rows(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
+                    dots.dot2(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
                     for (int j = 0; j < nc; ++j) {
                         ((float*)(d + j * dst->nb[1]))[0] = out[j];
                         ((float*)(d + j * dst->nb[1]))[half] = out[4 + j];
                     }
-                } else if (dot1x && nc == 1) {
-                    dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);
+                } else if (dots.dot1x && nc == 1) {
+                    dots.dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);
                     *(float*)d = out[0];
                 } else {
                     kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);

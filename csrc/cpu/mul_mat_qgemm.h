@@ -10,7 +10,7 @@
 //     L2 past one packed row at a time;
 //   - where the set has a wide tile (the VNNI build's 512-bit form), two rows take two full
 //     groups at once, 16 columns a call: per output the same operations, for fewer
-//     instructions (K 4096 x M 14336 x N 128, 2 threads: 1.15-1.26x of the two-row tile's
+//     instructions (K 4096 x M 14336 x N 128, 2 threads: 1.14-1.26x of the two-row tile's
 //     rate for q8_0, q4_0, q5_0, iq4_nl, mxfp4);
 //   - a last group of 1..4 columns is not padded to 8: those columns keep their converted
 //     blocks and take the dot kernel (the same bits, for less work than a padded tile; wider
@@ -100,19 +100,18 @@ void qg_sweep(bool groups_outer, bool pairs, bool wide_ok, int64_t m0, int64_t m
         if (width > kQgCols) return wide(m, rows, n);
         two(m, rows, n);
     };
-    const int step = pairs ? 2 : 1;
     if (groups_outer) {
         for (int64_t m = m0; m < m1; ++m) pack_row(m, packed_rows + (m - m0) * row_bytes);
         for (int64_t n = n0, width = span(n0); n < n1; n += width, width = span(n)) {
             int64_t m = m0;
-            for (; step == 2 && m + 1 < m1; m += 2) row_pair(m, packed_rows + (m - m0) * row_bytes, n, width);
+            for (; pairs && m + 1 < m1; m += 2) row_pair(m, packed_rows + (m - m0) * row_bytes, n, width);
             for (; m < m1; ++m)
                 for (int64_t c = 0; c < width; c += kQgCols) one(m, packed_rows + (m - m0) * row_bytes, n + c);
         }
         return;
     }
-    for (int64_t m = m0; m < m1; m += step) {
-        const int nr = step == 2 && m + 1 < m1 ? 2 : 1;
+    for (int64_t m = m0, nr; m < m1; m += nr) {
+        nr = pairs && m + 1 < m1 ? 2 : 1;
         for (int r = 0; r < nr; ++r) pack_row(m + r, packed_rows + r * row_bytes);
         for (int64_t n = n0, width = span(n0); n < n1; n += width, width = span(n)) {
             if (nr == 2) {

@@ -262,7 +262,8 @@ inline __m512 lane_sum_wide(const __m512 acc[8]) {
 // tile_signed_rows<kPasses, 2> on two groups at once (16 columns, element for element the same
 // operations), out[16 * r + c].
 template <int kPasses>
-void tile_signed_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, size_t gstride, float* out) {
+void tile_signed_wide(int64_t k, const void* wv, size_t wstride, const void* gv, size_t gstride, float* out) {
+    const uint8_t *w = (const uint8_t*)wv, *g = (const uint8_t*)gv;
     const int64_t nq = k / 32;
     __m512 acc[2][8], first[2][8];
     for (int p = 0; p < kPasses; ++p) {
@@ -300,7 +301,8 @@ void tile_signed_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t
     }
 }
 // tile_with_min_rows<2> on two groups at once (16 columns), out[16 * r + c].
-void tile_with_min_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8_t* g, size_t gstride, float* out) {
+void tile_with_min_wide(int64_t k, const void* wv, size_t wstride, const void* gv, size_t gstride, float* out) {
+    const uint8_t *w = (const uint8_t*)wv, *g = (const uint8_t*)gv;
     __m512 acc[2][8], mins[2];
     for (int r = 0; r < 2; ++r) {
         mins[r] = _mm512_setzero_ps();
@@ -326,16 +328,7 @@ void tile_with_min_wide(int64_t k, const uint8_t* w, size_t wstride, const uint8
             }
         }
     }
-    for (int r = 0; r < 2; ++r) {
-        _mm512_storeu_ps(out + 16 * r, _mm512_add_ps(lane_sum_wide(acc[r]), mins[r]));
-    }
-}
-void tile_wide_with_min(int64_t k, const void* w, size_t wstride, const void* g, size_t gstride, float* out) {
-    tile_with_min_wide(k, (const uint8_t*)w, wstride, (const uint8_t*)g, gstride, out);
-}
-template <int kPasses>
-void tile_wide_signed(int64_t k, const void* w, size_t wstride, const void* g, size_t gstride, float* out) {
-    tile_signed_wide<kPasses>(k, (const uint8_t*)w, wstride, (const uint8_t*)g, gstride, out);
+    for (int r = 0; r < 2; ++r) _mm512_storeu_ps(out + 16 * r, _mm512_add_ps(lane_sum_wide(acc[r]), mins[r]));
 }
 #endif
 
@@ -474,7 +467,7 @@ void set_signed(Kernels& k, Type t, QgPackRowFn pack, int passes = 1) {
     if (t == Type::NVFP4 || passes == 2) set_tiles<Signed2>(k, t);
     else set_tiles<Signed1>(k, t);
 #if defined(PYGGML_IDOT_VNNI)
-    k.qg_tile_wide[(int)t] = t == Type::NVFP4 || passes == 2 ? tile_wide_signed<2> : tile_wide_signed<1>;
+    k.qg_tile_wide[(int)t] = t == Type::NVFP4 || passes == 2 ? tile_signed_wide<2> : tile_signed_wide<1>;
 #endif
     k.qg_pack_row[(int)t] = pack;
     k.qg_row_block_bytes[(int)t] = kSignedRow;
@@ -503,7 +496,7 @@ void fill_quant_gemm(Kernels& k) {
         set_tiles<WithMin>(k, t);
         k.qg_row_block_bytes[(int)t] = kMinRow;
 #if defined(PYGGML_IDOT_VNNI)
-        k.qg_tile_wide[(int)t] = tile_wide_with_min;
+        k.qg_tile_wide[(int)t] = tile_with_min_wide;
 #endif
     }
     k.qg_pack_row[(int)Type::Q4_1] = pack_row_with_min<DecQ4_1>;
