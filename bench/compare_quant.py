@@ -18,7 +18,7 @@ Modes:
          weight block (which types are compute-bound, and against ggml).
   small  Q8_0 (or the given types) GEMV at the tiny test model's shapes (n_embd 128, n_ff 384,
          vocab 256) on THREADS: microseconds per call.
-  gemm   n=128 GEMM of a 4096 x 14336 weight on THREADS: GFLOP/s.
+  gemm   n=128 (or --cols N) GEMM of a 4096 x 14336 weight on THREADS: GFLOP/s.
   widths SmolLM2-135M's shapes (576 x 1536, 1536 x 576, vocab 49152 x 576) at n = 1..9 and 64 on
          THREADS: microseconds per call.
 --repack: pyggml's weights get their row-interleaved copy (gg.repack_weights) first.
@@ -48,7 +48,7 @@ from paired_stats import median_interval  # noqa: E402
 
 TYPES = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K", "iq4_nl", "mxfp4",
          "nvfp4"]
-SETTLE_S = 0.003  # both thread pools spin a while after a compute: let them sleep before timing
+SETTLE_S = 0.02  # both pools keep a core busy for several ms after a compute (OpenMP's spin count, our yield-poll): let them sleep first
 
 
 def _type(gg, name):
@@ -220,6 +220,7 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--vs-isa", choices=("scalar", "avx2", "avx512"), default=None,
                     help="also time pyggml capped at this level, in the same rotation")
+    ap.add_argument("--cols", type=int, default=128, help="gemm: activation columns (N); e.g. 16 for a verify batch")
     ap.add_argument("types", nargs="*")
     a = ap.parse_args()
     Case.repack = a.repack
@@ -251,8 +252,8 @@ def main():
         print(f"# SmolLM2 shapes (K x M x N), {a.threads or 2} threads, repack {a.repack}; us per call")
         _per_call_table(gg, ref, types, shapes, a.threads or 2, a.reps, 3, "us", lambda n, K, M, N, s: s * 1e6)
     else:
-        print(f"# GEMM K4096 x M14336 x N128, {a.threads or 2} threads; GFLOP/s")
-        _per_call_table(gg, ref, types, [(4096, 14336, 128)], a.threads or 2, max(3, a.reps // 3), 1, "GFLOP/s",
+        print(f"# GEMM K4096 x M14336 x N{a.cols}, {a.threads or 2} threads; GFLOP/s")
+        _per_call_table(gg, ref, types, [(4096, 14336, a.cols)], a.threads or 2, max(3, a.reps // 3), 1, "GFLOP/s",
                         lambda n, K, M, N, s: 2.0 * K * M * N / s / 1e9)
     return 0
 

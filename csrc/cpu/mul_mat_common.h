@@ -19,6 +19,14 @@ namespace pyggml::cpu::mm {
 
 inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
+// Weights larger than a core's L2 stream from memory. The GEMM paths that decode weight rows
+// before their tiles ask for the rows they take next while they work on these: without that
+// the decoding stalled on most of its loads (K-quant rows: 3/4 of its cycles).
+constexpr size_t kStreamedWeightBytes = size_t(1) << 20;
+inline void prefetch_to_l2(const char* p, size_t bytes) {
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+}
+
 
 // Bytes of one activation column (K values) in the weights' vec_dot_type, 64-byte aligned:
 // f32 values for the float types (rounded to f16/bf16 where the weights are), blocks otherwise.

@@ -279,7 +279,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
                 for (int c = 0; c < 2 * kQgCols; ++c) store(m + r, s + c, out[2 * kQgCols * r + c]);
         };
         qg_sweep(qg.groups_outer, tile2 != nullptr, wide != nullptr, m0, m1, s0, s1, packed_rows, qg.row_bytes,
-                 [&](int64_t m, char* slot) { pack_row(abase + m * as->nb[1], K, slot, scale); }, one, two, two_wide);
+                 qg_row_packer(pack_row, abase, as->nb[1], as, M, scale), one, two, two_wide);
     };
     // A tile unit: one 16-row panel, decoded once, times up to kt::kColBlock of the expert's slots.
     auto run_tiles = [&](const char* abase, int64_t local, int64_t x) {

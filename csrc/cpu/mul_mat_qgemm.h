@@ -123,6 +123,20 @@ void qg_sweep(bool groups_outer, bool pairs, bool wide_ok, int64_t m0, int64_t m
     }
 }
 
+// The weight rows [0, M) of one matrix, `stride` bytes apart, packed for the tiles: row m packed
+// into `slot` after asking, where the matrix streams from memory, for row m + 2 (the next pair
+// of rows; measured: K 4096 x M 14336 at 16 / 24 columns, 2 threads, q4_K 1.12x, q6_K
+// 1.10-1.16x, q8_0 1.10x the rate; 2 and 4 rows ahead alike).
+inline auto qg_row_packer(QgPackRowFn pack, const char* abase, size_t stride, const Tensor* a, int64_t M,
+                          const float* aux) {
+    const size_t bytes = a->row_bytes();
+    const bool streamed = size_t(M) * stride > kStreamedWeightBytes;
+    return [=](int64_t m, char* slot) {
+        if (streamed && m + 2 < M) prefetch_to_l2(abase + (m + 2) * stride, bytes);
+        pack(abase + m * stride, a->ne[0], slot, aux);
+    };
+}
+
 inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const float* aux) {
     const Tensor* a = dst->src[0];
     const Tensor* b = dst->src[1];
@@ -201,7 +215,7 @@ inline void qgemm_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr
             }
         };
         qg_sweep(s.groups_outer, tile2 != nullptr, wide != nullptr, m0, m1, n0, n1, packed_rows, s.row_bytes,
-                 [&](int64_t m, char* slot) { pack_row(abase + m * a->nb[1], s.K, slot, aux); }, one, two, two_wide);
+                 qg_row_packer(pack_row, abase, a->nb[1], a, s.M, aux), one, two, two_wide);
     };
     run_mul_mat_units(p, units, s.priv, run_unit);
 }

@@ -35,8 +35,6 @@ size_t thread_bytes(const Tensor* dst) {
 
 namespace kt {
 
-constexpr size_t kStreamedWeightBytes = size_t(1) << 20;  // a core's L2
-
 bool kernels_for(const Tensor* a, const Tensor* b, TypeKernels& out) {
     if (a->ne[0] <= 0 || a->ne[0] % 256 || simd::cpu_isa() < simd::Isa::Avx512) return false;
     if (!(b->type == Type::F32 || b->type == Type::F16 || b->type == Type::BF16)) return false;
@@ -74,11 +72,9 @@ void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t 
     // counter it is often another's, which then reads them from this core's cache (measured:
     // per-unit decode time at 2 threads as at 1; claiming 4 neighbours at once no faster).
     // Smaller weights stay in L2 across units.
-    if (size_t(m_end) * row_stride <= kStreamedWeightBytes) return;
-    for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r) {
-        const char* row = abase + (m0 + kRows + r) * row_stride;
-        for (size_t off = 0; off < size_t(nsb) * block_bytes; off += 64) __builtin_prefetch(row + off, 0, 2);
-    }
+    if (size_t(m_end) * row_stride <= mm::kStreamedWeightBytes) return;
+    for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r)
+        mm::prefetch_to_l2(abase + (m0 + kRows + r) * row_stride, size_t(nsb) * block_bytes);
 }
 
 }  // namespace kt
