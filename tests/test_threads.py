@@ -312,3 +312,32 @@ def test_a_shared_products_units_claimed_from_both_ends_cover_every_row_once(mon
     ref = xs[:, 0, :].astype(np.float64) @ wv.T
     nmse = np.sum((outs[1] - ref) ** 2) / np.sum(ref ** 2)
     assert nmse < 5e-4, nmse
+
+
+AFTER_IDLE = textwrap.dedent("""
+    import os, sys, time
+    import numpy as np
+    sys.path.insert(0, sys.argv[1])
+    from test_threads import mixed_graph
+    g, out, ref = mixed_graph(np.random.default_rng(3))
+    for n_threads in (2, 3, 2):
+        time.sleep(0.05)  # past the workers' spin and yield: they sleep, the next run wakes them
+        g.compute(n_threads)
+        np.testing.assert_allclose(np.array(out.numpy()).ravel(), ref, rtol=1e-4, atol=1e-6)
+    def allowed(tid):
+        with open(f"/proc/self/task/{tid}/status") as f:
+            return next(l.split(":")[1].strip() for l in f if l.startswith("Cpus_allowed_list"))
+    tids = os.listdir("/proc/self/task")
+    print(allowed(os.getpid()), *sorted({allowed(t) for t in tids}), sep="|")
+""")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two usable cores")
+def test_workers_woken_after_idle_take_back_every_core_of_the_caller():
+    # A run that wakes sleeping workers keeps them off the caller's core for the wake-up; each
+    # must then take the caller's whole set back, or the pool would lose a core for good.
+    r = subprocess.run([sys.executable, "-c", AFTER_IDLE, HERE], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    main, *threads = r.stdout.strip().split("|")
+    assert threads == [main], f"threads' allowed cores {threads}, the caller's {main}"

@@ -10,6 +10,9 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 #include <vector>
 
 namespace pyggml::cpu {
@@ -32,6 +35,7 @@ public:
     // an idle machine (the waiter stays as prompt as a spinner, with no wake-up to pay) and
     // hands the core to a runnable thread on a busy one.
     void wait_while(uint32_t seen, int64_t spin_ns, int64_t yield_ns = 0);
+    bool has_sleepers() const { return sleepers_.load(std::memory_order_seq_cst) > 0; }
     // After changing value: wakes every sleeper (a no-op when nobody sleeps).
     void wake_all();
 
@@ -63,12 +67,21 @@ private:
     ThreadPool() = default;
     void ensure_workers(int n);
     void worker_loop(int ith, uint32_t seen);
+    // Before sleeping workers are woken: keeps them off the caller's core for that wake-up
+    // (see threadpool.cpp); each woken worker then takes the full set back.
+    void steer_off_caller_core(int n_threads);
+    void restore_affinity();
 
     std::vector<std::thread> workers_;
     WaitWord generation_;            // bumped to start a run (or to stop)
     WaitWord done_;                  // bumped by the last worker to finish a run
     std::atomic<int> pending_{0};
     std::atomic<bool> stop_{false};
+    // The generation whose wake-up steered the workers, and the caller's cores they take back.
+    std::atomic<uint32_t> steered_generation_{0};
+#if defined(__linux__)
+    cpu_set_t allowed_;
+#endif
     const std::function<void(int)>* job_ = nullptr;
     int n_active_ = 1;
 
