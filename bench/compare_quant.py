@@ -24,6 +24,7 @@ Modes:
 --repack: pyggml's weights get their row-interleaved copy (gg.repack_weights) first.
 --vs-isa LEVEL (gemm, l2, small, widths): pyggml capped at LEVEL (gg.set_isa) joins the rotation
 as a third side; py/lv is pyggml at its own level over pyggml at LEVEL (> 1: its own is faster).
+Per-call rows (l2, small, gemm, widths) time warm calls: each sample follows one untimed call.
 Reported, never asserted. ggml comes from llama-cpp-python's bundled libraries (bench/ggml_ref.py).
 """
 from __future__ import annotations
@@ -123,9 +124,12 @@ def _memcpy():
     return (lambda: np.copyto(b, a)), 2.0 * a.nbytes
 
 
-def interleave(sides, reps, warm=2, flush=None):
+def interleave(sides, reps, warm=2, flush=None, prime=False):
     """{name: [seconds]} of every side, `reps` samples each, sides interleaved, order rotated;
-    `flush` (untimed) runs before every sample."""
+    `flush` (untimed) runs before every sample. prime: one untimed call right before each
+    sample, so a side's threads are awake when it is timed (after the settle both pools sleep,
+    and a wake-up on this VM costs ~0.1 ms for ours and ms for OpenMP's: per-call rows of short
+    products would time the wake-up, not the kernel)."""
     names = [n for n, f in sides if f is not None]
     fns = dict((n, f) for n, f in sides if f is not None)
     for _ in range(warm):
@@ -138,6 +142,8 @@ def interleave(sides, reps, warm=2, flush=None):
             if flush is not None:
                 flush()
             time.sleep(SETTLE_S)
+            if prime:
+                fns[n]()
             t0 = time.perf_counter()
             fns[n]()
             ts[n].append(time.perf_counter() - t0)
@@ -194,7 +200,7 @@ def _per_call_table(gg, ref, types, shapes, n_threads, reps, inner, unit, scale)
         for K, M, N in shapes:
             c = Case(gg, ref, name, K, M, N, n_threads, inner)
             err = c.check()
-            ts = interleave([("py", c.ours), ("gg", c.theirs), ("lv", c.ours_capped)], reps)
+            ts = interleave([("py", c.ours), ("gg", c.theirs), ("lv", c.ours_capped)], reps, prime=True)
             f = lambda s: scale(name, K, M, N, s / inner)  # noqa: E731
             py = (f(_med(ts["py"])), f(min(ts["py"])))
             gv = (f(_med(ts["gg"])), f(min(ts["gg"]))) if "gg" in ts else nan2
