@@ -27,7 +27,6 @@ inline void prefetch_to_l2(const char* p, size_t bytes) {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
 }
 
-
 // Bytes of one activation column (K values) in the weights' vec_dot_type, 64-byte aligned:
 // f32 values for the float types (rounded to f16/bf16 where the weights are), blocks otherwise.
 inline size_t act_col_bytes(Type wt, int64_t K) {

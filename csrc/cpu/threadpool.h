@@ -1,5 +1,6 @@
 // A persistent pool of worker threads. Waiting threads (for the next run, at a barrier, for
-// the run's end) spin for a short, time-bounded while and then sleep on a futex (a condition
+// the run's end) spin for a short, time-bounded while, then poll between yields of their core
+// for a while (the next run: 300 us; inside a run: 1 ms), then sleep on a futex (a condition
 // variable off Linux), so that an oversubscribed machine gives the time slice to the thread
 // that is late instead of burning it.
 #pragma once
