@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -341,3 +342,30 @@ def test_workers_woken_after_idle_take_back_every_core_of_the_caller():
     assert r.returncode == 0, r.stderr
     main, *threads = r.stdout.strip().split("|")
     assert threads == [main], f"threads' allowed cores {threads}, the caller's {main}"
+
+
+def test_workers_that_sit_a_run_out_never_run_the_next_one_twice(monkeypatch):
+    # Thread counts alternate, so some workers sit every other run out. One that learns of a
+    # run late, after the caller has begun the next, must not take the next run's job for the
+    # one it saw: in the lockstep schedule an extra arrival opens a barrier early and rows go
+    # uncomputed (the output is poisoned with NaN before each compute).
+    monkeypatch.setenv("PYGGML_CPU_MIN_WORK", "0")
+    monkeypatch.setenv("PYGGML_CPU_SHARES", "0")
+    rng = np.random.default_rng(11)
+    ctx = gg.Context(1 << 24)
+    a = rng.standard_normal((331, 96)).astype(np.float32)
+    b = rng.standard_normal((3, 96)).astype(np.float32)
+    out = gg.mul_mat(ctx, ctx.from_numpy(a), ctx.from_numpy(b))
+    g = gg.Graph(ctx)
+    g.build_forward_expand(out)
+    g.compute(1)
+    first = np.array(out.numpy()).copy()
+    np.testing.assert_allclose(first, b @ a.T, rtol=1e-4, atol=1e-4)
+    for i in range(400):
+        out.set(np.full(first.size, np.nan, dtype=np.float32))
+        n_threads = (2, 7)[i % 2]
+        if i % 16 == 0:
+            time.sleep(0.002)  # past the workers' spin: some sleep, and wake late
+        g.compute(n_threads)
+        got = np.array(out.numpy())
+        assert np.array_equal(got, first), f"compute {i} at {n_threads} threads: {int(np.sum(got != first))} outputs differ"

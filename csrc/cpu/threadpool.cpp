@@ -38,12 +38,16 @@ int64_t idle_yield_ns() {
     return ns;
 }
 constexpr int64_t kDoneSpinNs = 20000;
-// Inside a run (barriers, the caller waiting for the workers) a thread that outlasts the spin
-// polls between yields this long before it sleeps. Sleeping there is what costs most on a
-// virtual machine: the sleeper's core halts, the guest scheduler then counts it as taken
-// (its vCPU reads as preempted) and wakes the sleeper onto the waker's own core, where the
-// two threads share one core until the balancer moves one.
-constexpr int64_t kRunYieldNs = 1000000;
+
+// The generation word: a run counter above the run's thread count. A worker that sits a run
+// out can be slow enough to look only after the caller has finished that run and set up the
+// next one (thread count, job) without bumping the word yet: judged from those fields, it ran
+// the next job under the old generation and again under the new one (an extra arrival at the
+// next run's barriers; rows went uncomputed). The one word it read cannot mix two runs.
+constexpr uint32_t kThreadBits = 16, kThreadMask = (1u << kThreadBits) - 1;
+uint32_t next_generation(uint32_t word, int n_threads) {
+    return (((word >> kThreadBits) + 1) << kThreadBits) | (uint32_t(n_threads) & kThreadMask);
+}
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -58,7 +62,7 @@ int hardware_threads() {
 }
 
 int max_threads() {
-    static const int cap = std::max(16, 4 * hardware_threads());
+    static const int cap = std::min(std::max(16, 4 * hardware_threads()), int(kThreadMask));
     return cap;
 }
 
@@ -109,7 +113,7 @@ ThreadPool& ThreadPool::instance() {
 
 ThreadPool::~ThreadPool() {
     stop_ = true;
-    generation_.value.fetch_add(1, std::memory_order_seq_cst);
+    generation_.value.store(next_generation(generation_.value.load(), 0), std::memory_order_seq_cst);
     generation_.wake_all();
     for (auto& t : workers_) t.join();
 }
@@ -122,12 +126,13 @@ void ThreadPool::ensure_workers(int n) {
     }
 }
 
-// A worker woken from sleep would be put on the caller's core on a virtual machine (see
-// kRunYieldNs), and would wait there until the caller's share is done: the run took longer at
-// 2 threads than at 1 (measured: a 4096 x 4096 q4_K GEMV after 20 ms idle, 570-830 us against
+// A worker woken from sleep can be put on the caller's own core: on a virtual machine a halted
+// vCPU reads as preempted, so the guest scheduler does not count the idle core as free. The
+// worker then waits there until the caller's share is done, and the run took longer at 2
+// threads than at 1 (measured: a 4096 x 4096 q4_K GEMV after 20 ms idle, 570-830 us against
 // 470 us on one thread). So, where some worker sleeps, the caller limits the workers to the
 // other cores it may use before the wake-up; each then takes the caller's full set back.
-void ThreadPool::steer_off_caller_core(int n_threads) {
+void ThreadPool::steer_off_caller_core(int n_threads, uint32_t generation) {
 #if defined(__linux__)
     cpu_set_t allowed;
     if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 || CPU_COUNT(&allowed) < 2) return;
@@ -137,8 +142,7 @@ void ThreadPool::steer_off_caller_core(int n_threads) {
     CPU_CLR(here, &elsewhere);
     for (int i = 0; i < n_threads - 1; ++i) pthread_setaffinity_np(workers_[i].native_handle(), sizeof(elsewhere), &elsewhere);
     allowed_ = allowed;
-    // published by the generation bump that follows
-    steered_generation_.store(generation_.value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    steered_generation_.store(generation, std::memory_order_relaxed);  // published by the bump that follows
 #else
     (void)n_threads;
 #endif
@@ -155,17 +159,16 @@ void ThreadPool::worker_loop(int ith, uint32_t seen) {
         generation_.wait_while(seen, kIdleSpinNs, idle_yield_ns());
         seen = generation_.value.load(std::memory_order_acquire);
         if (stop_.load()) return;
-        if (steered_generation_.load(std::memory_order_relaxed) == seen && ith < n_active_) restore_affinity();
-        if (ith < n_active_ && job_) {
-            try {
-                (*job_)(ith);
-            } catch (...) {
-                set_error(std::current_exception());
-            }
-            if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-                done_.value.fetch_add(1, std::memory_order_seq_cst);
-                done_.wake_all();
-            }
+        if (ith >= int(seen & kThreadMask)) continue;  // not in this run
+        if (steered_generation_.load(std::memory_order_relaxed) == seen) restore_affinity();
+        try {
+            (*job_)(ith);
+        } catch (...) {
+            set_error(std::current_exception());
+        }
+        if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+            done_.value.fetch_add(1, std::memory_order_seq_cst);
+            done_.wake_all();
         }
     }
 }
@@ -186,7 +189,7 @@ void ThreadPool::barrier() {
         barrier_phase_.wake_all();
         return;
     }
-    barrier_phase_.wait_while(phase, kBarrierSpinNs, kRunYieldNs);
+    barrier_phase_.wait_while(phase, kBarrierSpinNs);
 }
 
 void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
@@ -201,8 +204,9 @@ void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
     if (n_threads > 1) {
         job_ = &fn;
         pending_ = n_threads - 1;
-        if (generation_.has_sleepers()) steer_off_caller_core(n_threads);
-        generation_.value.fetch_add(1, std::memory_order_seq_cst);
+        const uint32_t next = next_generation(generation_.value.load(std::memory_order_relaxed), n_threads);
+        if (generation_.has_sleepers()) steer_off_caller_core(n_threads, next);
+        generation_.value.store(next, std::memory_order_seq_cst);
         generation_.wake_all();
     }
     try {
@@ -212,7 +216,7 @@ void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
     }
     if (n_threads > 1) {
         while (pending_.load(std::memory_order_acquire) > 0) {
-            done_.wait_while(done_seen, kDoneSpinNs, kRunYieldNs);
+            done_.wait_while(done_seen, kDoneSpinNs);
             done_seen = done_.value.load(std::memory_order_acquire);
         }
     }

@@ -1,6 +1,5 @@
 // A persistent pool of worker threads. Waiting threads (for the next run, at a barrier, for
-// the run's end) spin for a short, time-bounded while, then poll between yields of their core
-// for a while (the next run: 300 us; inside a run: 1 ms), then sleep on a futex (a condition
+// the run's end) spin for a short, time-bounded while and then sleep on a futex (a condition
 // variable off Linux), so that an oversubscribed machine gives the time slice to the thread
 // that is late instead of burning it.
 #pragma once
@@ -70,15 +69,17 @@ private:
     void worker_loop(int ith, uint32_t seen);
     // Before sleeping workers are woken: keeps them off the caller's core for that wake-up
     // (see threadpool.cpp); each woken worker then takes the full set back.
-    void steer_off_caller_core(int n_threads);
+    void steer_off_caller_core(int n_threads, uint32_t generation);
     void restore_affinity();
 
     std::vector<std::thread> workers_;
-    WaitWord generation_;            // bumped to start a run (or to stop)
+    // Bumped to start a run (or to stop). The word holds the run's thread count in its low bits
+    // (generation_word), so a worker tells from the one value it read whether it takes part.
+    WaitWord generation_;
     WaitWord done_;                  // bumped by the last worker to finish a run
     std::atomic<int> pending_{0};
     std::atomic<bool> stop_{false};
-    // The generation whose wake-up steered the workers, and the caller's cores they take back.
+    // The generation word whose wake-up steered the workers, and the caller's cores they take back.
     std::atomic<uint32_t> steered_generation_{0};
 #if defined(__linux__)
     cpu_set_t allowed_;
