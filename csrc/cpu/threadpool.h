@@ -74,7 +74,7 @@ private:
 
     std::vector<std::thread> workers_;
     // Bumped to start a run (or to stop). The word holds the run's thread count in its low bits
-    // (generation_word), so a worker tells from the one value it read whether it takes part.
+    // (next_generation), so a worker tells from the one value it read whether it takes part.
     WaitWord generation_;
     WaitWord done_;                  // bumped by the last worker to finish a run
     std::atomic<int> pending_{0};
