@@ -38,23 +38,24 @@ CLOCK = time.perf_counter  # --thread-cpu: the calling thread's CPU time (with -
 SETTLE_S = 0.02  # both pools keep a core busy for several ms after a compute (OpenMP, our yield-poll): let them sleep first
 
 
-def _timed(f):
-    time.sleep(SETTLE_S)
+def _timed(f, settle=None):
+    settle() if settle else time.sleep(SETTLE_S)
     t0 = CLOCK()
     f()
     return CLOCK() - t0
 
 
-def _alternate(fa, fb, reps):
+def _alternate(fa, fb, reps, settle=None):
     """Best-of-reps seconds of fa and fb, run alternately after warm-ups; before every timed
-    call the other side's spinning workers are given time to sleep, so each side starts from
-    idle workers and neither side's spinning steals the cores from the other."""
+    call the other side's spinning workers are given time to sleep (SETTLE_S, or `settle()`),
+    so each side starts from idle workers and neither side's spinning steals the cores from the
+    other."""
     for _ in range(2):
         fa(), fb()
     ta, tb = [], []
     for _ in range(reps):
-        ta.append(_timed(fa))
-        tb.append(_timed(fb))
+        ta.append(_timed(fa, settle))
+        tb.append(_timed(fb, settle))
     return min(ta), min(tb)
 
 
@@ -240,7 +241,8 @@ def numpy_gemm_case(gg, np, K, M, N, n_threads, reps):
     tb = ctx.new_tensor(gg.F32, [K, N]); tb.set(b)
     g = gg.Graph(ctx); g.build_forward_expand(gg.mul_mat(ctx, ta, tb))
     at = a.T
-    to, tn = _alternate(lambda: g.compute(n_threads=n_threads), lambda: b @ at, reps)
+    from mul_mat import quiesce  # OpenBLAS's workers spin ~0.1 s after a call, past SETTLE_S
+    to, tn = _alternate(lambda: g.compute(n_threads=n_threads), lambda: b @ at, reps, settle=quiesce)
     flops = 2.0 * K * M * N
     return flops / to / 1e9, flops / tn / 1e9
 
