@@ -78,10 +78,7 @@ struct AlibiSlopes {
 // 0.5-0.8 of that time).
 inline void prefetch_rows(const Tensor* t, const int32_t* idx, int n, int64_t h, int64_t s) {
     const size_t bytes = t->row_bytes();
-    for (int jj = 0; jj < n; ++jj) {
-        const char* r = t->row(idx[jj], h, s);
-        for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(r + off, 0, 2);
-    }
+    for (int jj = 0; jj < n; ++jj) prefetch_to_l2(t->row(idx[jj], h, s), bytes);
 }
 
 // Row j of head h, sequence s of K or V as n floats: in place for F32, else widened into buf.

@@ -314,10 +314,7 @@ private:
     // Asks for the cache lines of rows [r0, r1) (row r at base + r * stride, `bytes` long) to
     // be brought into L2 (into L1, the many lines of a block overflow its miss buffers: no gain).
     static void prefetch_rows(const char* base, size_t stride, size_t bytes, int64_t r0, int64_t r1) {
-        for (int64_t r = r0; r < r1; ++r) {
-            const char* row = base + r * stride;
-            for (size_t o = 0; o < bytes; o += 64) _mm_prefetch(row + o, _MM_HINT_T1);
-        }
+        for (int64_t r = r0; r < r1; ++r) prefetch_to_l2(base + r * stride, bytes);
     }
 
     // Mask values of vector i for columns jb..jb+nb-1 into mblk_; returns the bits of the

@@ -96,22 +96,11 @@ void dot_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, const f
                 const char* bp = convert ? conv + (bt * N + n) * colb : b->row(n, i12, i13);
                 const size_t bs = convert ? colb : b->nb[1];
                 char* d = dbase + m * sizeof(float) + n * dst->nb[1];
-                if (half && dots.dot1x2) {  // (one column)
-                    dots.dot1x2(K, arow, half * a->nb[1], bp, bp + blocks_bytes, out, nvfp4_scale);
-                    ((float*)d)[0] = out[0];
-                    ((float*)d)[half] = out[1];
-                } else if (half) {
-                    dots.dot2(K, arow, half * a->nb[1], bp, bs, nc, out, nvfp4_scale);
-                    for (int j = 0; j < nc; ++j) {
-                        ((float*)(d + j * dst->nb[1]))[0] = out[j];
-                        ((float*)(d + j * dst->nb[1]))[half] = out[4 + j];
-                    }
-                } else if (dots.dot1x && nc == 1) {
-                    dots.dot1x(K, arow, bp, bp + blocks_bytes, out, nvfp4_scale);
-                    *(float*)d = out[0];
-                } else {
-                    kr.dot[(int)w](K, arow, bp, bs, nc, out, nvfp4_scale);
-                    for (int j = 0; j < nc; ++j) *(float*)(d + j * dst->nb[1]) = out[j];
+                dots.run(kr, w, K, arow, half * a->nb[1], bp, bs, blocks_bytes, nc, out, nvfp4_scale);
+                for (int j = 0; j < nc; ++j) {
+                    float* dj = (float*)(d + j * dst->nb[1]);
+                    dj[0] = out[j];
+                    if (half) dj[half] = out[4 + j];
                 }
             }
         });

@@ -20,12 +20,9 @@ namespace pyggml::cpu::mm {
 inline size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
 // Weights larger than a core's L2 stream from memory. The GEMM paths that decode weight rows
-// before their tiles ask for the rows they take next while they work on these: without that
-// the decoding stalled on most of its loads (K-quant rows: 3/4 of its cycles).
+// before their tiles ask for the rows they take next while they work on these (prefetch_to_l2):
+// without that the decoding stalled on most of its loads (K-quant rows: 3/4 of its cycles).
 constexpr size_t kStreamedWeightBytes = size_t(1) << 20;
-inline void prefetch_to_l2(const char* p, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
-}
 
 // Bytes of one activation column (K values) in the weights' vec_dot_type, 64-byte aligned:
 // f32 values for the float types (rounded to f16/bf16 where the weights are), blocks otherwise.
@@ -267,6 +264,22 @@ struct DotChoice {
     Dot1xFn dot1x = nullptr;    // a row alone, the one column with its extras
     bool pairs() const { return dot2 || dot1x2; }
     bool extras() const { return dot1x2 || dot1x; }
+    // One call: row arow, and the row pair_stride bytes on where pair_stride > 0, times nc
+    // columns from bp, bs bytes apart (a converted column's extras blocks_bytes into it).
+    // out[j] for the first row, out[4 + j] for the second.
+    void run(const Kernels& kr, Type w, int64_t K, const char* arow, size_t pair_stride, const char* bp, size_t bs,
+             size_t blocks_bytes, int nc, float* out, const float* aux) const {
+        if (pair_stride && dot1x2) {  // (one column)
+            dot1x2(K, arow, pair_stride, bp, bp + blocks_bytes, out, aux);
+            out[4] = out[1];
+        } else if (pair_stride) {
+            dot2(K, arow, pair_stride, bp, bs, nc, out, aux);
+        } else if (dot1x && nc == 1) {
+            dot1x(K, arow, bp, bp + blocks_bytes, out, aux);
+        } else {
+            kr.dot[(int)w](K, arow, bp, bs, nc, out, aux);
+        }
+    }
 };
 constexpr int64_t kDot2ShortRow = 1024;  // rows at most this long take dot2 even for one column
 inline DotChoice choose_dots(const Kernels& kr, Type w, int64_t K, int64_t M, int64_t n_cols, bool converted) {

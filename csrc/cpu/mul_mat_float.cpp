@@ -315,10 +315,8 @@ void packed_forward(const ComputeParams& p, Tensor* dst, const Kernels& kr, cons
             const int64_t tiles = mp * ((c1 - c0 + NR - 1) / NR);
             int64_t tile = 0;
             auto prefetch_next_weights = [&] {
-                for (int64_t r = tile * (m1 - m0) / tiles, r1 = (tile + 1) * (m1 - m0) / tiles; r < r1; ++r) {
-                    const char* row = next_w + r * a->nb[1];
-                    for (int64_t o = 0; o < next_bytes + 64; o += 64) __builtin_prefetch(row + o, 0, 2);
-                }
+                for (int64_t r = tile * (m1 - m0) / tiles, r1 = (tile + 1) * (m1 - m0) / tiles; r < r1; ++r)
+                    prefetch_to_l2(next_w + r * a->nb[1], size_t(next_bytes) + 64);
                 ++tile;
             };
             for (int64_t n = c0; n < c1; n += NR) {

@@ -220,17 +220,7 @@ void cpu_forward_MUL_MAT_ID(const ComputeParams& p, Tensor* dst) {
             const char* arow = abase + m * as->nb[1];
             for (int64_t s = s0; s < s1; s += 4) {
                 const int nc = (int)std::min<int64_t>(4, s1 - s);
-                const char* bp = conv + s * colb;
-                if (half && dots.dot1x2) {  // (one column)
-                    dots.dot1x2(K, arow, half * as->nb[1], bp, bp + blocks_bytes, out, scale);
-                    out[4] = out[1];
-                } else if (half) {
-                    dots.dot2(K, arow, half * as->nb[1], bp, colb, nc, out, scale);
-                } else if (dots.dot1x && nc == 1) {
-                    dots.dot1x(K, arow, bp, bp + blocks_bytes, out, scale);
-                } else {
-                    kr.dot[(int)w](K, arow, bp, colb, nc, out, scale);
-                }
+                dots.run(kr, w, K, arow, half * as->nb[1], conv + s * colb, colb, blocks_bytes, nc, out, scale);
                 for (int j = 0; j < nc; ++j) {
                     store(m, s + j, out[j]);
                     if (half) store(m + half, s + j, out[4 + j]);

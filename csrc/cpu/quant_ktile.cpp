@@ -74,7 +74,7 @@ void decode_panel(DecodeFn decode, const char* abase, size_t row_stride, size_t 
     // Smaller weights stay in L2 across units.
     if (size_t(m_end) * row_stride <= mm::kStreamedWeightBytes) return;
     for (int r = 0; r < kRows && m0 + kRows + r < m_end; ++r)
-        mm::prefetch_to_l2(abase + (m0 + kRows + r) * row_stride, size_t(nsb) * block_bytes);
+        prefetch_to_l2(abase + (m0 + kRows + r) * row_stride, size_t(nsb) * block_bytes);
 }
 
 }  // namespace kt
