@@ -38,6 +38,14 @@ int64_t idle_yield_ns() {
     return ns;
 }
 constexpr int64_t kDoneSpinNs = 20000;
+// A thread waiting in a barrier or for a run's end then polls between yields this long before
+// it sleeps. On a virtual machine the futex wake-up that ends such a sleep tends to put the
+// sleeper on its waker's core (the sleeper's halted vCPU reads as preempted), and both threads
+// then share one core for milliseconds, until the guest balances them again. A run that woke
+// its worker late (after idle) left the caller waiting past the spin: the 8-column quantized
+// GEMM (K 576 x M 1536, q8_0, 2 threads) ran its next eight computes at ~250 us instead of
+// ~105 us; with this phase at 110-125 us.
+constexpr int64_t kWaitYieldNs = 200000;
 
 // The generation word: a run counter above the run's thread count. A worker that sits a run
 // out can be slow enough to look only after the caller has finished that run and set up the
@@ -189,7 +197,7 @@ void ThreadPool::barrier() {
         barrier_phase_.wake_all();
         return;
     }
-    barrier_phase_.wait_while(phase, kBarrierSpinNs);
+    barrier_phase_.wait_while(phase, kBarrierSpinNs, kWaitYieldNs);
 }
 
 void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
@@ -216,7 +224,7 @@ void ThreadPool::run(int n_threads, const std::function<void(int)>& fn) {
     }
     if (n_threads > 1) {
         while (pending_.load(std::memory_order_acquire) > 0) {
-            done_.wait_while(done_seen, kDoneSpinNs);
+            done_.wait_while(done_seen, kDoneSpinNs, kWaitYieldNs);
             done_seen = done_.value.load(std::memory_order_acquire);
         }
     }

@@ -1,7 +1,7 @@
 // A persistent pool of worker threads. Waiting threads (for the next run, at a barrier, for
-// the run's end) spin for a short, time-bounded while and then sleep on a futex (a condition
-// variable off Linux), so that an oversubscribed machine gives the time slice to the thread
-// that is late instead of burning it.
+// the run's end) spin for a short, time-bounded while, poll between yields of the core, and
+// then sleep on a futex (a condition variable off Linux), so that an oversubscribed machine
+// gives the time slice to the thread that is late instead of burning it.
 #pragma once
 #include <atomic>
 #include <condition_variable>
