@@ -248,7 +248,7 @@ inline void act_extras(Type w, const BlockQ8_0* y, int64_t K, void* out) {
 // A converted column of the dot kernels: its vec_dot blocks, then their extras where the
 // weights have a dot1x.
 inline size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
-    return act_col_bytes(w, K) + (kr.dot1x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
+    return act_col_bytes(w, K) + (kr.dot1x[(int)w] || kr.dot2x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
 }
 
 // Which dot kernels take the rows of a product of n_cols columns of K values (MUL_MAT's
@@ -257,13 +257,16 @@ inline size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
 // long column mostly streams better alone (Kernels::dot2_one_column: the exceptions). For one
 // column of converted activations the kernels with extras take it where the weights have them:
 // two rows per call where no two-row dot does, one row where a row is left (no two-row kernel,
-// or an odd last row). Every choice gives the one-row dot's bits, so it never shows in results.
+// or an odd last row). Where the pairs run on converted columns and the weights have a dot2x,
+// it takes the pairs' place (the columns then carry extras). Every choice gives the one-row
+// dot's bits, so it never shows in results.
 struct DotChoice {
     Dot2Fn dot2 = nullptr;      // rows in pairs, up to 4 columns a call
+    Dot2xFn dot2x = nullptr;    // the same over converted columns with their extras (in its place)
     Dot1x2Fn dot1x2 = nullptr;  // rows in pairs, the one column with its extras
     Dot1xFn dot1x = nullptr;    // a row alone, the one column with its extras
     bool pairs() const { return dot2 || dot1x2; }
-    bool extras() const { return dot1x2 || dot1x; }
+    bool extras() const { return dot2x || dot1x2 || dot1x; }
     // One call: row arow, and the row pair_stride bytes on where pair_stride > 0, times nc
     // columns from bp, bs bytes apart (a converted column's extras blocks_bytes into it).
     // out[j] for the first row, out[4 + j] for the second.
@@ -272,6 +275,8 @@ struct DotChoice {
         if (pair_stride && dot1x2) {  // (one column)
             dot1x2(K, arow, pair_stride, bp, bp + blocks_bytes, out, aux);
             out[4] = out[1];
+        } else if (pair_stride && dot2x) {
+            dot2x(K, arow, pair_stride, bp + blocks_bytes, bs, nc, out);
         } else if (pair_stride) {
             dot2(K, arow, pair_stride, bp, bs, nc, out, aux);
         } else if (dot1x && nc == 1) {
@@ -285,6 +290,7 @@ constexpr int64_t kDot2ShortRow = 1024;  // rows at most this long take dot2 eve
 inline DotChoice choose_dots(const Kernels& kr, Type w, int64_t K, int64_t M, int64_t n_cols, bool converted) {
     DotChoice c;
     if (n_cols >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) c.dot2 = kr.dot2[(int)w];
+    if (converted && c.dot2) c.dot2x = kr.dot2x[(int)w];
     if (converted && n_cols == 1 && !c.dot2) c.dot1x2 = kr.dot1x2[(int)w];
     if (converted && (!c.pairs() || (M & 1))) c.dot1x = kr.dot1x[(int)w];
     return c;

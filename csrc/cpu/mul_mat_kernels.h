@@ -22,6 +22,11 @@ using DotFn = void (*)(int64_t k, const void* a_row, const void* b, size_t b_str
 // Decoding both rows per block shares each activation block load and scale between them.
 using Dot2Fn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* b, size_t b_stride, int nc,
                         float* out, const float* aux);
+// Dot2Fn over converted columns with their extras (column j's at ext + j * ext_stride): the
+// weights' levels start from the extras' offsets, so a block costs one integer dot per row and
+// column, no sign trick (the same integers, and Dot2Fn's float operations: the same bits).
+using Dot2xFn = void (*)(int64_t k, const void* a_row, size_t a_stride, const void* ext, size_t ext_stride, int nc,
+                         float* out);
 using CvtFn = void (*)(const void* src, float* dst, int64_t n);
 
 // Quantized GEMM (simd/quant_gemm_*.cpp): 8 activation columns are packed together, each
@@ -44,8 +49,9 @@ using QgTile2Fn = void (*)(int64_t k, const void* rows, size_t row_stride, const
 using QgTileWideFn = void (*)(int64_t k, const void* rows, size_t row_stride, const void* group, size_t group_stride,
                               float* out);
 
-// Extras of a q8_0 activation column for the one-column dots of mxfp4, iq4_nl and nvfp4: those
-// look their values up as unsigned levels u = value + offset, and start each lane's vpdpbusd
+// Extras of a q8_0 activation column for the one-column dots of mxfp4, iq4_nl and nvfp4, and
+// for the two-row dots of q8_0, q4_0 and q5_0 over converted columns (dot2x): those
+// take their values as unsigned levels u = value + offset, and start each lane's vpdpbusd
 // (or maddubs sum) from -offset * (the sum of its 4-value group of y), so the lane ends at the
 // same integer as the signed values' dot, and the float operations stay those of the signed
 // kernels: the same bits. Made once per column (act_extras), after its q8_0 blocks, which every
@@ -54,7 +60,17 @@ constexpr int kE2M1Offset = 12;    // -min(kE2M1Doubled): levels 0..24
 constexpr int kIQ4NLOffset = 128;  // levels 1..241: exact under vpdpbusd only (maddubs would
                                    // saturate), so the AVX2 iq4_nl kernel keeps the signed values
 // The level offset of weight type w's one-column dot (mxfp4, iq4_nl, nvfp4).
-constexpr int act_extra_offset(Type w) { return w == Type::IQ4_NL ? kIQ4NLOffset : kE2M1Offset; }
+constexpr int kQ8_0Offset = 128;   // q8_0 bytes xor 0x80: levels 0..255, vpdpbusd only
+constexpr int kQ4_0Offset = 8, kQ5_0Offset = 16;  // the blocks' own levels 0..15 / 0..31
+constexpr int act_extra_offset(Type w) {
+    switch (w) {
+        case Type::IQ4_NL: return kIQ4NLOffset;
+        case Type::Q8_0: return kQ8_0Offset;
+        case Type::Q4_0: return kQ4_0Offset;
+        case Type::Q5_0: return kQ5_0Offset;
+        default: return kE2M1Offset;
+    }
+}
 // mxfp4, iq4_nl: one per q8_0 block, then (after all K/32 of them) the blocks' d widened, one
 // float each. Every load of a block's activations is one aligned load or a 4-byte broadcast.
 struct ActExtra {
@@ -89,6 +105,7 @@ struct Kernels {
     bool dot2_one_column[kTypeIdLimit];
     Dot1xFn dot1x[kTypeIdLimit];          // one-column dots reading act_extras; null: dot
     Dot1x2Fn dot1x2[kTypeIdLimit];        // the same, two rows per call (one column of long rows)
+    Dot2xFn dot2x[kTypeIdLimit];          // where dot2 runs on converted columns; null: dot2
     FromFloatFn quantize[kTypeIdLimit];   // by activation (vec_dot) type: q8_0, q8_1, q8_K
     CvtFn f16_to_f32;  // n halves -> floats
     CvtFn round_f16;   // floats -> floats rounded to f16 (RNE), in place allowed

@@ -20,7 +20,7 @@ PEER = 5e-4
 TABLE = {row["name"]: row for row in gg.type_traits()}
 QTYPES = [n for n, r in TABLE.items() if r["is_weight"] and r["is_quantized"]]
 REPACKABLE = ["q4_0", "q4_1", "q5_0", "q8_0", "q4_K", "q5_K", "q6_K"]
-PATHS = ("dot", "dot2", "dot1x", "dot1x2", "gemm", "repack", "ktile")
+PATHS = ("dot", "dot2", "dot1x", "dot1x2", "dot2x", "gemm", "repack", "ktile")
 KTILE = [n for n in QTYPES if "avx512" in TABLE[n]["mul_mat_paths"]["ktile"]]
 
 

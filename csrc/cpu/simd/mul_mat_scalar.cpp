@@ -252,6 +252,7 @@ std::vector<std::pair<const char*, std::vector<const char*>>> mul_mat_path_isas(
     mm_path("dot2", &mm::Kernels::dot2);
     mm_path("dot1x", &mm::Kernels::dot1x);
     mm_path("dot1x2", &mm::Kernels::dot1x2);
+    mm_path("dot2x", &mm::Kernels::dot2x);
     mm_path("gemm", &mm::Kernels::qg_tile);
     out.emplace_back("repack", own_kernels([id](simd::Isa l) {
         const rp::Kernels& k = l == simd::Isa::Avx512 ? rp::kernels_avx512()
