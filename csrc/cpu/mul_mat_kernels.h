@@ -50,7 +50,7 @@ using QgTileWideFn = void (*)(int64_t k, const void* rows, size_t row_stride, co
                               float* out);
 
 // Extras of a q8_0 activation column for the one-column dots of mxfp4, iq4_nl and nvfp4, and
-// for the two-row dots of q8_0, q4_0 and q5_0 over converted columns (dot2x): those
+// for the two-row dots of q8_0, q4_0, q5_0, iq4_nl, mxfp4 over converted columns (dot2x): those
 // take their values as unsigned levels u = value + offset, and start each lane's vpdpbusd
 // (or maddubs sum) from -offset * (the sum of its 4-value group of y), so the lane ends at the
 // same integer as the signed values' dot, and the float operations stay those of the signed

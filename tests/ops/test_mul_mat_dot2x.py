@@ -1,8 +1,10 @@
-"""The two-row dots over converted columns with extras (dot2x: q8_0 at the avx512 level, q4_0 and
-q5_0 at avx2 and avx512). They take the weights as unsigned levels (q8_0: the byte xor 0x80, i.e.
-value + 128; q4_0 / q5_0: their own levels, offset 8 / 16) and start each lane's integer dot from
-the column's -offset x (sum of its 4-value group), so every lane ends at the signed values'
-integer and the float operations are the one-row dot's: the same bits.
+"""The two-row dots over converted columns with extras (dot2x: q8_0 and iq4_nl at the avx512
+level, q4_0, q5_0 and mxfp4 at avx2 and avx512). They take the weights as unsigned levels (q8_0:
+the byte xor 0x80, i.e. value + 128; q4_0 / q5_0: their own levels, offset 8 / 16; iq4_nl: value
++ 128; mxfp4: doubled E2M1 value + 12) and start each lane's integer dot from the column's
+-offset x (sum of its 4-value group), so every lane ends at the signed values' integer and the
+float operations are the one-row dot's (iq4_nl, mxfp4: even and odd blocks in two chains): the
+same bits.
 
 Independent checks of those bits, on weight bytes at the int8 extremes (q8_0 values -128 and
 127 among random ones, f16 scales of either sign), activation blocks at the int8 extremes, odd
@@ -21,23 +23,29 @@ from util import assert_close, compute, new, values
 TABLE = {row["name"]: row for row in gg.type_traits()}
 PEER = 5e-4
 WIDTHS = tuple(range(1, 10))
-BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q5_0": 22}
+BLOCK_BYTES = {"q8_0": 34, "q4_0": 18, "q5_0": 22, "iq4_nl": 18, "mxfp4": 17}
+TYPES = list(BLOCK_BYTES)
+AVX512_ONLY = {"q8_0", "iq4_nl"}  # levels above 128: maddubs would saturate, vpdpbusd only
 needs_avx512 = pytest.mark.skipif(gg.isa(detected=True) != "avx512", reason="no AVX-512 on this CPU")
 
 
 def test_the_type_table_names_the_kernels():
     have = {n: r["mul_mat_paths"].get("dot2x") for n, r in TABLE.items() if r["mul_mat_paths"].get("dot2x")}
-    assert set(have) == {"q8_0", "q4_0", "q5_0"}, have
-    assert have["q8_0"] == ["avx512"], "q8_0's levels reach 255: maddubs would saturate, vpdpbusd only"
-    assert have["q4_0"] == have["q5_0"] == ["avx2", "avx512"], have
+    assert set(have) == set(TYPES), have
+    for name in TYPES:
+        assert have[name] == (["avx512"] if name in AVX512_ONLY else ["avx2", "avx512"]), (name, have[name])
 
 
 def random_weights(name, K, M, rng):
-    """M rows of raw blocks, every byte random but the f16 scale (either sign, finite); q8_0
-    rows get -128 and 127 at random places too. The last row repeats row 0."""
+    """M rows of raw blocks, every byte random but the scale (f16 of either sign, finite; mxfp4:
+    E8M0 exponents around 1); q8_0 rows get -128 and 127 at random places too. The last row
+    repeats row 0."""
     raw = rng.integers(0, 256, size=(M, K // 32, BLOCK_BYTES[name]), dtype=np.uint8)
-    d = rng.uniform(1e-3, 0.1, size=raw.shape[:2]) * rng.choice([-1.0, 1.0], size=raw.shape[:2])
-    raw[:, :, :2] = d.astype(np.float16)[..., None].view(np.uint8)
+    if name == "mxfp4":
+        raw[:, :, 0] = rng.integers(118, 137, size=raw.shape[:2])
+    else:
+        d = rng.uniform(1e-3, 0.1, size=raw.shape[:2]) * rng.choice([-1.0, 1.0], size=raw.shape[:2])
+        raw[:, :, :2] = d.astype(np.float16)[..., None].view(np.uint8)
     if name == "q8_0":
         qs = raw[:, :, 2:].view(np.int8)
         qs[rng.random(qs.shape) < 0.1] = -128
@@ -89,8 +97,8 @@ def check_bits(name, level, K, M, singles, wides, ref, n_threads):
     return one
 
 
-@pytest.mark.parametrize("name", ["q8_0", "q4_0", "q5_0"])
-@pytest.mark.parametrize("blocks", [9, 33, 37])  # K 288, 1056 (one column: the one-row dot for q8_0), 1184
+@pytest.mark.parametrize("name", TYPES)
+@pytest.mark.parametrize("blocks", [9, 33, 37])  # K 288, 1056, 1184 (odd counts: a lone last even block)
 def test_pairs_keep_the_one_row_bits(name, blocks):
     rng = np.random.default_rng(blocks)
     K, M = 32 * blocks, 11
@@ -106,7 +114,7 @@ def test_pairs_keep_the_one_row_bits(name, blocks):
                 got[level] = check_bits(name, level, K, M, singles, wides, ref, n_threads)
         finally:
             gg.set_isa(prev)
-    if len(got) == 2 and name == "q8_0":  # the avx2 level: the sign-trick pairs, no extras
+    if len(got) == 2 and name in AVX512_ONLY:  # the avx2 level: the sign-trick pairs
         assert np.array_equal(got["avx2"].view(np.uint32), got["avx512"].view(np.uint32)), f"{name} K={K}"
 
 

@@ -6,7 +6,8 @@ the sum of every 4-value group, as the integer dot's starting value, and its wid
 the order a block's masked bytes give them). The avx2 level's iq4_nl kernel reads the values and
 scale from there with the signed values. Those kernels serve a column multiplied alone with rows
 longer than 1024 values, two rows per call (mxfp4, iq4_nl) and the odd row of a unit alone;
-every other column goes through the signed-value kernels (two-row dots, GEMM tiles). Both must
+narrower products pair rows through the two-row offset dots where the level has them (dot2x,
+test_mul_mat_dot2x.py) or the signed-value ones, wider ones take the GEMM tiles. All must
 give the same bits, on random weight bytes, activation blocks at the int8 extremes (every value
 +-127, alternating signs, an outlier, all zero), odd block counts, widths 1..64 and 1 or 2
 threads, and match the float64 product of the dequantized weights."""

@@ -41,6 +41,17 @@ inline __m256i lut16(const int8_t* table) {
     const __m128i t = _mm_loadu_si128((const __m128i*)table);
     return _mm256_set_m128i(t, t);
 }
+// A lookup table of 16 levels: the type's values plus its offset (the kernels with extras).
+struct OffsetLevels {
+    int8_t v[16];
+    constexpr OffsetLevels(const int8_t* values, int offset) : v() {
+        for (int i = 0; i < 16; ++i) v[i] = int8_t(values[i] + offset);
+    }
+};
+// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
+// saturates: 2 * 24 * 128 < 2^15).
+inline constexpr OffsetLevels kE2M1Levels{kE2M1Doubled, kE2M1Offset};
+inline constexpr OffsetLevels kIQ4NLLevels{kIQ4NLValues, kIQ4NLOffset};
 // 0x10 in byte j where bit j of qh4's 32 bits is set. AVX-512BW takes the bits as a byte
 // mask: one masked move instead of bits_to_bytes' broadcast, shuffle, and, compare and and.
 inline __m256i fifth_bits(const uint8_t* qh4) {

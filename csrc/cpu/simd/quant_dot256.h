@@ -74,17 +74,6 @@ void dot_signed(int64_t k, const void* av, const void* bv, size_t bs, float* out
 }
 
 // ---- one-column dots with the activations' extras (ActExtra, ActUnitNVFP4) ----
-// A lookup table of 16 levels: the type's values plus its offset.
-struct OffsetLevels {
-    int8_t v[16];
-    constexpr OffsetLevels(const int8_t* values, int offset) : v() {
-        for (int i = 0; i < 16; ++i) v[i] = int8_t(values[i] + offset);
-    }
-};
-// E2M1 values (doubled) plus kE2M1Offset: the unsigned levels 0..24 (maddubs then never
-// saturates: 2 * 24 * 128 < 2^15).
-inline constexpr OffsetLevels kE2M1Levels{kE2M1Doubled, kE2M1Offset};
-inline constexpr OffsetLevels kIQ4NLLevels{kIQ4NLValues, kIQ4NLOffset};
 // Lane l: the sum of (u - offset) * y over 4-value group l, the signed values' integers: the
 // accumulator starts at the extras' -offset * (group sum).
 inline __m256i offset_dot(__m256i u, __m256i q, __m256i off) { return udot_acc(off, u, q); }

@@ -3,9 +3,9 @@
 // quant_dot2_avx512.cpp (integer dots: idot256.h). Each activation block is loaded once for
 // both weight rows, and the two rows' accumulators are independent FMA chains. The one-row
 // kernels (mm_quant256.h, quant_dot256.h) and the scalar ones stay the references. Over
-// converted columns, q8_0 (VNNI only), q4_0 and q5_0 take dot2x instead: the integer dots start
-// from the columns' extras, no sign trick (K 576 x M 1536 and 1536 x 576 at 2 to 7 columns, one
-// thread: 1.2-1.3x the rate of dot2_signed; compare_quant --mode widths -t 1).
+// converted columns, q4_0, q5_0, mxfp4 and (VNNI only) q8_0, iq4_nl take dot2x instead: the
+// integer dots start from the columns' extras, no sign trick (K 576 x M 1536 and 1536 x 576 at 2
+// to 7 columns, one thread: 1.15-1.3x the rate of dot2_signed; compare_quant --mode widths -t 1).
 // Defines fill_quant_dot2(Kernels&) (the dot2 and dot2x rows), outside the target region.
 #pragma once
 #include <cstring>
@@ -123,10 +123,23 @@ struct X2Q8_0 {  // levels = the bytes xor 0x80 (value + 128): up to 255, exact 
         return _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)b.qs), _mm256_set1_epi8((char)0x80));
     }
 };
+struct X2IQ4NL {  // levels = values + 128 (1..241): vpdpbusd only
+    using Block = BlockIQ4NL;
+    static constexpr int kPasses = 2;
+    static __m128 scale(const Block& b) { return f16_pair(&b.d); }
+    static __m256i levels(const Block& b) { return _mm256_shuffle_epi8(lut16(kIQ4NLLevels.v), nibbles(b.qs)); }
+};
+struct X2MXFP4 {  // levels = doubled E2M1 values + 12 (0..24)
+    using Block = BlockMXFP4;
+    static constexpr int kPasses = 2;
+    static __m128 scale(const Block& b) { return DecMXFP4::scale(b); }
+    static __m256i levels(const Block& b) { return _mm256_shuffle_epi8(lut16(kE2M1Levels.v), nibbles(b.qs)); }
+};
+// Two-pass types: the even blocks' and the odd blocks' chains apart, added before the sum.
 template <class Dec, int NC>
 void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t es, float* out) {
     using Block = typename Dec::Block;
-    static_assert(passes_of<Dec>(0) == 1, "one accumulator chain per row and column");
+    constexpr int kPasses = passes_of<Dec>(0);
     const Block* x0 = (const Block*)av;
     const Block* x1 = (const Block*)((const char*)av + as);
     const int64_t nb = k / 32;
@@ -136,9 +149,11 @@ void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t e
         e[j] = (const ActExtra*)((const char*)ev + j * es);
         dy[j] = (const float*)(e[j] + nb);
     }
-    __m256 acc0[NC], acc1[NC];
+    __m256 acc0[kPasses][NC], acc1[kPasses][NC];
+#pragma GCC unroll 8
+    for (int p = 0; p < kPasses; ++p)
 #pragma GCC unroll 4
-    for (int j = 0; j < NC; ++j) acc0[j] = acc1[j] = _mm256_setzero_ps();
+        for (int j = 0; j < NC; ++j) acc0[p][j] = acc1[p][j] = _mm256_setzero_ps();
     auto block = [&](int64_t ib, __m256* acc0, __m256* acc1) __attribute__((always_inline)) {
         _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
         _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
@@ -153,11 +168,15 @@ void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t e
             acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_acc(off, u1, q)), _mm256_mul_ps(d1, dyj), acc1[j]);
         }
     };
-    for (int64_t ib = 0; ib < nb; ++ib) block(ib, acc0, acc1);
+    int64_t ib = 0;
+    for (; ib + kPasses <= nb; ib += kPasses)
+#pragma GCC unroll 2
+        for (int p = 0; p < kPasses; ++p) block(ib + p, acc0[p], acc1[p]);
+    if (ib < nb) block(ib, acc0[0], acc1[0]);  // an odd last block joins the even chain
 #pragma GCC unroll 4
     for (int j = 0; j < NC; ++j) {
-        out[j] = hsum(acc0[j]);
-        out[4 + j] = hsum(acc1[j]);
+        out[j] = hsum(kPasses == 2 ? _mm256_add_ps(acc0[0][j], acc0[kPasses - 1][j]) : acc0[0][j]);
+        out[4 + j] = hsum(kPasses == 2 ? _mm256_add_ps(acc1[0][j], acc1[kPasses - 1][j]) : acc1[0][j]);
     }
 }
 template <class Dec>
@@ -206,7 +225,11 @@ void fill_quant_dot2(Kernels& k) {
     for (Type t : {Type::Q4_0, Type::Q5_0, Type::Q4_1}) k.dot2_one_column[(int)t] = true;
     k.dot2x[(int)Type::Q4_0] = dispatch2x<DecQ4_0>;
     k.dot2x[(int)Type::Q5_0] = dispatch2x<DecQ5_0>;
-    if (kIdotVnni) k.dot2x[(int)Type::Q8_0] = dispatch2x<X2Q8_0>;  // maddubs would saturate at levels > 128
+    k.dot2x[(int)Type::MXFP4] = dispatch2x<X2MXFP4>;
+    if (kIdotVnni) {  // maddubs would saturate at levels > 128
+        k.dot2x[(int)Type::Q8_0] = dispatch2x<X2Q8_0>;
+        k.dot2x[(int)Type::IQ4_NL] = dispatch2x<X2IQ4NL>;
+    }
 }
 }  // namespace
 }  // namespace pyggml::cpu::mm
