@@ -289,7 +289,11 @@ struct DotChoice {
 constexpr int64_t kDot2ShortRow = 1024;  // rows at most this long take dot2 even for one column
 inline DotChoice choose_dots(const Kernels& kr, Type w, int64_t K, int64_t M, int64_t n_cols, bool converted) {
     DotChoice c;
-    if (n_cols >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w]) c.dot2 = kr.dot2[(int)w];
+    // one column of long rows also pairs where the pairs read extras (dot2x) and no dot1x2
+    // does: q8_0 at the avx512 level, K 1536 x M 576 from L2 and 2048 x 2048 from L3 1.3-1.4x
+    // the one-row dot's rate; streamed from memory (4096 x 14336) the same within noise
+    const bool extras_pairs = converted && kr.dot2x[(int)w] && !kr.dot1x2[(int)w];
+    if (n_cols >= 2 || K <= kDot2ShortRow || kr.dot2_one_column[(int)w] || extras_pairs) c.dot2 = kr.dot2[(int)w];
     if (converted && c.dot2) c.dot2x = kr.dot2x[(int)w];
     if (converted && n_cols == 1 && !c.dot2) c.dot1x2 = kr.dot1x2[(int)w];
     if (converted && (!c.pairs() || (M & 1))) c.dot1x = kr.dot1x[(int)w];
