@@ -246,7 +246,7 @@ inline void act_extras(Type w, const BlockQ8_0* y, int64_t K, void* out) {
 }
 
 // A converted column of the dot kernels: its vec_dot blocks, then their extras where the
-// weights have a dot1x.
+// weights have a dot1x or a dot2x.
 inline size_t dot_col_bytes(const Kernels& kr, Type w, int64_t K) {
     return act_col_bytes(w, K) + (kr.dot1x[(int)w] || kr.dot2x[(int)w] ? align64(act_extras_bytes(w, K)) : 0);
 }

@@ -92,7 +92,7 @@ KtSizes kt_sizes(const Tensor* dst) {
     return s;
 }
 size_t col_bytes(const Kernels& kr, const KtSizes& t, Type w, int64_t K) {
-    const size_t dots = dot_col_bytes(kr, w, K);  // the extras' room only where w has a dot1x
+    const size_t dots = dot_col_bytes(kr, w, K);  // the extras' room only where w has a dot1x or dot2x
     return t.on ? std::max(dots, kt::act_col_bytes(K)) : dots;
 }
 // Per thread: the packed weight rows of the GEMM or a tile panel (a unit takes one path), or,

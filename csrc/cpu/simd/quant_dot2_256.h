@@ -115,7 +115,8 @@ void dot2_with_min(int64_t k, const void* av, size_t as, const void* bv, size_t 
 // dot2_signed over converted columns with extras (Dot2xFn): lane l of a block's integer dot
 // starts at the extras' -offset * (group l's sum) and adds the unsigned levels' products, ending
 // at dot2_signed's integer; the scale product dx * dy (dy widened in the extras) and the
-// accumulation are dot2_signed's, one chain per row and column (single-pass types only).
+// accumulation are dot2_signed's: one chain per row and column, two for the two-pass types
+// (the even blocks' and the odd blocks', added before the sum).
 struct X2Q8_0 {  // levels = the bytes xor 0x80 (value + 128): up to 255, exact under vpdpbusd only
     using Block = BlockQ8_0;
     static __m128 scale(const Block& b) { return f16_pair(&b.d); }
@@ -135,7 +136,6 @@ struct X2MXFP4 {  // levels = doubled E2M1 values + 12 (0..24)
     static __m128 scale(const Block& b) { return DecMXFP4::scale(b); }
     static __m256i levels(const Block& b) { return _mm256_shuffle_epi8(lut16(kE2M1Levels.v), nibbles(b.qs)); }
 };
-// Two-pass types: the even blocks' and the odd blocks' chains apart, added before the sum.
 template <class Dec, int NC>
 void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t es, float* out) {
     using Block = typename Dec::Block;
@@ -154,7 +154,7 @@ void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t e
     for (int p = 0; p < kPasses; ++p)
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) acc0[p][j] = acc1[p][j] = _mm256_setzero_ps();
-    auto block = [&](int64_t ib, __m256* acc0, __m256* acc1) __attribute__((always_inline)) {
+    auto block = [&](int64_t ib, __m256* chain0, __m256* chain1) __attribute__((always_inline)) {
         _mm_prefetch((const char*)(x0 + ib) + 768, _MM_HINT_T0);
         _mm_prefetch((const char*)(x1 + ib) + 768, _MM_HINT_T0);
         const __m256i u0 = Dec::levels(x0[ib]), u1 = Dec::levels(x1[ib]);
@@ -164,8 +164,8 @@ void dot2x_offset(int64_t k, const void* av, size_t as, const void* ev, size_t e
             const __m256i q = _mm256_loadu_si256((const __m256i*)e[j][ib].qs);
             const __m256i off = _mm256_loadu_si256((const __m256i*)e[j][ib].offset);
             const __m256 dyj = _mm256_broadcast_ss(dy[j] + ib);
-            acc0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_acc(off, u0, q)), _mm256_mul_ps(d0, dyj), acc0[j]);
-            acc1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_acc(off, u1, q)), _mm256_mul_ps(d1, dyj), acc1[j]);
+            chain0[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_acc(off, u0, q)), _mm256_mul_ps(d0, dyj), chain0[j]);
+            chain1[j] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(udot_acc(off, u1, q)), _mm256_mul_ps(d1, dyj), chain1[j]);
         }
     };
     int64_t ib = 0;
