@@ -202,3 +202,58 @@ def test_members_keep_their_scratch_apart(split_small):
             assert grouped(g, n_threads) >= 2
             for o, ref1 in zip(outs, one):
                 np.testing.assert_array_equal(o.numpy(), ref1)
+
+
+def test_members_with_a_gang_form_run_whole(split_small):
+    """MUL_MAT_ID and FLASH_ATTN_EXT are barrier-free as shares (they claim their work from the
+    step's counters) but take barriers in their gang form, which a group member run whole (one
+    item, one thread, no counters) also takes. A barrier met by one thread meets nobody: it must
+    not be reported as a schedule bug (a tiny DeepSeek V4 prompt at 2 threads raised it from its
+    MoE products). Small MoE and attention nodes beside an independent product, after a big GEMM
+    that engages the workers: 2 and 3 threads give the 1-thread bits, which match numpy."""
+    rng = np.random.default_rng(11)
+    ctx = gg.Context(1 << 24, no_alloc=True)
+    K, M, E, U, T, D, KV = 64, 24, 4, 2, 3, 32, 40
+    x = ctx.new_tensor(gg.F32, [K, T])
+    w = ctx.new_tensor(gg.F32, [K, M])
+    experts = ctx.new_tensor(gg.F32, [K, M, E])
+    moe_in = ctx.new_tensor(gg.F32, [K, 1, T])
+    ids = ctx.new_tensor(gg.I32, [U, T])
+    q = ctx.new_tensor(gg.F32, [D, T, 2, 1])
+    k = ctx.new_tensor(gg.F16, [D, KV, 2, 1])
+    v = ctx.new_tensor(gg.F16, [D, KV, 2, 1])
+    big_a = ctx.new_tensor(gg.F32, [256, 256])
+    dense = gg.mul_mat(ctx, w, x)
+    moe = gg.mul_mat_id(ctx, experts, moe_in, ids)
+    att = gg.flash_attn_ext(ctx, q, k, v, None, 0.25, 0.0, 0.0)
+    g = gg.Graph(ctx)
+    g.build_forward_expand(gg.mul_mat(ctx, big_a, big_a))
+    for out in (dense, moe, att):
+        g.build_forward_expand(out)
+    g.alloc()
+    x_np = rng.uniform(-1, 1, (T, K)).astype(np.float32)
+    w_np = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    e_np = rng.uniform(-1, 1, (E, M, K)).astype(np.float32)
+    m_np = rng.uniform(-1, 1, (T, 1, K)).astype(np.float32)
+    ids_np = np.array([[0, 3], [2, 0], [3, 1]], dtype=np.int32)
+    q_np = rng.uniform(-1, 1, (1, 2, T, D)).astype(np.float32)
+    k_np = rng.uniform(-1, 1, (1, 2, KV, D)).astype(np.float16)
+    v_np = rng.uniform(-1, 1, (1, 2, KV, D)).astype(np.float16)
+    for t, a in ((x, x_np), (w, w_np), (experts, e_np), (moe_in, m_np), (ids, ids_np), (q, q_np), (k, k_np),
+                 (v, v_np), (big_a, rng.uniform(-1, 1, (256, 256)).astype(np.float32))):
+        t.set(a)
+    want_moe = np.einsum("tumk,tk->tum", e_np[ids_np].astype(np.float64), m_np[:, 0].astype(np.float64))
+    s = 0.25 * np.einsum("htd,hjd->htj", q_np[0].astype(np.float64), k_np[0].astype(np.float64))
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want_att = np.einsum("htj,hjd->thd", p / p.sum(-1, keepdims=True), v_np[0].astype(np.float64))
+    g.compute(1)
+    one = [o.numpy().copy() for o in (dense, moe, att)]
+    assert_close(one[0].reshape(T, M), x_np.astype(np.float64) @ w_np.T.astype(np.float64), 1e-10)
+    assert_close(one[1].reshape(T, U, M), want_moe, 1e-10)
+    assert_close(one[2].reshape(T, 2, D), want_att, 1e-6)
+    for n_threads in (2, 3):
+        assert grouped(g, n_threads) >= 2, (split_small, n_threads)
+        for got, want in zip((dense, moe, att), one):
+            np.testing.assert_array_equal(got.numpy(), want)
+        members = [g.nodes[i].op for mode, nodes in g.cpu_schedule if mode == "group" for i in nodes]
+        assert "MUL_MAT_ID" in members and "FLASH_ATTN_EXT" in members, (split_small, g.cpu_schedule)

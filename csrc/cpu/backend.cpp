@@ -148,6 +148,9 @@ void CpuBackend::compute_graph(const std::vector<Tensor*>& nodes, const ComputeO
             if (stop.load(std::memory_order_relaxed)) return;
             try {
                 kForward[(int)n->op](q, n);
+            } catch (const BarrierInShareError& e) {  // say which node met it
+                pool.set_error(std::make_exception_ptr(BarrierInShareError(std::string(e.what()) + " (node '" +
+                                                                           n->name + "', " + op_name(n->op) + ")")));
             } catch (...) {
                 pool.set_error(std::current_exception());
             }

@@ -13,6 +13,12 @@
 
 namespace pyggml::cpu {
 
+// A kernel scheduled as barrier-free met a barrier: a bug in the schedule's list, reported
+// (with the node, by the backend) instead of a hang.
+struct BarrierInShareError : std::logic_error {
+    using std::logic_error::logic_error;
+};
+
 struct ComputeParams {
     int ith = 0, nth = 1;
     void* wdata = nullptr;  // shared by all threads of the node
@@ -28,8 +34,9 @@ struct ComputeParams {
     // the calls (none does: the nesting kernels have barriers and get none).
     std::atomic<int64_t>* share_slots = nullptr;
     void barrier() const {
-        if (no_barrier) throw std::logic_error("cpu: a kernel scheduled as barrier-free met a barrier");
-        if (pool && nth > 1) pool->barrier();
+        if (nth <= 1) return;  // one thread (a solo step, or a node run whole in a group) meets nobody
+        if (no_barrier) throw BarrierInShareError("cpu: a kernel scheduled as barrier-free met a barrier");
+        if (pool) pool->barrier();
     }
 };
 
