@@ -44,8 +44,8 @@ constexpr int64_t kDoneSpinNs = 20000;
 // then share one core for milliseconds, until the guest balances them again. A run that woke
 // its worker late (after idle) left the caller waiting past the spin: the 8-column quantized
 // GEMM (K 576 x M 1536, q8_0, 2 threads) ran its next eight computes at ~250 us instead of
-// ~105 us; with this phase at 110-125 us. The end-of-run wait made that difference (the phase
-// at barriers alone did not); a barrier's sleep is woken the same way, so it polls too.
+// ~105 us; with this phase in both waits at 104-125 us. With it at barriers alone there was no
+// gain, so the end-of-run wait carries it; a barrier's sleep is woken the same way, so it polls too.
 constexpr int64_t kWaitYieldNs = 200000;
 
 // The generation word: a run counter above the run's thread count. A worker that sits a run
