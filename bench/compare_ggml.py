@@ -277,7 +277,7 @@ def main():
     ref = ggml_ref.load()
     want = lambda name: not a.filters or any(f in name + " " for f in a.filters)  # noqa: E731
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    print(f"# threads={a.threads}  numpy BLAS: {how}  ggml: {ref.lib_dir if ref else 'n/a (llama_cpp not importable)'}")
+    print(f"# threads={a.threads}  numpy BLAS: {how}  ggml: {ref.lib_dir if ref else 'n/a (' + (ggml_ref.cpu_mismatch_reason() or 'llama_cpp not importable') + ')'}")
     peak = fma_peak(a.threads) if want("fma_peak") else None
     copy = _memcpy_gbs(np)
     peak_text = f"{peak:.1f} GFLOP/s" if peak else "not measured (fma_peak filtered out or bench_ops not built)"

@@ -244,7 +244,7 @@ def main():
     known = {r["name"] for r in gg.type_traits()}
     types = [t for t in (a.types or TYPES) if t in known]
     print("# " + subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
-    print(f"# ggml: {ref.lib_dir if ref else 'n/a (llama_cpp not importable)'}")
+    print(f"# ggml: {ref.lib_dir if ref else 'n/a (' + (ggml_ref.cpu_mismatch_reason() or 'llama_cpp not importable') + ')'}")
     print(f"# pyggml level: {gg.isa()} (detected {gg.isa(True)})" + (f"; lv = capped at {a.vs_isa}" if a.vs_isa else ""))
     if a.mode == "big":
         mode_big(gg, ref, types, a.threads or 2, a.reps)

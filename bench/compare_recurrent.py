@@ -21,7 +21,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see compare_llama_cpp.py
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from compare_llama_cpp import Ours, Theirs, model_path, run_case, uptime  # noqa: E402
+from compare_llama_cpp import Ours, Theirs, model_path, start_decode, time_decode, time_prompt, uptime  # noqa: E402
 
 
 class OursRs(Ours):
@@ -31,6 +31,15 @@ class OursRs(Ours):
         self.ctx = Context(self.model, n_ctx=n_ctx, n_threads=threads, n_batch=512, n_ubatch=512,
                            n_rs_seq=n_rs_seq)
         self.n_vocab = self.ctx.hparams.n_vocab
+
+
+def run_case(engine, prompts, n_gen):
+    """tokens/s of one engine: each prompt from an empty context, then n_gen greedy tokens
+    after a 16-token prompt."""
+    out = {name: len(toks) / time_prompt(engine, toks, 1) for name, toks in prompts.items()}
+    start_decode(engine, prompts["pp128"][:16])
+    out[f"tg{n_gen}"] = n_gen / time_decode(engine, n_gen, 1)
+    return out
 
 
 class TheirsRs(Theirs):
@@ -62,6 +71,9 @@ def main():
         import llama_cpp  # noqa: F401
     except ImportError:
         sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
+    import ggml_ref
+    if ggml_ref.cpu_mismatch_reason():
+        sys.exit(ggml_ref.cpu_mismatch_reason())
     print(f"# {uptime()}")
     print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s")
     print(f"{'case':<30s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")

@@ -180,12 +180,58 @@ def avx512_flavour_reason():
             "llama-cpp-python for the bit-exact oracle (README, Developing)")
 
 
+# Run in a child: initialise llama.cpp's backends and compute one quantized product on ggml's
+# CPU backend, where a build for another CPU traps (ggml_cpu_init, or a quantized kernel).
+_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+import llama_cpp
+llama_cpp.llama_backend_init()
+import numpy as np, ggml_ref
+g = ggml_ref.Ggml(ggml_ref._lib_dir())
+ctx = g.context(1 << 20)
+a = ctx.tensor(g.TYPE["q8_0"], [64, 4], np.zeros(4 * 68, np.uint8))
+b = ctx.tensor(g.TYPE["f32"], [64, 8], np.ones((8, 64), np.float32))
+ctx.graph(g.ggml_mul_mat(ctx.ptr, a, b), 1)()
+"""
+_cpu_reason = ...  # not probed yet
+
+
+def cpu_mismatch_reason():
+    """Why llama.cpp's libraries cannot run on this CPU (a child that loaded them and computed
+    one product died of a signal, e.g. SIGILL for a build with instructions this CPU lacks), or
+    None: they run, or llama_cpp is not installed (callers handle that themselves). Probed once
+    per process, in a child, so the caller survives."""
+    global _cpu_reason
+    if _cpu_reason is not ...:
+        return _cpu_reason
+    _cpu_reason = None
+    import importlib.util
+    import signal
+    import subprocess
+    import sys
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    try:
+        r = subprocess.run([sys.executable, "-c", _PROBE, os.path.dirname(os.path.abspath(__file__))],
+                           capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return None
+    if r.returncode < 0:
+        sig = signal.Signals(-r.returncode).name if -r.returncode in signal.valid_signals() else -r.returncode
+        _cpu_reason = (f"llama_cpp's libraries die on this CPU ({sig} in a child that initialised them); "
+                       "it was built for another CPU: reinstall llama-cpp-python with CMAKE_ARGS naming "
+                       "only the instruction sets this CPU has (README, Developing)")
+    return _cpu_reason
+
+
 def load():
-    """The ggml wrapper, or None when llama_cpp or its bundled libraries are not available."""
+    """The ggml wrapper, or None when llama_cpp or its bundled libraries are not available or
+    cannot run on this CPU (cpu_mismatch_reason)."""
     global _loaded, _instance
     if not _loaded:
         _loaded = True
-        d = _lib_dir()
+        d = _lib_dir() if cpu_mismatch_reason() is None else None
         if d is not None:
             try:
                 _instance = Ggml(d)

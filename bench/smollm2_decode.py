@@ -67,6 +67,11 @@ def main() -> int:
     except ImportError:
         print("llama.cpp  not importable (llama_cpp): no comparison")
         return 0
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import ggml_ref
+    if ggml_ref.cpu_mismatch_reason():
+        print(f"llama.cpp  {ggml_ref.cpu_mismatch_reason()}: no comparison")
+        return 0
     lpp, ltg = bench_llama_cpp(path, a.threads, a.gen, prompt)
     print(f"llama.cpp  {a.threads} threads: prompt {len(prompt)} tokens {lpp:8.1f} t/s, decode {a.gen} tokens {ltg:8.1f} t/s")
     print(f"ratio      prompt {pp / lpp:.2f}, decode {tg / ltg:.2f}")

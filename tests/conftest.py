@@ -12,6 +12,27 @@ os.environ.setdefault("PYGGML_CPU_MIN_WORK", "0")
 sys.path.insert(0, os.path.dirname(__file__))
 
 
+def _hide_llama_cpp_built_for_another_cpu():
+    """A llama-cpp-python built for another CPU kills the process that runs it (SIGILL): probe
+    it in a child, and if it dies, make `import llama_cpp` fail here so that every oracle test
+    skips instead of ending the whole run. Returns the reason, or None."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
+    import ggml_ref
+    reason = ggml_ref.cpu_mismatch_reason()
+    if reason:
+        sys.modules["llama_cpp"] = None  # importorskip("llama_cpp") then skips
+    return reason
+
+
+_LLAMA_CPP_UNUSABLE = _hide_llama_cpp_built_for_another_cpu()
+
+
+def pytest_report_header(config):
+    if _LLAMA_CPP_UNUSABLE:
+        return f"oracle tests skip: {_LLAMA_CPP_UNUSABLE}"
+    return None
+
+
 @pytest.fixture
 def simd(request):
     """Cap the kernels' SIMD level for one test (parametrise indirectly with util.SIMD_LEVELS);
