@@ -210,13 +210,26 @@ constexpr int kFloatMR = 16, kFloatNR = 6;
 constexpr int64_t a_slice_floats(int64_t nq) { return nq * kFloatMR + kFloatSlicePad; }
 constexpr int64_t kBlockChunks = kFloatKB / kLanes;
 
+// Weight panels of f32 values (F32A) or of f16 values widened as the lane pass loads them
+// (F16A: half the bytes packed and streamed; a 16 x 512 block and a column panel then fit L1
+// together, and the widening runs beside the multiply-adds).
+struct F32A {
+    using T = float;
+    static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct F16A {
+    using T = uint16_t;
+    static __m256 load(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
+};
+
 // 16 rows x 6 columns of lane-l sums over nq chunks, into acc[2 j + h] (rows 8 h .. 8 h + 7).
-inline void lane_pass(int64_t nq, const float* a, const float* b, __m256* acc) {
+template <class A>
+inline void lane_pass(int64_t nq, const typename A::T* a, const float* b, __m256* acc) {
     __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
     __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
 #pragma GCC unroll 2
     for (int64_t q = 0; q < nq; ++q, a += kFloatMR, b += kFloatNR) {
-        const __m256 a0 = _mm256_loadu_ps(a), a1 = _mm256_loadu_ps(a + 8);
+        const __m256 a0 = A::load(a), a1 = A::load(a + 8);
         __m256 bv = _mm256_broadcast_ss(b);
         c00 = _mm256_fmadd_ps(a0, bv, c00), c01 = _mm256_fmadd_ps(a1, bv, c01);
         bv = _mm256_broadcast_ss(b + 1);
@@ -234,10 +247,13 @@ inline void lane_pass(int64_t nq, const float* a, const float* b, __m256* acc) {
     acc[6] = c30, acc[7] = c31, acc[8] = c40, acc[9] = c41, acc[10] = c50, acc[11] = c51;
 }
 
-void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
+template <class A>
+void float_micro(int64_t nq, const float* apf, const float* bp, float* c, int64_t ldc, int mv, int nv, bool accumulate,
                  const char* pf, int pf_lines) {
     constexpr int kAcc = 2 * kFloatNR;
-    const int64_t as = a_slice_floats(nq), bs = nq * kFloatNR;  // floats between two lanes' slices
+    const typename A::T* ap = (const typename A::T*)apf;
+    // values between two lanes' slices (a slice: nq chunks of 16 rows, then one cache line)
+    const int64_t as = nq * kFloatMR + 64 / int64_t(sizeof(typename A::T)), bs = nq * kFloatNR;
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
@@ -249,8 +265,8 @@ void float_micro(int64_t nq, const float* ap, const float* bp, float* c, int64_t
     auto pair = [&](int l, __m256* s) {
         for (int i = 0; i < 2; ++i, ++pass)  // a share of the prefetches before each pass
             for (int k = pass * pf_lines / 8; k < (pass + 1) * pf_lines / 8; ++k) _mm_prefetch(pf + k * 64, _MM_HINT_T0);
-        lane_pass(nq, ap + l * as, bp + l * bs, x);
-        lane_pass(nq, ap + (l + 4) * as, bp + (l + 4) * bs, s);
+        lane_pass<A>(nq, ap + l * as, bp + l * bs, x);
+        lane_pass<A>(nq, ap + (l + 4) * as, bp + (l + 4) * bs, s);
         for (int i = 0; i < kAcc; ++i) s[i] = _mm256_add_ps(x[i], s[i]);
     };
     pair(0, t0);
@@ -321,6 +337,56 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
         }
     }
 }
+// 8 x 8 transpose of 16-bit values: out[l] value r = in[r] value l.
+inline void transpose8_epi16(__m128i* v) {
+    __m128i a[8], b[8];
+    for (int i = 0; i < 4; ++i) {  // a[2i], a[2i+1]: values 0-3 / 4-7 of rows 2i, 2i+1 interleaved
+        a[2 * i] = _mm_unpacklo_epi16(v[2 * i], v[2 * i + 1]);
+        a[2 * i + 1] = _mm_unpackhi_epi16(v[2 * i], v[2 * i + 1]);
+    }
+    for (int g = 0; g < 2; ++g) {  // b[4g + c]: values 2c, 2c + 1 of rows 4g .. 4g + 3
+        const __m128i* x = a + 4 * g;
+        b[4 * g + 0] = _mm_unpacklo_epi32(x[0], x[2]);
+        b[4 * g + 1] = _mm_unpackhi_epi32(x[0], x[2]);
+        b[4 * g + 2] = _mm_unpacklo_epi32(x[1], x[3]);
+        b[4 * g + 3] = _mm_unpackhi_epi32(x[1], x[3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        v[2 * c] = _mm_unpacklo_epi64(b[c], b[4 + c]);
+        v[2 * c + 1] = _mm_unpackhi_epi64(b[c], b[4 + c]);
+    }
+}
+
+// f16 weights for float_micro<F16A>: pack_a's layout with 16-bit values (slices of nq * 16
+// values and one cache line), not widened.
+void pack_a_f16(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* apf) {
+    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
+    const int tail = int(kc % kLanes);
+    const int64_t slice = nq * kFloatMR + 32;
+    uint16_t* ap = (uint16_t*)apf;
+    for (int r0 = 0; r0 < kFloatMR; r0 += kLanes) {
+        const char* row = (const char*)a + r0 * as;
+        const int n = std::clamp(rows - r0, 0, kLanes);
+        for (int64_t q = 0; q < nq; ++q) {
+            __m128i v[kLanes];
+            for (int r = 0; r < kLanes; ++r) {
+                const uint16_t* p = (const uint16_t*)(row + r * as) + k0 + q * kLanes;
+                if (r >= n) v[r] = _mm_setzero_si128();
+                else if (q < full) {
+                    _mm_prefetch((const char*)p + kFloatMR * as, _MM_HINT_T0);  // as pack_a
+                    v[r] = _mm_loadu_si128((const __m128i*)p);
+                } else {
+                    alignas(16) uint16_t t[8] = {};
+                    std::memcpy(t, p, size_t(tail) * 2);
+                    v[r] = _mm_load_si128((const __m128i*)t);
+                }
+            }
+            transpose8_epi16(v);
+            for (int l = 0; l < kLanes; ++l) _mm_storeu_si128((__m128i*)(ap + l * slice + q * kFloatMR + r0), v[l]);
+        }
+    }
+}
+
 // A panel of whole K: block i (chunks [i * 64, ...), nq of them) starts at float i * 64 * 48 and
 // holds the block's layout above; per chunk the six columns' vectors are transposed so that
 // lane l's six values are stored together.
@@ -419,9 +485,10 @@ const FloatKernels& float_kernels_avx2() {
         f.direct[kFloatF16] = direct<WF16>;
         f.direct[kFloatBF16] = direct<WBF16>;
         f.direct_f16b = direct<WF16, WF16>;
-        f.micro = float_micro;
+        f.micro = float_micro<F32A>;
+        f.micro_f16 = float_micro<F16A>;
         f.pack_a[kFloatF32] = pack_a<WF32>;
-        f.pack_a[kFloatF16] = pack_a<WF16>;
+        f.pack_a[kFloatF16] = pack_a_f16;
         f.pack_a[kFloatBF16] = pack_a<WBF16>;
         f.pack_b = pack_b;
         const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
