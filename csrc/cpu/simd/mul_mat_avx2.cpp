@@ -337,6 +337,7 @@ void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* a
         }
     }
 }
+
 // 8 x 8 transpose of 16-bit values: out[l] value r = in[r] value l.
 inline void transpose8_epi16(__m128i* v) {
     __m128i a[8], b[8];
@@ -365,7 +366,7 @@ inline void transpose8_epi16(__m128i* v) {
 void pack_a_f16(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* apf) {
     const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
     const int tail = int(kc % kLanes);
-    const int64_t slice = nq * kFloatMR + 32;
+    const int64_t slice = nq * kFloatMR + 32;  // values, then one cache line (32 x 16 bits)
     uint16_t* ap = (uint16_t*)apf;
     for (int r0 = 0; r0 < kFloatMR; r0 += kLanes) {
         const char* row = (const char*)a + r0 * as;
@@ -374,8 +375,9 @@ void pack_a_f16(const void* a, size_t as, int rows, int64_t k0, int64_t kc, floa
             __m128i v[kLanes];
             for (int r = 0; r < kLanes; ++r) {
                 const uint16_t* p = (const uint16_t*)(row + r * as) + k0 + q * kLanes;
-                if (r >= n) v[r] = _mm_setzero_si128();
-                else if (q < full) {
+                if (r >= n) {
+                    v[r] = _mm_setzero_si128();
+                } else if (q < full) {
                     v[r] = _mm_loadu_si128((const __m128i*)p);
                 } else {
                     alignas(16) uint16_t t[8] = {};
