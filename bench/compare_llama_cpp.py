@@ -287,8 +287,9 @@ def main():
     except ImportError:
         sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
     import ggml_ref
-    if ggml_ref.cpu_mismatch_reason():
-        sys.exit(ggml_ref.cpu_mismatch_reason())
+    reason = ggml_ref.cpu_mismatch_reason()
+    if reason:
+        sys.exit(reason)
     min_s = a.min_sample_ms / 1000.0
     print(f"# {uptime()}")
     print(f"# {a.threads} threads, tokens/s" + (" of CPU time" if a.cpu_time else "")

@@ -72,8 +72,9 @@ def main():
     except ImportError:
         sys.exit("llama_cpp (llama-cpp-python) does not import: nothing to compare against")
     import ggml_ref
-    if ggml_ref.cpu_mismatch_reason():
-        sys.exit(ggml_ref.cpu_mismatch_reason())
+    reason = ggml_ref.cpu_mismatch_reason()
+    if reason:
+        sys.exit(reason)
     print(f"# {uptime()}")
     print(f"# {a.threads} threads, median of {a.rounds} alternating rounds, tokens/s")
     print(f"{'case':<30s} {'pyggml':>10s} {'llama.cpp':>10s} {'ratio':>7s}")

@@ -69,8 +69,9 @@ def main() -> int:
         return 0
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import ggml_ref
-    if ggml_ref.cpu_mismatch_reason():
-        print(f"llama.cpp  {ggml_ref.cpu_mismatch_reason()}: no comparison")
+    reason = ggml_ref.cpu_mismatch_reason()
+    if reason:
+        print(f"llama.cpp  {reason}: no comparison")
         return 0
     lpp, ltg = bench_llama_cpp(path, a.threads, a.gen, prompt)
     print(f"llama.cpp  {a.threads} threads: prompt {len(prompt)} tokens {lpp:8.1f} t/s, decode {a.gen} tokens {ltg:8.1f} t/s")

@@ -203,11 +203,14 @@ void direct(int64_t k, const void* a, size_t as, int rows, const void* b, size_t
 // multiply-adds and their order are those of the dot tiles; the eight lane results of a block
 // are then summed by the same tree as hsum4 (s_i = v_i + v_{i+4}; t_0 = s_0 + s_2, t_1 = s_1 +
 // s_3; y = t_0 + t_1), 16 outputs per vector.
-// Packed layouts (per K block of nq chunks): a panel ap[l * a_slice_floats(nq) + q * 16 + r]
-// (slices one cache line apart past their values, kFloatSlicePad), a column panel
-// bp[(l * nq + q) * 6 + j], so one lane's pass reads both contiguously.
+// Packed layouts (per K block of nq chunks): a panel ap[l * a_slice_values<T>(nq) + q * 16 + r]
+// of T values (f32, or f16 for f16 weights; slices one cache line apart past their values, as
+// kFloatSlicePad), a column panel bp[(l * nq + q) * 6 + j], so one lane's pass reads both
+// contiguously.
 constexpr int kFloatMR = 16, kFloatNR = 6;
-constexpr int64_t a_slice_floats(int64_t nq) { return nq * kFloatMR + kFloatSlicePad; }
+template <class T>
+constexpr int64_t a_slice_values(int64_t nq) { return nq * kFloatMR + 64 / int64_t(sizeof(T)); }
+static_assert(a_slice_values<float>(0) == kFloatSlicePad, "one cache line past the f32 values");
 constexpr int64_t kBlockChunks = kFloatKB / kLanes;
 
 // Weight panels of f32 values (F32A) or of f16 values widened as the lane pass loads them
@@ -252,8 +255,7 @@ void float_micro(int64_t nq, const float* apf, const float* bp, float* c, int64_
                  const char* pf, int pf_lines) {
     constexpr int kAcc = 2 * kFloatNR;
     const typename A::T* ap = (const typename A::T*)apf;
-    // values between two lanes' slices (a slice: nq chunks of 16 rows, then one cache line)
-    const int64_t as = nq * kFloatMR + 64 / int64_t(sizeof(typename A::T)), bs = nq * kFloatNR;
+    const int64_t as = a_slice_values<typename A::T>(nq), bs = nq * kFloatNR;  // between two lanes' slices
     if (accumulate)  // the outputs read back at the end
         for (int j = 0; j < nv; ++j) {
             _mm_prefetch((const char*)(c + j * ldc), _MM_HINT_T0);
@@ -313,31 +315,6 @@ inline void transpose8(__m256* v) {
     v[3] = _mm256_permute2f128_ps(u3, u7, 0x20), v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-template <class W>
-void pack_a(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* ap) {
-    const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
-    const int tail = int(kc % kLanes);
-    for (int r0 = 0; r0 < kFloatMR; r0 += kLanes) {
-        const char* row = (const char*)a + r0 * as;
-        const int n = std::clamp(rows - r0, 0, kLanes);
-        for (int64_t q = 0; q < nq; ++q) {
-            __m256 v[kLanes];
-            for (int r = 0; r < kLanes; ++r) {
-                const char* p = row + r * as;
-                if (r >= n) v[r] = _mm256_setzero_ps();
-                else if (q < full) {
-                    // the same row of the next panel: its first lines would otherwise miss
-                    // before the hardware prefetcher catches up with a new stream
-                    _mm_prefetch(p + kFloatMR * as + (k0 + q * kLanes) * W::kSize, _MM_HINT_T0);
-                    v[r] = W::load(p, k0 + q * kLanes);
-                } else v[r] = W::tail(p, k0 + q * kLanes, tail);
-            }
-            transpose8(v);
-            for (int l = 0; l < kLanes; ++l) _mm256_storeu_ps(ap + l * a_slice_floats(nq) + q * kFloatMR + r0, v[l]);
-        }
-    }
-}
-
 // 8 x 8 transpose of 16-bit values: out[l] value r = in[r] value l.
 inline void transpose8_epi16(__m128i* v) {
     __m128i a[8], b[8];
@@ -358,38 +335,74 @@ inline void transpose8_epi16(__m128i* v) {
     }
 }
 
-// f16 weights for float_micro<F16A>: pack_a's layout with 16-bit values (slices of nq * 16
-// values and one cache line), not widened. No prefetch of the next panel's rows, unlike
-// pack_a: the driver already fetches the next K block into L2 during the sweep, and the
-// prefetches doubled the packing of a block from L2 (bench/float_gemm_phases f16 14336 128
-// 4096: 14.2 -> 7.2 ms; from memory 14.8 -> 14.0 ms).
-void pack_a_f16(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* apf) {
+// One weight panel of 16 rows in the layout above, through P: P::load / P::tail read a chunk of
+// a row (8 values; the first n), P::transpose turns 8 of them into 8 lane vectors, P::store puts
+// one at a value offset of the panel; with P::kPrefetch, the same row of the next panel is asked
+// for (its first lines would otherwise miss before the hardware prefetcher catches up with a new
+// stream).
+template <class P>
+void pack_rows(const void* a, size_t as, int rows, int64_t k0, int64_t kc, float* apf) {
+    using T = typename P::T;
+    T* ap = (T*)apf;
     const int64_t full = kc / kLanes, nq = (kc + kLanes - 1) / kLanes;
     const int tail = int(kc % kLanes);
-    const int64_t slice = nq * kFloatMR + 32;  // values, then one cache line (32 x 16 bits)
-    uint16_t* ap = (uint16_t*)apf;
+    const int64_t slice = a_slice_values<T>(nq);
     for (int r0 = 0; r0 < kFloatMR; r0 += kLanes) {
         const char* row = (const char*)a + r0 * as;
         const int n = std::clamp(rows - r0, 0, kLanes);
         for (int64_t q = 0; q < nq; ++q) {
-            __m128i v[kLanes];
+            typename P::Vec v[kLanes];
             for (int r = 0; r < kLanes; ++r) {
-                const uint16_t* p = (const uint16_t*)(row + r * as) + k0 + q * kLanes;
+                const char* p = row + r * as;
                 if (r >= n) {
-                    v[r] = _mm_setzero_si128();
+                    v[r] = P::zero();
                 } else if (q < full) {
-                    v[r] = _mm_loadu_si128((const __m128i*)p);
+                    if constexpr (P::kPrefetch) _mm_prefetch(p + kFloatMR * as + (k0 + q * kLanes) * P::kSize, _MM_HINT_T0);
+                    v[r] = P::load(p, k0 + q * kLanes);
                 } else {
-                    alignas(16) uint16_t t[8] = {};
-                    std::memcpy(t, p, size_t(tail) * 2);
-                    v[r] = _mm_load_si128((const __m128i*)t);
+                    v[r] = P::tail(p, k0 + q * kLanes, tail);
                 }
             }
-            transpose8_epi16(v);
-            for (int l = 0; l < kLanes; ++l) _mm_storeu_si128((__m128i*)(ap + l * slice + q * kFloatMR + r0), v[l]);
+            P::transpose(v);
+            for (int l = 0; l < kLanes; ++l) P::store(ap + l * slice + q * kFloatMR + r0, v[l]);
         }
     }
 }
+
+// Weights widened to f32 as they are read (W: WF32, WF16, WBF16), transposed as f32.
+template <class W>
+struct PackWidened {
+    using T = float;
+    using Vec = __m256;
+    static constexpr int kSize = W::kSize;
+    static constexpr bool kPrefetch = true;
+    static Vec zero() { return _mm256_setzero_ps(); }
+    static Vec load(const char* p, int64_t i) { return W::load(p, i); }
+    static Vec tail(const char* p, int64_t i, int n) { return W::tail(p, i, n); }
+    static void transpose(Vec* v) { transpose8(v); }
+    static void store(float* o, Vec v) { _mm256_storeu_ps(o, v); }
+};
+
+// f16 weights for float_micro<F16A>: kept as f16, transposed as 16-bit values. No prefetch of
+// the next panel's rows: the driver already fetches the next K block into L2 during the sweep,
+// and the prefetches doubled the packing of a block from L2 (bench/float_gemm_phases f16 14336
+// 128 4096: 14.2 -> 7.2 ms; from memory 14.8 -> 14.0 ms). The f32 / bf16 packing keeps them
+// (without, 3-7% slower from memory).
+struct PackF16 {
+    using T = uint16_t;
+    using Vec = __m128i;
+    static constexpr int kSize = 2;
+    static constexpr bool kPrefetch = false;
+    static Vec zero() { return _mm_setzero_si128(); }
+    static Vec load(const char* p, int64_t i) { return _mm_loadu_si128((const __m128i*)((const uint16_t*)p + i)); }
+    static Vec tail(const char* p, int64_t i, int n) {
+        alignas(16) uint16_t t[8] = {};
+        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
+        return _mm_load_si128((const __m128i*)t);
+    }
+    static void transpose(Vec* v) { transpose8_epi16(v); }
+    static void store(uint16_t* o, Vec v) { _mm_storeu_si128((__m128i*)o, v); }
+};
 
 // A panel of whole K: block i (chunks [i * 64, ...), nq of them) starts at float i * 64 * 48 and
 // holds the block's layout above; per chunk the six columns' vectors are transposed so that
@@ -491,9 +504,9 @@ const FloatKernels& float_kernels_avx2() {
         f.direct_f16b = direct<WF16, WF16>;
         f.micro = float_micro<F32A>;
         f.micro_f16 = float_micro<F16A>;
-        f.pack_a[kFloatF32] = pack_a<WF32>;
-        f.pack_a[kFloatF16] = pack_a_f16;
-        f.pack_a[kFloatBF16] = pack_a<WBF16>;
+        f.pack_a[kFloatF32] = pack_rows<PackWidened<WF32>>;
+        f.pack_a[kFloatF16] = pack_rows<PackF16>;
+        f.pack_a[kFloatBF16] = pack_rows<PackWidened<WBF16>>;
         f.pack_b = pack_b;
         const int rows[] = {0, 8, 4, 4, 3};  // the largest tile that stays in 16 registers
         f.direct_cols = 3;
