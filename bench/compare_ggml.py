@@ -23,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+from paired_stats import median_interval  # noqa: E402
 
 TYPES = ["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_K", "q3_K", "q4_K", "q5_K", "q6_K",
          "iq4_nl", "mxfp4", "nvfp4"]
@@ -45,17 +46,19 @@ def _timed(f, settle=None):
     return CLOCK() - t0
 
 
-def _alternate(fa, fb, reps, settle=None):
+def _alternate(fa, fb, reps, settle=None, pairs=None):
     """Best-of-reps seconds of fa and fb, run alternately after warm-ups; before every timed
     call the other side's spinning workers are given time to sleep (SETTLE_S, or `settle()`),
     so each side starts from idle workers and neither side's spinning steals the cores from the
-    other."""
+    other. `pairs` (a list) receives each round's (fa, fb) seconds."""
     for _ in range(2):
         fa(), fb()
     ta, tb = [], []
     for _ in range(reps):
         ta.append(_timed(fa, settle))
         tb.append(_timed(fb, settle))
+    if pairs is not None:
+        pairs.extend(zip(ta, tb))
     return min(ta), min(tb)
 
 
@@ -232,7 +235,13 @@ def flash_attn_case(gg, np, ref, KV, N, n_threads, reps):
     return nbytes / to / 1e9, nbytes / tt / 1e9
 
 
+NUMPY_MIN_ROUNDS = 15  # the best-of-rounds figures swing by 10% on a shared machine with 3
+
+
 def numpy_gemm_case(gg, np, K, M, N, n_threads, reps):
+    """(pyggml GFLOP/s, numpy GFLOP/s, paired): best of the rounds each, and the median of the
+    rounds' time ratios numpy / pyggml with its ~95% interval (paired_stats.median_interval; a
+    round's two calls run back to back, so a change of the machine's load moves both)."""
     rng = np.random.default_rng(5)
     a = rng.uniform(-1, 1, size=(M, K)).astype(np.float32)
     b = rng.uniform(-1, 1, size=(N, K)).astype(np.float32)
@@ -242,9 +251,11 @@ def numpy_gemm_case(gg, np, K, M, N, n_threads, reps):
     g = gg.Graph(ctx); g.build_forward_expand(gg.mul_mat(ctx, ta, tb))
     at = a.T
     from mul_mat import quiesce  # OpenBLAS's workers spin ~0.1 s after a call, past SETTLE_S
-    to, tn = _alternate(lambda: g.compute(n_threads=n_threads), lambda: b @ at, reps, settle=quiesce)
+    pairs = []
+    to, tn = _alternate(lambda: g.compute(n_threads=n_threads), lambda: b @ at, max(reps, NUMPY_MIN_ROUNDS),
+                        settle=quiesce, pairs=pairs)
     flops = 2.0 * K * M * N
-    return flops / to / 1e9, flops / tn / 1e9
+    return flops / to / 1e9, flops / tn / 1e9, median_interval([tn_i / to_i for to_i, tn_i in pairs]) + (len(pairs),)
 
 
 def fma_peak(n_threads):
@@ -329,7 +340,10 @@ def main():
     for K, M, N in ((1024, 1024, 1024), (4096, 4096, 512)):
         case = f"f32 gemm K{K} M{M} N{N} numpy"
         if want(case):
-            row(case, *numpy_gemm_case(gg, np, K, M, N, a.threads, a.reps), "GFLOP/s")
+            ours, theirs, (med, lo, hi, cover, n) = numpy_gemm_case(gg, np, K, M, N, a.threads, a.reps)
+            row(case, ours, theirs, "GFLOP/s")
+            print(f"{'':<4s}paired, numpy time / pyggml time of each of {n} rounds: median {med:.2f} "
+                  f"[{lo:.2f}, {hi:.2f}] ({cover:.0%})", flush=True)
     if peak:
         row("fma_peak f32", peak, None, "GFLOP/s")
     return 0
