@@ -8,13 +8,16 @@ From the root of a source checkout, ``import pyggml`` finds the source folder ``
 first (it shadows the installed package) and that folder has no ``_core``. The Python files
 are the same as the installed ones, so the loader then takes the compiled core of the
 installed copy of pyggml; only when none is installed does it fail, with one line saying
-what to do.
+what to do. Where a local build (``build/`` or ``build/<wheel tag>/`` of the checkout) holds a
+core compiled after the installed copy was installed, the import warns: benchmarks run from the
+checkout would otherwise measure the older installed code without a word.
 """
 import glob
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import warnings
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -50,6 +53,29 @@ def _installed_core():
     return None
 
 
+def _local_build_cores():
+    """Compiled cores of the checkout's own build folders (a CMake build in build/, or pip's
+    persistent build/<wheel tag>/)."""
+    build = os.path.join(os.path.dirname(_HERE), "build")
+    found = glob.glob(os.path.join(build, "_core*")) + glob.glob(os.path.join(build, "*", "_core*"))
+    return sorted(p for p in found if p.endswith(_SUFFIXES))
+
+
+def warn_if_local_build_is_newer(installed):
+    """Warn when a local build's core was compiled after `installed` was installed (its inode
+    change time: a wheel may carry old file times, but copying it in sets the change time)."""
+    try:
+        installed_at = os.stat(installed).st_ctime
+        newer = [p for p in _local_build_cores() if os.stat(p).st_mtime > installed_at]
+    except OSError:
+        return
+    if newer:
+        warnings.warn(
+            f"pyggml: imported from the source folder with the installed core {installed}, older than the "
+            f"local build {newer[0]}; set PYGGML_BUILD_DIR={os.path.dirname(newer[0])} to use that build, or run "
+            "`pip install .` again", RuntimeWarning, stacklevel=3)
+
+
 def load_core():
     build = os.environ.get("PYGGML_BUILD_DIR")
     if build:
@@ -62,6 +88,7 @@ def load_core():
         return _core
     installed = _installed_core()
     if installed:
+        warn_if_local_build_is_newer(installed)
         return _load_from(installed)
     raise ImportError(
         f"pyggml: {_HERE} is a source folder without the compiled core; run `pip install .` "
