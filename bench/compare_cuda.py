@@ -1,6 +1,7 @@
 """GPU benchmarks against the H200's peaks (about 4.8 TB/s HBM, ~990 TFLOP/s dense F16).
 Usage: PYGGML_BUILD_DIR=build/device python bench/compare_cuda.py
 Prints case, pyggml, unit, peak, fraction. Timings include one graph launch and sync."""
+import argparse
 import time
 
 import numpy as np
@@ -32,6 +33,7 @@ def gemm(m, n, k, wtype):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     dev = "cuda:0"
     if dev not in gg.backends():
         print("no CUDA device: nothing to measure")

@@ -3,8 +3,8 @@ models (qwen35, step35 with 3 chained heads, deepseek4), the two sides alternate
 Usage: PYGGML_BUILD_DIR=build python bench/mtp_draft_cost.py [reps]
 Prints arch, target ms/token, draft ms/step (head 0 on one entry; for step35 also head 2
 over a 3-entry prefix, the last chained step), their ratio, then the machine load."""
+import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -47,7 +47,9 @@ def step_times(model, reps, chained):
 
 
 def main():
-    reps = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reps", type=int, nargs="?", default=20, help="steps of each side (default 20)")
+    reps = ap.parse_args().reps
     tmp = tempfile.mkdtemp()
     cases = [("qwen35", write_tiny_qwen35(os.path.join(tmp, "q.gguf"), n_layer=4, bigram=0.5), False),
              ("step35", write_tiny_step35(os.path.join(tmp, "s.gguf"), bigram=0.5), True),
