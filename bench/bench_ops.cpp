@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "../bench/bench_args.h"
 #include "../bench/bench_common.h"
 
 static double measure_copy_gbs() {
@@ -16,10 +17,20 @@ static double measure_copy_gbs() {
 }
 
 int main(int argc, char** argv) {
+    const bench::Args args{"bench_ops [-t THREADS] [FILTER]   (FILTER: a substring of the case names)"};
+    args.help_if_asked(argc, argv);
     bench::Context bc;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "-t") && i + 1 < argc) bc.n_threads = std::atoi(argv[++i]);
-        else bc.filter = argv[i];
+        if (!std::strcmp(argv[i], "-t")) {
+            if (i + 1 == argc) args.fail("-t needs a thread count", argv[i]);
+            bc.n_threads = (int)args.positive(argv[++i], "-t takes a positive thread count");
+        } else if (argv[i][0] == '-') {
+            args.fail("unknown option", argv[i]);
+        } else if (!bc.filter.empty()) {
+            args.fail("one FILTER at most", argv[i]);
+        } else {
+            bc.filter = argv[i];
+        }
     }
     bc.copy_gbs = measure_copy_gbs();
     std::printf("# threads=%d  copy bandwidth (memcpy, read+write) = %.2f GB/s\n", bc.n_threads, bc.copy_gbs);

@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "cpu/mul_mat_float.h"
 #include "pyggml/graph.h"
 #include "pyggml/ops.h"
@@ -27,10 +29,15 @@ using namespace pyggml::cpu;
 using bench::thread_seconds;
 
 int main(int argc, char** argv) {
-    const char* kind_name = argc > 1 ? argv[1] : "bf16";
+    const bench::Args args{"float_gemm_phases [f16|bf16|f32] [M] [N] [K]   (defaults: bf16 4096 128 4096)"};
+    args.help_if_asked(argc, argv);
+    if (argc > 5) args.fail("too many arguments", argv[5]);
+    const char* kind_name = argc > 1 ? args.one_of(argv[1], {"f16", "bf16", "f32"}, "the weight type is f16, bf16 or f32") : "bf16";
     const Type wt = !strcmp(kind_name, "f16") ? Type::F16 : !strcmp(kind_name, "f32") ? Type::F32 : Type::BF16;
     const int kind = mm::float_kind(wt);
-    const int64_t M = argc > 2 ? atoll(argv[2]) : 4096, N = argc > 3 ? atoll(argv[3]) : 128, K = argc > 4 ? atoll(argv[4]) : 4096;
+    const int64_t M = argc > 2 ? args.positive(argv[2], "M is a positive row count") : 4096;
+    const int64_t N = argc > 3 ? args.positive(argv[3], "N is a positive column count") : 128;
+    const int64_t K = argc > 4 ? args.positive(argv[4], "K is a positive length") : 4096;
     Context ctx(size_t(K) * M * type_size(wt) + size_t(K) * N * 4 + size_t(M) * N * 4 + (size_t(64) << 20));
     Graph g(&ctx);
     std::mt19937 rng(1);
@@ -47,6 +54,7 @@ int main(int argc, char** argv) {
 
     const mm::FloatKernels& fk = mm::float_kernels_for(simd::cpu_isa(), wt);
     const int V = fk.lanes, CF = mm::chunk_floats(fk), MR = fk.mr, NR = fk.nr;
+    if (M < MR) args.fail(("M is at least the tile's " + std::to_string(MR) + " rows").c_str(), argv[2]);
     const int64_t mc = std::min(fk.mc, M), nq = fk.kb / V, mp = mc / MR, np = (N + NR - 1) / NR;
     std::vector<float> ap(size_t(mp) * mm::a_panel_floats(fk, nq) + 64), bp(size_t(np * nq * NR * CF) + 64);
     std::vector<float> col(size_t(fk.kb) * NR), c_mc(size_t(mc) * N), c_m(size_t(M) * N), c_pad(size_t(mc + 16) * N);

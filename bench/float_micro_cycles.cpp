@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "bench_args.h"
 #include "cpu/mul_mat_float.h"
 #include "fma_chains.h"
 #include "pyggml/types.h"
@@ -25,7 +26,11 @@ using namespace pyggml::cpu;
 using bench::thread_seconds;
 
 int main(int argc, char** argv) {
-    const char* kind_name = argc > 1 ? argv[1] : "f32";
+    const bench::Args args{"float_micro_cycles [f32|f16|bf16] [COLUMNS]   (defaults: f32 240)"};
+    args.help_if_asked(argc, argv);
+    if (argc > 3) args.fail("too many arguments", argv[3]);
+    const char* kind_name = argc > 1 ? args.one_of(argv[1], {"f32", "f16", "bf16"}, "the weight type is f32, f16 or bf16") : "f32";
+    const int64_t cols = argc > 2 ? args.positive(argv[2], "COLUMNS is a positive count") : 240;
     const int kind = !strcmp(kind_name, "f16") ? mm::kFloatF16 : !strcmp(kind_name, "bf16") ? mm::kFloatBF16 : mm::kFloatF32;
     volatile float sink = 0;
     const int64_t iters = 20000000;
@@ -47,7 +52,7 @@ int main(int argc, char** argv) {
         simd::IsaPin pin(isa, pairs);
         const mm::FloatKernels& fk = pairs ? mm::float_kernels_avx512_bf16() : mm::float_kernels_for(isa);
         const int V = fk.lanes, CF = mm::chunk_floats(fk), MR = fk.mr, NR = fk.nr;
-        const int64_t K = fk.kb, M = fk.mc, N = std::min<int64_t>(fk.nc, argc > 2 ? atoll(argv[2]) : 240) / NR * NR;
+        const int64_t K = fk.kb, M = fk.mc, N = std::min<int64_t>(fk.nc, (cols + NR - 1) / NR * NR);
         const int64_t nq = K / V, mp = M / MR, np = N / NR;
         // weights in the kind's storage, rows of K values
         std::vector<uint16_t> w16(size_t(M * K));

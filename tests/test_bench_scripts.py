@@ -1,6 +1,8 @@
 """Every benchmark script under bench/ answers --help with its usage: it still imports (a helper
 renamed under it breaks it at once; compare_recurrent.py once failed that way unnoticed) and it
-parses its arguments before it measures anything."""
+parses its arguments before it measures anything. The C++ bench binaries, where built, answer
+--help too and refuse an argument they do not understand (exit 2, one error line and the usage)
+instead of measuring something else: float_gemm_phases took any unknown weight type for bf16."""
 import os
 import subprocess
 import sys
@@ -23,3 +25,32 @@ def test_a_benchmark_script_answers_help(script):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.startswith("usage:"), proc.stdout[:500]
+
+
+# The C++ bench binaries come with a CMake build (`ninja -C build`), not with pip.
+def _binary(name):
+    build = os.environ.get("PYGGML_BUILD_DIR")
+    path = Path(build) / name if build else None
+    if path is None or not path.is_file():
+        pytest.skip(f"{name} is not built here (PYGGML_BUILD_DIR names no build holding it)")
+    return path
+
+
+@pytest.mark.parametrize("name", ["bench_ops", "float_gemm_phases", "float_micro_cycles"])
+def test_a_bench_binary_answers_help(name):
+    proc = subprocess.run([str(_binary(name)), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: {name} ")
+
+
+@pytest.mark.parametrize("name,args", [
+    ("bench_ops", ["-t", "0"]), ("bench_ops", ["-t"]), ("bench_ops", ["--bogus"]), ("bench_ops", ["mul", "gemm"]),
+    ("float_gemm_phases", ["f64"]), ("float_gemm_phases", ["f32", "10x"]), ("float_gemm_phases", ["f32", "8"]),
+    ("float_gemm_phases", ["f32", "64", "64", "64", "64"]),
+    ("float_micro_cycles", ["f8"]), ("float_micro_cycles", ["f32", "0"]),
+])
+def test_a_bench_binary_refuses_a_bad_argument_before_measuring(name, args):
+    proc = subprocess.run([str(_binary(name)), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, (proc.returncode, proc.stdout[:300])
+    assert proc.stderr.startswith("error: ") and f"usage: {name} " in proc.stderr, proc.stderr
+    assert proc.stdout == ""  # nothing was measured
