@@ -4,6 +4,7 @@ Prints case, pyggml, unit, peak, fraction. Timings include one graph launch and 
 import argparse
 import time
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np
 
 import pyggml as gg

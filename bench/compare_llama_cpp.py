@@ -45,6 +45,7 @@ import zlib
 # they steal the cores both engines' thread pools need. Neither engine uses BLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

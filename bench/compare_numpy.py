@@ -12,6 +12,7 @@ import argparse
 import importlib.util
 import sys
 from pathlib import Path
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 
 
 def main():

@@ -25,6 +25,7 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -18,6 +18,7 @@ import tempfile
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see compare_llama_cpp.py
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -19,6 +19,7 @@ import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 from compare_llama_cpp import TINY, uptime  # noqa: E402  (the bench folder is the script's)
 
 

@@ -8,6 +8,7 @@ import os
 import tempfile
 import time
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np
 
 import pyggml as gg

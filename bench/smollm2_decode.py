@@ -17,6 +17,7 @@ import time
 # compare_llama_cpp.py); neither engine uses BLAS
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import checkout  # noqa: E402,F401  (this checkout's pyggml, not an installed copy)
 import numpy as np  # noqa: E402
 
 PROMPT = "Write a short paragraph about the history of the printing press."

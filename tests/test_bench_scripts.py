@@ -1,9 +1,12 @@
 """Every benchmark script under bench/ answers --help with its usage: it still imports (a helper
 renamed under it breaks it at once; compare_recurrent.py once failed that way unnoticed) and it
-parses its arguments before it measures anything. The C++ bench binaries, where built, answer
+parses its arguments before it measures anything; and run as `python bench/X.py` (with
+bench/ first on sys.path) it imports this checkout's pyggml, not an installed copy's possibly
+older Python files (bench/checkout.py; 8 scripts took the installed copy). The C++ bench binaries, where built, answer
 --help too and refuse an argument they do not understand (exit 2, one error line and the usage)
 instead of measuring something else: float_gemm_phases took any unknown weight type for bf16."""
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +21,30 @@ def test_the_benchmark_scripts_are_found():
     assert {"compare_ggml.py", "compare_llama_cpp.py", "compare_recurrent.py"} <= {p.name for p in SCRIPTS}
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_a_benchmark_script_answers_help(script):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-    proc = subprocess.run([sys.executable, str(script), "--help"], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+# `python -v` names the file each module's code came from: the folder holding the pyggml imported
+PYGGML_FROM = re.compile(r"^# code object from '?(.*?)[/\\]pyggml[/\\](?:__pycache__[/\\])?__init__\.", re.M)
+
+
+def _help(script):
+    """(return code, stdout, folders pyggml was imported from) of `python -v script --help`, run
+    with no PYTHONPATH: the script has to find the checkout itself."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-v", str(script), "--help"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.startswith("usage:"), proc.stdout[:500]
+    return proc.stdout, set(PYGGML_FROM.findall(proc.stderr))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_a_benchmark_script_answers_help_with_the_checkouts_pyggml(script):
+    out, folders = _help(script)
+    assert out.startswith("usage:"), out[:500]
+    # empty where the script imports pyggml only past its arguments
+    assert folders <= {str(ROOT)}, f"{script.name} imported pyggml from {folders}, not from this checkout"
+
+
+def test_a_script_that_imports_pyggml_at_once_takes_the_checkouts():
+    assert _help(ROOT / "bench" / "mtp_draft_cost.py")[1] == {str(ROOT)}
 
 
 # The C++ bench binaries come with a CMake build (`ninja -C build`), not with pip.
