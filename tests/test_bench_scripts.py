@@ -1,10 +1,11 @@
 """Every benchmark script under bench/ answers --help with its usage: it still imports (a helper
 renamed under it breaks it at once; compare_recurrent.py once failed that way unnoticed) and it
-parses its arguments before it measures anything; and run as `python bench/X.py` (with
-bench/ first on sys.path) it imports this checkout's pyggml, not an installed copy's possibly
-older Python files (bench/checkout.py; 8 scripts took the installed copy). The C++ bench binaries, where built, answer
---help too and refuse an argument they do not understand (exit 2, one error line and the usage)
-instead of measuring something else: float_gemm_phases took any unknown weight type for bf16."""
+parses its arguments before it measures anything; and run as `python bench/X.py` (with bench/
+first on sys.path) it imports this checkout's pyggml, not an installed copy's possibly older
+Python files (bench/checkout.py; 8 scripts took the installed copy). The C++ bench binaries,
+where built, answer --help too and refuse an argument they do not understand (exit 2, one error
+line and the usage) instead of measuring something else: float_gemm_phases took any unknown
+weight type for bf16."""
 import os
 import re
 import subprocess
@@ -26,8 +27,8 @@ PYGGML_FROM = re.compile(r"^# code object from '?(.*?)[/\\]pyggml[/\\](?:__pycac
 
 
 def _help(script):
-    """(return code, stdout, folders pyggml was imported from) of `python -v script --help`, run
-    with no PYTHONPATH: the script has to find the checkout itself."""
+    """(stdout, folders pyggml was imported from) of `python -v script --help`, which must exit 0;
+    run with no PYTHONPATH: the script has to find the checkout itself."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-v", str(script), "--help"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)

@@ -71,24 +71,25 @@ struct WF32 {
     static __m256 load(const char* p, int64_t i) { return _mm256_loadu_ps((const float*)p + i); }
     static __m256 tail(const char* p, int64_t i, int n) { return _mm256_maskload_ps((const float*)p + i, tail_mask(n)); }
 };
-struct WF16 {
-    static constexpr int kSize = 2;
-    static __m256 load(const char* p, int64_t i) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
-    static __m256 tail(const char* p, int64_t i, int n) {
+// 8 16-bit values from value i of p as they are stored (`tail`: the first n < 8, the rest zero).
+struct U16x8 {
+    static __m128i load(const char* p, int64_t i) { return _mm_loadu_si128((const __m128i*)((const uint16_t*)p + i)); }
+    static __m128i tail(const char* p, int64_t i, int n) {
         alignas(16) uint16_t t[8] = {};
         std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
-        return _mm256_cvtph_ps(_mm_load_si128((const __m128i*)t));
+        return _mm_load_si128((const __m128i*)t);
     }
+};
+struct WF16 {
+    static constexpr int kSize = 2;
+    static __m256 load(const char* p, int64_t i) { return _mm256_cvtph_ps(U16x8::load(p, i)); }
+    static __m256 tail(const char* p, int64_t i, int n) { return _mm256_cvtph_ps(U16x8::tail(p, i, n)); }
 };
 struct WBF16 {
     static constexpr int kSize = 2;
     static __m256 cvt(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-    static __m256 load(const char* p, int64_t i) { return cvt(_mm_loadu_si128((const __m128i*)((const uint16_t*)p + i))); }
-    static __m256 tail(const char* p, int64_t i, int n) {
-        alignas(16) uint16_t t[8] = {};
-        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
-        return cvt(_mm_load_si128((const __m128i*)t));
-    }
+    static __m256 load(const char* p, int64_t i) { return cvt(U16x8::load(p, i)); }
+    static __m256 tail(const char* p, int64_t i, int n) { return cvt(U16x8::tail(p, i, n)); }
 };
 
 // R rows x C columns read in place; the smaller side is held in registers, the other streamed.
@@ -394,12 +395,8 @@ struct PackF16 {
     static constexpr int kSize = 2;
     static constexpr bool kPrefetch = false;
     static Vec zero() { return _mm_setzero_si128(); }
-    static Vec load(const char* p, int64_t i) { return _mm_loadu_si128((const __m128i*)((const uint16_t*)p + i)); }
-    static Vec tail(const char* p, int64_t i, int n) {
-        alignas(16) uint16_t t[8] = {};
-        std::memcpy(t, (const uint16_t*)p + i, size_t(n) * 2);
-        return _mm_load_si128((const __m128i*)t);
-    }
+    static Vec load(const char* p, int64_t i) { return U16x8::load(p, i); }
+    static Vec tail(const char* p, int64_t i, int n) { return U16x8::tail(p, i, n); }
     static void transpose(Vec* v) { transpose8_epi16(v); }
     static void store(uint16_t* o, Vec v) { _mm_storeu_si128((__m128i*)o, v); }
 };
